@@ -1,0 +1,19 @@
+// Package stats turns raw load results into the numbers meshbench reports:
+// lossless merges of fortio histograms from several load generators,
+// percentiles computed on merged data (never averaged), repeat summaries as a
+// median with an interval, and meshed-versus-baseline overheads as both an
+// absolute delta and a ratio.
+package stats
+
+// Summary is a set of repeated measurements of one quantity, summarised as
+// its median with an interval. Lo and Hi bound the interval; N is the number
+// of repeats it rests on. With N == 1, Lo == Median == Hi.
+type Summary struct {
+	Median float64 `json:"median"`
+	Lo     float64 `json:"lo"`
+	Hi     float64 `json:"hi"`
+	N      int     `json:"n"`
+	// Confidence is the confidence level of [Lo, Hi] (e.g. 0.95), or 0 when
+	// the interval is simply the range of the samples (too few for a level).
+	Confidence float64 `json:"confidence,omitempty"`
+}
