@@ -1,0 +1,323 @@
+// Package load drives fortio's HTTP runner in-process: a thrown-away warm-up,
+// then one measured window, closed loop at maximum rate or open loop at a
+// fixed rate. Its Result carries the raw histogram, the per-status counts and
+// the settings that produced them, and says whether the run is valid.
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+	"fortio.org/fortio/periodic"
+	fstats "fortio.org/fortio/stats"
+	flog "fortio.org/log"
+
+	"github.com/meshbench/meshbench/framework/stats"
+)
+
+// Protocol is the wire protocol between the load generator and its first hop.
+type Protocol string
+
+// Protocols meshbench can drive today. gRPC will join them through fgrpc.
+const (
+	HTTP1 Protocol = "http1" // HTTP/1.1 with keep-alive
+	H2    Protocol = "h2"    // HTTP/2 (cleartext, prior knowledge, on plain http:// URLs)
+)
+
+// ParseProtocol turns a flag value into a Protocol.
+func ParseProtocol(s string) (Protocol, error) {
+	switch p := Protocol(strings.ToLower(s)); p {
+	case HTTP1, H2:
+		return p, nil
+	case "http1.1", "http/1.1", "h1":
+		return HTTP1, nil
+	}
+	return "", fmt.Errorf("unknown protocol %q: want http1 or h2", s)
+}
+
+// Options are the settings of one load. The zero value of every field means
+// its documented default, filled in by Normalize.
+type Options struct {
+	// URL is the target, http:// only (TLS is the mesh's job, not the loadgen's).
+	URL string `json:"url"`
+	// Concurrency is the number of connections, each with one request in
+	// flight (fortio's -c). Default 1.
+	Concurrency int `json:"concurrency"`
+	// QPS is the total target rate in requests per second for an open-loop
+	// run (fortio's -qps N). 0 means closed loop at maximum rate.
+	QPS float64 `json:"qps"`
+	// Duration is the measured window. Default 5s.
+	Duration time.Duration `json:"duration"`
+	// Warmup runs before the window with the same settings and is thrown
+	// away: connection set-up and TLS handshakes dominate the first seconds.
+	// Default 1s; negative means none.
+	Warmup time.Duration `json:"warmup"`
+	// Protocol is http1 (default) or h2.
+	Protocol Protocol `json:"protocol"`
+	// RequestSize is the request body in bytes; non-zero turns GETs into
+	// POSTs. Default 0.
+	RequestSize int `json:"requestSize"`
+	// Timeout is the per-request timeout. Default 3s.
+	Timeout time.Duration `json:"timeout"`
+	// Resolution is the latency histogram's bucket divider. Default
+	// stats.DefaultResolution (10µs); fortio's own 1ms default would put every
+	// sub-millisecond latency in one bucket.
+	Resolution stats.Resolution `json:"resolution"`
+	// RateTolerance is the fraction by which an open-loop run may miss its
+	// target rate and still be valid. Default 0.05 (5%).
+	RateTolerance float64 `json:"rateTolerance"`
+	// MaxErrorRate is the fraction of failed requests above which a run is
+	// invalid. Default 0 (any error invalidates the run).
+	MaxErrorRate float64 `json:"maxErrorRate"`
+	// Headers are added to every request, e.g. the caller's name.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Labels is free text copied into the result.
+	Labels string `json:"labels,omitempty"`
+}
+
+// Normalize fills in defaults and validates o.
+func (o *Options) Normalize() error {
+	var errs []error
+	u, err := url.Parse(o.URL)
+	switch {
+	case o.URL == "":
+		errs = append(errs, errors.New("url: missing"))
+	case err != nil:
+		errs = append(errs, fmt.Errorf("url %q: %w", o.URL, err))
+	case u.Scheme != "http" || u.Host == "":
+		errs = append(errs, fmt.Errorf("url %q: want http://host:port/path", o.URL))
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 1
+	}
+	if o.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("concurrency %d: must be >= 1", o.Concurrency))
+	}
+	if o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) {
+		errs = append(errs, fmt.Errorf("qps %v: must be >= 0 (0 is closed loop at max rate)", o.QPS))
+	}
+	if o.Duration == 0 {
+		o.Duration = 5 * time.Second
+	}
+	if o.Duration < 0 {
+		errs = append(errs, fmt.Errorf("duration %v: must be > 0", o.Duration))
+	}
+	if o.Warmup == 0 {
+		o.Warmup = time.Second
+	}
+	if o.Warmup < 0 {
+		o.Warmup = 0
+	}
+	if o.Protocol == "" {
+		o.Protocol = HTTP1
+	}
+	if _, err := ParseProtocol(string(o.Protocol)); err != nil {
+		errs = append(errs, err)
+	}
+	if o.RequestSize < 0 {
+		errs = append(errs, fmt.Errorf("request size %d: must be >= 0", o.RequestSize))
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 3 * time.Second
+	}
+	if o.Resolution.Divider == 0 {
+		o.Resolution = stats.DefaultResolution
+	}
+	if o.Resolution.Divider < 0 {
+		errs = append(errs, fmt.Errorf("resolution %v: divider must be > 0", o.Resolution.Divider))
+	}
+	if o.RateTolerance == 0 {
+		o.RateTolerance = 0.05
+	}
+	if o.RateTolerance < 0 || o.RateTolerance >= 1 {
+		errs = append(errs, fmt.Errorf("rate tolerance %v: must be in [0, 1)", o.RateTolerance))
+	}
+	if o.MaxErrorRate < 0 || o.MaxErrorRate >= 1 {
+		errs = append(errs, fmt.Errorf("max error rate %v: must be in [0, 1)", o.MaxErrorRate))
+	}
+	return errors.Join(errs...)
+}
+
+// ClosedLoop reports whether o runs at maximum rate.
+func (o Options) ClosedLoop() bool { return o.QPS == 0 }
+
+// Result is one measured window.
+type Result struct {
+	Options Options `json:"options"`
+	// Start and Elapsed bound the measured window (warm-up excluded).
+	Start   time.Time     `json:"start"`
+	Elapsed time.Duration `json:"elapsed"`
+	// TargetQPS is the requested rate (0 for closed loop); AchievedQPS is
+	// what was served, in requests per second.
+	TargetQPS   float64 `json:"targetQPS"`
+	AchievedQPS float64 `json:"achievedQPS"`
+	// Requests is every request sent in the window, Errors those that did
+	// not return 200 (socket errors count as code -1).
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+	// Codes counts responses per HTTP status code.
+	Codes map[int]int64 `json:"codes"`
+	// Latency is the raw histogram of every request's latency, in seconds,
+	// at Options.Resolution, so results can be merged and recomputed later.
+	Latency *fstats.HistogramData `json:"latency"`
+	// Invalid lists why the run must not be trusted; empty when valid.
+	Invalid []string `json:"invalid,omitempty"`
+}
+
+// Valid reports whether nothing invalidated the run.
+func (r *Result) Valid() bool { return len(r.Invalid) == 0 }
+
+// Percentile returns the p-th latency percentile in seconds.
+func (r *Result) Percentile(p float64) float64 { return stats.Percentile(r.Latency, p) }
+
+// fortioLog is set once: fortio's logger is process-wide.
+var fortioLog sync.Once
+
+// Run warms up (see Warm), then measures one window (see Measure).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := Warm(ctx, o); err != nil {
+		return nil, err
+	}
+	return Measure(ctx, o)
+}
+
+// Warm runs o.Warmup worth of load and throws the result away, so that the
+// measured window starts with connections and handshakes done.
+func Warm(ctx context.Context, o Options) error {
+	if err := o.Normalize(); err != nil {
+		return fmt.Errorf("load options: %w", err)
+	}
+	if o.Warmup <= 0 {
+		return nil
+	}
+	if _, err := runFortio(ctx, o, o.Warmup); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return nil
+}
+
+// Measure runs one measured window of o.Duration against o.URL and judges
+// it. It returns early, with ctx's error, when ctx is cancelled.
+func Measure(ctx context.Context, o Options) (*Result, error) {
+	if err := o.Normalize(); err != nil {
+		return nil, fmt.Errorf("load options: %w", err)
+	}
+	start := time.Now()
+	fr, err := runFortio(ctx, o, o.Duration)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Options:     o,
+		Start:       start,
+		Elapsed:     fr.ActualDuration,
+		TargetQPS:   o.QPS,
+		AchievedQPS: fr.ActualQPS,
+		Codes:       map[int]int64{},
+		Latency:     fr.DurationHistogram,
+	}
+	for code, n := range fr.RetCodes {
+		res.Codes[code] = n
+		res.Requests += n
+		if code != 200 {
+			res.Errors += n
+		}
+	}
+	res.Invalid = o.judge(res)
+	return res, nil
+}
+
+// judge lists the reasons a result is invalid.
+func (o Options) judge(r *Result) []string {
+	var why []string
+	if r.Requests == 0 {
+		why = append(why, "no request completed")
+	}
+	if r.Errors > 0 && float64(r.Errors) > o.MaxErrorRate*float64(r.Requests) {
+		why = append(why, fmt.Sprintf("errors: %d of %d requests failed (codes %s)", r.Errors, r.Requests, FormatCodes(r.Codes)))
+	}
+	if !o.ClosedLoop() && r.AchievedQPS < o.QPS*(1-o.RateTolerance) {
+		why = append(why, fmt.Sprintf("missed target rate: achieved %.1f req/s of %.1f (tolerance %.0f%%); the loadgen slowed down with the system, so latency is understated (coordinated omission)",
+			r.AchievedQPS, o.QPS, o.RateTolerance*100))
+	}
+	return why
+}
+
+// FormatCodes prints status counts in code order, e.g. "200:991 503:9 -1:2".
+func FormatCodes(codes map[int]int64) string {
+	keys := make([]int, 0, len(codes))
+	for k := range codes {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d:%d", k, codes[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// runFortio runs one fortio window of length d.
+func runFortio(ctx context.Context, o Options, d time.Duration) (*fhttp.HTTPRunnerResults, error) {
+	fortioLog.Do(func() { flog.SetLogLevelQuiet(flog.Error) })
+	qps := o.QPS
+	if o.ClosedLoop() {
+		qps = -1 // fortio: negative is max speed
+	}
+	ro := &fhttp.HTTPRunnerOptions{
+		RunnerOptions: periodic.RunnerOptions{
+			QPS:         qps,
+			Duration:    d,
+			NumThreads:  o.Concurrency,
+			Resolution:  o.Resolution.Divider,
+			Offset:      time.Duration(o.Resolution.Offset * float64(time.Second)),
+			Percentiles: []float64{50, 90, 99, 99.9},
+			Out:         io.Discard,
+			Labels:      o.Labels,
+			Stop:        periodic.NewAborter(),
+			NoCatchUp:   true,
+		},
+		HTTPOptions: fhttp.HTTPOptions{
+			URL:            o.URL,
+			H2:             o.Protocol == H2,
+			NumConnections: 1,
+			HTTPReqTimeOut: o.Timeout,
+		},
+		AllowInitialErrors: true,
+	}
+	for k, v := range o.Headers {
+		if err := ro.AddAndValidateExtraHeader(k + ": " + v); err != nil {
+			return nil, fmt.Errorf("header %q: %w", k, err)
+		}
+	}
+	if o.RequestSize > 0 {
+		ro.Payload = make([]byte, o.RequestSize)
+		ro.ContentType = "application/octet-stream"
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			ro.Stop.Abort(false)
+		case <-done:
+		}
+	}()
+	fr, err := fhttp.RunHTTPTest(ro)
+	if err != nil {
+		return nil, fmt.Errorf("fortio run against %s: %w", o.URL, err)
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("load against %s interrupted: %w", o.URL, ctx.Err())
+	}
+	return fr, nil
+}

@@ -1,0 +1,209 @@
+package measure
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc CPU times; 100 on every Linux ABI
+// Go supports.
+const clockTicks = 100
+
+// Proc is a local process to account for.
+type Proc struct {
+	Name string
+	Role Role
+	PID  int
+	// IdleRSS is the resident memory measured before any load, in bytes
+	// (see RSS); 0 when unknown.
+	IdleRSS int64
+}
+
+// ProcRecorder measures local processes from /proc between Start and Stop.
+type ProcRecorder struct {
+	procs  []Proc
+	start  time.Time
+	before map[int]procSample
+	node   cpuTimes
+}
+
+type procSample struct {
+	ticks     uint64
+	threads   map[string]uint64
+	startTime string
+}
+
+// StartProcs takes the first sample of every process and of the machine.
+func StartProcs(procs []Proc) (*ProcRecorder, error) {
+	r := &ProcRecorder{procs: procs, before: map[int]procSample{}}
+	var err error
+	if r.node, err = readCPUTimes(); err != nil {
+		return nil, err
+	}
+	r.start = time.Now()
+	for _, p := range procs {
+		s, err := readProc(p.PID)
+		if err != nil {
+			return nil, fmt.Errorf("start measuring %s (pid %d): %w", p.Name, p.PID, err)
+		}
+		r.before[p.PID] = s
+	}
+	return r, nil
+}
+
+// Stop takes the second sample and returns the window's usage. A process
+// that exited or was replaced is listed in Window.Restarts.
+func (r *ProcRecorder) Stop() (Window, error) {
+	elapsed := time.Since(r.start)
+	node, err := readCPUTimes()
+	if err != nil {
+		return Window{}, err
+	}
+	w := Window{
+		Start:           r.start,
+		Elapsed:         elapsed,
+		NodeUtilisation: map[string]float64{"local": node.busyPercentSince(r.node)},
+		Cores:           map[string]int{"local": runtime.NumCPU()},
+	}
+	secs := elapsed.Seconds()
+	for _, p := range r.procs {
+		before := r.before[p.PID]
+		after, err := readProc(p.PID)
+		if err != nil || after.startTime != before.startTime {
+			w.Restarts = append(w.Restarts, fmt.Sprintf("%s (pid %d) exited or restarted during the window", p.Name, p.PID))
+			continue
+		}
+		u := Usage{Name: p.Name, Role: p.Role, PID: p.PID, IdleRSS: p.IdleRSS, Threads: len(after.threads)}
+		u.CPUSeconds = float64(after.ticks-before.ticks) / clockTicks
+		u.MilliCores = u.CPUSeconds / secs * 1000
+		for tid, t := range after.threads {
+			if b, ok := before.threads[tid]; ok && t >= b {
+				u.MaxThreadMilliCores = max(u.MaxThreadMilliCores, float64(t-b)/clockTicks/secs*1000)
+			}
+		}
+		if u.LoadRSS, err = RSS(p.PID); err != nil {
+			return Window{}, err
+		}
+		w.Usage = append(w.Usage, u)
+	}
+	return w, nil
+}
+
+// RSS returns a process's resident set size in bytes, from /proc/PID/status.
+func RSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read RSS of pid %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, fmt.Errorf("pid %d: unexpected VmRSS line %q", pid, line)
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("pid %d: VmRSS %q: %w", pid, f[0], err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no VmRSS in /proc/%d/status", pid, pid)
+}
+
+// readProc reads a process's total CPU ticks, its start time (to notice a
+// reused pid) and each thread's ticks.
+func readProc(pid int) (procSample, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procSample{}, err
+	}
+	ticks, start, err := ParseStat(string(stat))
+	if err != nil {
+		return procSample{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	s := procSample{ticks: ticks, startTime: start, threads: map[string]uint64{}}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // thread exited between glob and read
+		}
+		if tt, _, err := ParseStat(string(b)); err == nil {
+			s.threads[filepath.Base(filepath.Dir(t))] = tt
+		}
+	}
+	return s, nil
+}
+
+// ParseStat extracts utime+stime (ticks) and starttime from a /proc stat
+// line. The command name may hold spaces and parentheses, so fields are
+// counted from the last ')'.
+func ParseStat(line string) (ticks uint64, startTime string, err error) {
+	i := strings.LastIndexByte(line, ')')
+	if i < 0 {
+		return 0, "", errors.New("no ')' in stat line")
+	}
+	f := strings.Fields(line[i+1:])
+	// f[0] is field 3 (state); utime is field 14, stime 15, starttime 22.
+	if len(f) < 20 {
+		return 0, "", fmt.Errorf("stat line has %d fields after the name, want >= 20", len(f))
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, "", fmt.Errorf("utime/stime: %w", err)
+	}
+	return ut + st, f[19], nil
+}
+
+// cpuTimes is the aggregate "cpu" line of /proc/stat.
+type cpuTimes struct{ busy, total uint64 }
+
+func readCPUTimes() (cpuTimes, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}, fmt.Errorf("read /proc/stat: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return ParseCPULine(line)
+}
+
+// ParseCPULine parses the first line of /proc/stat: user nice system idle
+// iowait irq softirq steal guest guest_nice. Idle and iowait count as idle;
+// guest time is already inside user.
+func ParseCPULine(line string) (cpuTimes, error) {
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return cpuTimes{}, fmt.Errorf("unexpected /proc/stat first line %q", line)
+	}
+	var c cpuTimes
+	for i, s := range f[1:] {
+		if i >= 8 { // guest, guest_nice are counted in user, nice
+			break
+		}
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return cpuTimes{}, fmt.Errorf("/proc/stat field %d %q: %w", i+1, s, err)
+		}
+		c.total += v
+		if i != 3 && i != 4 {
+			c.busy += v
+		}
+	}
+	return c, nil
+}
+
+func (c cpuTimes) busyPercentSince(before cpuTimes) float64 {
+	dt := c.total - before.total
+	if dt == 0 {
+		return 0
+	}
+	return float64(c.busy-before.busy) / float64(dt) * 100
+}

@@ -1,0 +1,46 @@
+package target
+
+import (
+	"fmt"
+
+	"github.com/meshbench/meshbench/framework/measure"
+)
+
+// Saturation limits used by Judge.
+const (
+	// LoadgenSaturated is the fraction of its own CPU budget at which a
+	// loadgen is saturated: the run then measures the loadgen.
+	LoadgenSaturated = 0.9
+	// NodeSaturatedPct is the node utilisation, in percent, above which the
+	// machine rather than the mesh may be the ceiling.
+	NodeSaturatedPct = 95.0
+)
+
+// Judge adds the resource-based verdicts to r: restarts during the window
+// and a saturated loadgen invalidate the run; a saturated node and a pinned
+// proxy thread are warnings the reader must see. loadgenBudgetMilli is the
+// loadgen's CPU budget in millicores (its limit, or its cores).
+func Judge(r *Run, loadgenBudgetMilli float64) {
+	w := r.Resources
+	for _, s := range w.Restarts {
+		r.Invalid = append(r.Invalid, "restart during the window: "+s)
+	}
+	if lg, ok := w.Role(measure.RoleLoadgen); ok && loadgenBudgetMilli > 0 && lg.MilliCores >= LoadgenSaturated*loadgenBudgetMilli {
+		r.Invalid = append(r.Invalid, fmt.Sprintf("loadgen saturated: %.0fm of its %.0fm budget; add loadgen shards or cores", lg.MilliCores, loadgenBudgetMilli))
+	}
+	for _, u := range w.Usage {
+		if u.Role == measure.RoleLoadgen && u.MaxThreadMilliCores >= measure.PinnedThreshold {
+			r.Invalid = append(r.Invalid, fmt.Sprintf("loadgen thread pinned at %.0fm: the loadgen is the bottleneck", u.MaxThreadMilliCores))
+		}
+	}
+	for node, pct := range w.NodeUtilisation {
+		if pct >= NodeSaturatedPct {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("node %s CPU at %.0f%% of %d cores: the machine, not only the mesh, is the ceiling", node, pct, w.Cores[node]))
+		}
+	}
+	for _, b := range w.Bottlenecks() {
+		if b != "" {
+			r.Warnings = append(r.Warnings, "pinned thread: "+b)
+		}
+	}
+}

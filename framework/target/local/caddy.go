@@ -1,0 +1,130 @@
+package local
+
+import (
+	"context"
+	"debug/buildinfo"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/meshbench/meshbench/framework/workload"
+)
+
+func init() { sidecars["caddy"] = func() Sidecar { return caddy{} } }
+
+// caddy is the default sidecar: Caddy v2, built from this module's go.mod
+// tool dependency, so nothing but Go is needed.
+type caddy struct{}
+
+const caddyPkg = "github.com/caddyserver/caddy/v2/cmd/caddy"
+
+func (caddy) Name() string { return "caddy" }
+
+func (caddy) Binary(ctx context.Context, b *builder) (string, error) {
+	return b.build(ctx, "caddy", caddyPkg)
+}
+
+// Version reads the Caddy module version from the binary's build info:
+// `caddy version` says "unknown" for a binary built as a go.mod tool.
+func (caddy) Version(_ context.Context, bin string) string {
+	bi, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		return "unknown"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/caddyserver/caddy/v2" {
+			return d.Version
+		}
+	}
+	return "unknown"
+}
+
+func (caddy) Command(bin, path string, s SidecarSpec) (argv, env []string) {
+	env = []string{"XDG_DATA_HOME=" + s.Dir, "XDG_CONFIG_HOME=" + s.Dir, "HOME=" + s.Dir}
+	if s.Threads > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(s.Threads))
+	}
+	return []string{bin, "run", "--config", path}, env
+}
+
+// Config renders Caddy's native JSON: one server per listener, automatic
+// HTTPS off, the workload certificate loaded from files, and client
+// certificates required and verified against the run's CA on the inbound
+// side.
+func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
+	type obj = map[string]any
+	plain := []string{"h1"}
+	if s.H2C {
+		plain = append(plain, "h2c")
+	}
+	caPool := obj{"provider": "file", "pem_files": []string{s.CAFile}}
+	servers := obj{}
+	if in := s.Inbound; in != nil {
+		servers["inbound"] = obj{
+			"listen":          []string{in.Listen},
+			"protocols":       []string{"h1", "h2"},
+			"automatic_https": obj{"disable": true},
+			"tls_connection_policies": []obj{{
+				"certificate_selection": obj{"any_tag": []string{"mesh"}},
+				"client_authentication": obj{"ca": caPool, "mode": "require_and_verify"},
+			}},
+			"routes": []obj{{"handle": []obj{{
+				"handler":   "reverse_proxy",
+				"upstreams": []obj{{"dial": in.App}},
+				"headers": obj{"request": obj{"set": obj{
+					workload.PeerHeader: []string{"{http.request.tls.client.subject}"},
+				}}},
+				"transport": obj{"protocol": "http", "versions": appVersions(s.H2C),
+					"keep_alive": obj{"max_idle_conns_per_host": 1024}},
+			}}}},
+		}
+	}
+	for i, out := range s.Outbound {
+		servers[fmt.Sprintf("outbound%d", i)] = obj{
+			"listen":          []string{out.Listen},
+			"protocols":       plain,
+			"automatic_https": obj{"disable": true},
+			"routes": []obj{{"handle": []obj{{
+				"handler":   "reverse_proxy",
+				"upstreams": []obj{{"dial": out.Peer}},
+				// Address the peer by its service name, as a mesh does; Caddy
+				// also insists that Host matches SNI once client certs are on.
+				"headers": obj{"request": obj{"set": obj{"Host": []string{out.ServerName}}}},
+				"transport": obj{
+					"protocol":   "http",
+					"keep_alive": obj{"max_idle_conns_per_host": 1024},
+					"tls": obj{
+						"ca":                          caPool,
+						"client_certificate_file":     s.CertFile,
+						"client_certificate_key_file": s.KeyFile,
+						"server_name":                 out.ServerName,
+					},
+				},
+			}}}},
+		}
+	}
+	cfg := obj{
+		"admin":   obj{"disabled": true},
+		"logging": obj{"logs": obj{"default": obj{"level": "ERROR"}}},
+		"storage": obj{"module": "file_system", "root": s.Dir},
+		"apps": obj{
+			"http": obj{"servers": servers},
+			"tls": obj{"certificates": obj{"load_files": []obj{{
+				"certificate": s.CertFile, "key": s.KeyFile, "tags": []string{"mesh"},
+			}}}},
+		},
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, "", fmt.Errorf("render caddy config for %s: %w", s.Name, err)
+	}
+	return data, s.Name + "-caddy.json", nil
+}
+
+// appVersions is what the inbound side speaks to its app.
+func appVersions(h2c bool) []string {
+	if h2c {
+		return []string{"h2c"}
+	}
+	return []string{"1.1"}
+}

@@ -1,0 +1,68 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/target/local"
+)
+
+// TestLocalTargetLifecycle starts both arms as real processes, runs a short
+// load over each path of each arm, and checks that the requests took the
+// intended route, CPU was measured for every role, and nothing survives.
+func TestLocalTargetLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes and Caddy; run without -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tg, err := local.New(ctx, local.Options{Logf: t.Logf})
+	require.NoError(t, err)
+	pids := tg.PIDs()
+	require.Len(t, pids, 7, "baseline backend+frontend, meshed backend+frontend, 3 sidecars")
+	defer func() {
+		require.NoError(t, tg.Close(ctx))
+		for _, pid := range pids {
+			assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "pid %d survived Close", pid)
+		}
+	}()
+	for _, path := range []target.Path{target.OneHop, target.TwoHop} {
+		for _, arm := range target.Arms {
+			run, err := tg.Run(ctx, arm, path, load.Options{Concurrency: 4, Duration: time.Second, Warmup: 200 * time.Millisecond})
+			require.NoError(t, err)
+			var edges bytes.Buffer
+			target.PrintEdges(&edges, run.Edges)
+			t.Logf("%s %s: %.0f req/s, p50 %.3fms, invalid=%v warnings=%v\n%s", path, arm, run.Load.AchievedQPS,
+				run.Load.Percentile(50)*1e3, run.Invalid, run.Warnings, edges.String())
+			assert.Empty(t, run.Invalid)
+			assert.Zero(t, run.Load.Errors)
+			hops := target.Hops(path)
+			require.Len(t, run.Edges, len(hops))
+			for i, e := range run.Edges {
+				// edges come frontend first, then backend: the path's order.
+				assert.Equal(t, hops[i].Src, e.Src)
+				assert.Equal(t, hops[i].Dst, e.Dst)
+				assert.Equal(t, arm == target.Meshed, e.Secured, "%s → %s secured", e.Src, e.Dst)
+				assert.GreaterOrEqual(t, e.Requests, run.Load.Requests)
+			}
+			roles := map[measure.Role]bool{}
+			for _, u := range run.Resources.Usage {
+				roles[u.Role] = true
+				if u.Role != measure.RoleLoadgen {
+					assert.Greater(t, u.CPUSeconds, 0.0, "%s used no CPU", u.Name)
+				}
+			}
+			assert.True(t, roles[measure.RoleLoadgen] && roles[measure.RoleApp], "roles %v", roles)
+			assert.Equal(t, arm == target.Meshed, roles[measure.RoleSidecar], "sidecars measured only in the meshed arm")
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+)
+
+// Sidecar is a real proxy that the local target runs beside each workload
+// of the meshed arm, the way a sidecar mesh does. Adding a proxy is one file
+// implementing this interface and registering itself in sidecars.
+type Sidecar interface {
+	// Name is the flag value, e.g. "caddy".
+	Name() string
+	// Binary finds or builds the proxy executable.
+	Binary(ctx context.Context, b *builder) (string, error)
+	// Version reports the proxy's version, from the binary.
+	Version(ctx context.Context, bin string) string
+	// Config renders the proxy's configuration for one sidecar, returning
+	// the file contents and its file name.
+	Config(s SidecarSpec) (data []byte, file string, err error)
+	// Command is the argv that runs the proxy with the config at path, and
+	// any environment it needs.
+	Command(bin, path string, s SidecarSpec) (argv, env []string)
+}
+
+// SidecarSpec is one sidecar's wiring.
+type SidecarSpec struct {
+	// Name is the workload the sidecar belongs to, e.g. "backend".
+	Name string
+	// Dir is the run directory, for any state the proxy writes.
+	Dir string
+	// CertFile, KeyFile are the workload's mTLS identity; CAFile the run's CA.
+	CertFile, KeyFile, CAFile string
+	// Inbound, when set, terminates mTLS from peers and forwards to the app,
+	// setting workload.PeerHeader to the verified client identity.
+	Inbound *Inbound
+	// Outbound are plain listeners the app (or loadgen) calls, each
+	// forwarding over mTLS to one peer's inbound listener.
+	Outbound []Outbound
+	// H2C makes the plain sides (app and loadgen facing) accept cleartext
+	// HTTP/2 as well as HTTP/1.1.
+	H2C bool
+	// Threads limits the proxy's worker threads; 0 leaves its default.
+	Threads int
+}
+
+// Inbound is a sidecar's mTLS listener in front of its app.
+type Inbound struct {
+	Listen string // host:port, TLS with required client certificate
+	App    string // host:port of the app, plain HTTP
+}
+
+// Outbound is a sidecar's plain listener towards one peer.
+type Outbound struct {
+	Listen     string // host:port, plain HTTP
+	Peer       string // host:port of the peer's inbound listener
+	ServerName string // TLS name the peer's certificate must carry
+}
+
+var sidecars = map[string]func() Sidecar{}
+
+// SidecarNames lists the proxies the local target knows, sorted.
+func SidecarNames() []string {
+	names := make([]string, 0, len(sidecars))
+	for n := range sidecars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// lookSidecar returns the named proxy, or a clear error.
+func lookSidecar(name string) (Sidecar, error) {
+	mk, ok := sidecars[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown sidecar %q: want one of %s", name, strings.Join(SidecarNames(), ", "))
+	}
+	return mk(), nil
+}
+
+// onPath finds an executable for proxies that must already be installed.
+func onPath(name, hint string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("sidecar %s: %s is not on PATH (%s)", name, name, hint)
+	}
+	return p, nil
+}

@@ -1,0 +1,154 @@
+// Package target is where a benchmark runs: the embedded local target (real
+// processes on loopback with real proxies as sidecars), a kind cluster, or a
+// remote cluster. A Target deploys the baseline and meshed arms side by side
+// and runs one load of one arm over one path at a time, returning what it
+// measured together with the proof of which path the requests took.
+package target
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/measure"
+)
+
+// Path is the route a request takes.
+type Path string
+
+// The two measured paths; their difference is the cost of one meshed hop.
+const (
+	OneHop Path = "one-hop" // loadgen → backend
+	TwoHop Path = "two-hop" // loadgen → frontend → backend
+)
+
+// Arm is one side of the comparison.
+type Arm string
+
+// The arms: interleaved in one run, on the same machine.
+const (
+	Baseline Arm = "baseline" // no mesh
+	Meshed   Arm = "meshed"   // injection on
+)
+
+// Arms lists both arms in their interleaving order.
+var Arms = []Arm{Baseline, Meshed}
+
+// Target runs loads against a deployed pair of arms.
+type Target interface {
+	// Name is "local", "kind" or "remote".
+	Name() string
+	// Environment describes where the numbers come from.
+	Environment() Environment
+	// Run runs one warm-up plus measured window of arm over path with the
+	// given load settings (Options.URL is filled in by the target).
+	Run(ctx context.Context, arm Arm, path Path, o load.Options) (*Run, error)
+	// Close stops and deletes everything the target started.
+	Close(ctx context.Context) error
+}
+
+// Run is one measured window of one arm over one path.
+type Run struct {
+	Arm  Arm  `json:"arm"`
+	Path Path `json:"path"`
+	// Load is the loadgen's result; for several loadgens, their merge.
+	Load *load.Result `json:"load"`
+	// Shards are the individual loadgens' results when there were several.
+	Shards []*load.Result `json:"shards,omitempty"`
+	// Resources is CPU and memory per process or container over the window.
+	Resources measure.Window `json:"resources"`
+	// Edges is the proof of the path: who called whom, and whether mTLS
+	// verified the caller.
+	Edges []Edge `json:"edges"`
+	// Invalid lists every reason not to trust this run: the load's own
+	// (errors, missed rate) plus the target's (restarts, unverified mesh,
+	// saturated loadgen).
+	Invalid []string `json:"invalid,omitempty"`
+	// Warnings are conditions a reader must know about that do not
+	// invalidate the run, such as a saturated machine.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Valid reports whether nothing invalidated the run.
+func (r *Run) Valid() bool { return len(r.Invalid) == 0 }
+
+// Edge is one observed caller → callee hop.
+type Edge struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
+	// Peer is the identity the callee's proxy verified with mTLS; empty
+	// when the request did not come through a proxy.
+	Peer string `json:"peer,omitempty"`
+	// Secured is true when Peer was verified and is Src.
+	Secured bool `json:"secured"`
+	// Requests counted at Dst from Src during the run, warm-up included.
+	Requests int64 `json:"requests"`
+}
+
+// PrintEdges writes a SRC / DST / SECURED table.
+func PrintEdges(w io.Writer, edges []Edge) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SRC\tDST\tSECURED\tVERIFIED PEER\tREQUESTS")
+	for _, e := range edges {
+		sec, peer := "no", e.Peer
+		if e.Secured {
+			sec = "yes (mTLS)"
+		}
+		if peer == "" {
+			peer = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", e.Src, e.Dst, sec, peer, e.Requests)
+	}
+	_ = tw.Flush()
+}
+
+// Hop is an expected caller → callee pair on a path.
+type Hop struct{ Src, Dst string }
+
+// Hops lists the hops a path takes, by workload name.
+func Hops(p Path) []Hop {
+	if p == TwoHop {
+		return []Hop{{"loadgen", "frontend"}, {"frontend", "backend"}}
+	}
+	return []Hop{{"loadgen", "backend"}}
+}
+
+// CheckEdges verifies that every hop of path was taken by at least minReq
+// requests, secured in the meshed arm and not secured in the baseline, and
+// that no request took any other route. It returns one reason per problem.
+func CheckEdges(arm Arm, path Path, edges []Edge, minReq int64) []string {
+	expected := map[Hop]bool{}
+	for _, h := range Hops(path) {
+		expected[h] = true
+	}
+	var why, stray []string
+	good := map[Hop]int64{}
+	for _, e := range edges {
+		h := Hop{e.Src, e.Dst}
+		switch {
+		case e.Requests == 0:
+		case !expected[h]:
+			stray = append(stray, fmt.Sprintf("%s → %s (%d requests, verified peer %q)", e.Src, e.Dst, e.Requests, e.Peer))
+		case arm == Meshed && !e.Secured:
+			why = append(why, fmt.Sprintf("mesh not really on: %d requests %s → %s were not mTLS-verified as %s (verified peer %q)", e.Requests, e.Src, e.Dst, e.Src, e.Peer))
+		case arm == Baseline && e.Peer != "":
+			why = append(why, fmt.Sprintf("baseline is meshed: %d requests %s → %s went through a proxy (verified peer %q)", e.Requests, e.Src, e.Dst, e.Peer))
+		default:
+			good[h] += e.Requests
+		}
+	}
+	for _, h := range Hops(path) {
+		if good[h] < minReq {
+			why = append(why, fmt.Sprintf("path not verified: %s → %s served %d %s requests, want at least %d", h.Src, h.Dst, good[h], arm, minReq))
+		}
+	}
+	if len(stray) > 0 {
+		sort.Strings(stray)
+		why = append(why, "requests took an unexpected route: "+strings.Join(stray, ", "))
+	}
+	return why
+}
