@@ -1,0 +1,132 @@
+package verdict
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/meshbench/meshbench/framework/stats"
+)
+
+// Observation is what one scenario measured: the meshed arm compared with the
+// baseline arm, each metric summarised over repeats.
+type Observation struct {
+	Scenario    string // as printed, e.g. "BenchmarkOneHop/c=32"
+	Path        Path   // OneHop or TwoHop
+	Concurrency int    // load-generator concurrency (connections), ≥ 1
+	// Values holds each measured metric, in the metric's unit, as a median
+	// with its interval over repeats. A metric absent here is not checked.
+	Values map[Metric]stats.Summary
+}
+
+// Breach is a measured metric whose median exceeded the limit of the rule
+// that applied. It is an error that carries the measurement, so nothing
+// measured is lost when a gate fails; find it in a joined error with
+// errors.As.
+type Breach struct {
+	File     string        // fixture the rule came from
+	Line     int           // line in File where the applied rule starts
+	Scenario string        // Observation.Scenario
+	Metric   Metric        // the metric over its limit
+	Got      stats.Summary // the measurement, in Metric's unit
+	Limit    float64       // the rule's limit, in Metric's unit
+}
+
+// Error returns one line, e.g.
+//
+//	fixtures/thresholds/local.yaml:4: BenchmarkOneHop/c=32: too high p50 delta: got 3.21ms (2.90–3.62, n=3) expected ≤ 1.50ms
+//
+// The interval is printed for the reader; only the median decides.
+func (b *Breach) Error() string {
+	what := "too high " + b.Metric.info().label
+	if math.IsNaN(b.Got.Median) {
+		what = b.Metric.info().label + " is not a number"
+	}
+	return fmt.Sprintf("%s:%d: %s: %s: got %s %s expected ≤ %s",
+		b.File, b.Line, b.Scenario, what, b.Metric.format(b.Got.Median), b.interval(), b.Metric.format(b.Limit))
+}
+
+// interval prints "(lo–hi, n=N)", with the confidence level when it has one,
+// or "(n=N)" when there is no spread to show.
+func (b *Breach) interval() string {
+	g := b.Got
+	if g.N <= 1 {
+		return fmt.Sprintf("(n=%d)", g.N)
+	}
+	level := ""
+	if g.Confidence > 0 {
+		level = fmt.Sprintf(" at %g%%", math.Round(g.Confidence*1000)/10)
+	}
+	return fmt.Sprintf("(%s–%s%s, n=%d)", b.Metric.number(g.Lo), b.Metric.number(g.Hi), level, g.N)
+}
+
+// Uncovered is an observation that no rule of a fixture matches. It fails a
+// verdict like a breach does: a fixture that silently leaves a scenario out
+// would switch that scenario's gate off.
+type Uncovered struct {
+	File        string // fixture that has no matching rule
+	Scenario    string // Observation.Scenario
+	Path        Path   // Observation.Path
+	Concurrency int    // Observation.Concurrency
+}
+
+// Error returns one line naming the scenario and what a rule must match.
+func (u *Uncovered) Error() string {
+	return fmt.Sprintf("%s: %s: no rule matches path %s at concurrency %d; add one, or this scenario is not gated",
+		u.File, u.Scenario, u.Path, u.Concurrency)
+}
+
+// Verdict is the outcome of checking observations against a fixture.
+type Verdict struct {
+	// Checked counts comparisons: one per metric present in an observation
+	// that a rule matched.
+	Checked int
+	// Breaches are the comparisons that failed, in observation order and
+	// then in the order of Metrics.
+	Breaches []*Breach
+	// Uncovered are the observations no rule matched, in observation order.
+	Uncovered []*Uncovered
+}
+
+// Err returns nil when there is no breach and nothing uncovered, and
+// otherwise an errors.Join of every breach, then every uncovered
+// observation, one per line.
+func (v Verdict) Err() error {
+	errs := make([]error, 0, len(v.Breaches)+len(v.Uncovered))
+	for _, b := range v.Breaches {
+		errs = append(errs, b)
+	}
+	for _, u := range v.Uncovered {
+		errs = append(errs, u)
+	}
+	return errors.Join(errs...)
+}
+
+// Check compares each observation with the first rule, in file order, whose
+// path and concurrency match it. A metric breaches when its median is above
+// the rule's limit (equal passes) or is NaN; the interval is reported but
+// does not decide. A metric missing from an observation's Values is skipped
+// and counted nowhere, and keys other than the five Metrics are ignored. An
+// observation that no rule matches is reported in Uncovered.
+func (t *Thresholds) Check(obs []Observation) Verdict {
+	var v Verdict
+	for _, o := range obs {
+		rule, ok := t.Match(o.Path, o.Concurrency)
+		if !ok {
+			v.Uncovered = append(v.Uncovered, &Uncovered{File: t.File, Scenario: o.Scenario, Path: o.Path, Concurrency: o.Concurrency})
+			continue
+		}
+		for _, m := range Metrics() {
+			got, ok := o.Values[m]
+			if !ok {
+				continue
+			}
+			v.Checked++
+			limit, _ := rule.Max(m)
+			if got.Median > limit || math.IsNaN(got.Median) {
+				v.Breaches = append(v.Breaches, &Breach{File: t.File, Line: rule.Line, Scenario: o.Scenario, Metric: m, Got: got, Limit: limit})
+			}
+		}
+	}
+	return v
+}

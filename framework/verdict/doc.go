@@ -1,0 +1,33 @@
+// Package verdict decides whether a meshed run passes: it loads the
+// per-target threshold fixtures in fixtures/thresholds/, decoded strictly into
+// typed rules, and checks measured overheads against them.
+//
+// A fixture is one YAML file per target:
+//
+//	# Thresholds for the embedded local target.
+//	target: local
+//	limits:
+//	  - path: one-hop          # one-hop | two-hop | "*"
+//	    concurrency: "1-4"     # "N", "N-M", "N+" or "*"
+//	    p50DeltaMs: 2          # meshed-minus-baseline p50, milliseconds
+//	    p99DeltaPct: 600       # p99 increase over baseline, percent
+//	    throughputLossPct: 85  # req/s loss versus baseline, percent
+//	    sidecarCPUPer1kReqMs: 1500  # sidecar CPU per 1000 requests, CPU-milliseconds
+//	    sidecarRSSMiB: 300     # resident memory of any one sidecar, MiB
+//
+// Every field is required and every limit is a finite number ≥ 0: an unknown
+// key (a misspelled limit), a missing limit or a value YAML reads as text
+// would otherwise switch a gate off without anyone noticing, so [Parse]
+// rejects them, naming the file, the line and the field. A bare * is a YAML
+// alias, so write it quoted: "*".
+//
+// Rules are matched in file order and the first rule whose path and
+// concurrency both match an observation applies; later rules are not
+// consulted. Put narrow rules above broad ones. A rule that can never apply
+// because the rules above it already match everything it names is rejected.
+// An observation that no rule matches is reported by [Thresholds.Check] as
+// uncovered, which fails the verdict just like a breach.
+//
+// A breach is a typed error, [*Breach], returned together with the measured
+// [stats.Summary], so nothing measured is lost when a gate fails.
+package verdict

@@ -1,0 +1,626 @@
+package verdict
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Path is the request path a rule or an observation is about.
+type Path string
+
+// Paths. Observations use OneHop or TwoHop; a rule may also use AnyPath.
+const (
+	// OneHop is loadgen → backend.
+	OneHop Path = "one-hop"
+	// TwoHop is loadgen → frontend (a reverse proxy) → backend.
+	TwoHop Path = "two-hop"
+	// AnyPath, written "*" in a fixture, matches every path.
+	AnyPath Path = "*"
+)
+
+// Concurrency is the range of load-generator concurrency (simultaneous
+// connections) that a rule matches, both ends inclusive. A fixture writes it
+// as "N" (exactly N), "N-M" (N to M), "N+" (N and above) or "*" (any, the
+// same as "1+"); N ≥ 1 and N ≤ M.
+type Concurrency struct {
+	Min int // lowest concurrency matched, ≥ 1
+	Max int // highest concurrency matched, or 0 for no upper bound
+}
+
+// Contains reports whether concurrency c falls in the range.
+func (r Concurrency) Contains(c int) bool {
+	return c >= r.Min && (r.Max == 0 || c <= r.Max)
+}
+
+// String returns the range in fixture syntax: "N", "N-M" or "N+".
+func (r Concurrency) String() string {
+	switch {
+	case r.Max == 0:
+		return fmt.Sprintf("%d+", r.Min)
+	case r.Min == r.Max:
+		return strconv.Itoa(r.Min)
+	}
+	return fmt.Sprintf("%d-%d", r.Min, r.Max)
+}
+
+// Limit is one rule of a fixture: the largest overheads allowed for the
+// scenarios whose path and concurrency it matches. Every limit is finite and
+// ≥ 0.
+type Limit struct {
+	Line        int         // line in the fixture where the rule starts, 1-based
+	Path        Path        // OneHop, TwoHop or AnyPath
+	Concurrency Concurrency // concurrency range the rule matches
+
+	P50DeltaMs           float64 // largest meshed-minus-baseline p50, milliseconds
+	P99DeltaPct          float64 // largest p99 increase over baseline, percent
+	ThroughputLossPct    float64 // largest req/s loss versus baseline, percent
+	SidecarCPUPer1kReqMs float64 // most sidecar CPU per 1000 requests, CPU-milliseconds
+	SidecarRSSMiB        float64 // most resident memory of any one sidecar under load, MiB
+}
+
+// Matches reports whether the rule applies to path p at concurrency c,
+// ignoring the rules above it.
+func (l Limit) Matches(p Path, c int) bool {
+	return (l.Path == AnyPath || l.Path == p) && l.Concurrency.Contains(c)
+}
+
+// Max returns the rule's limit for metric m, in m's unit, and false when m
+// is not a metric a rule limits.
+func (l Limit) Max(m Metric) (float64, bool) {
+	switch m {
+	case P50DeltaMs:
+		return l.P50DeltaMs, true
+	case P99DeltaPct:
+		return l.P99DeltaPct, true
+	case ThroughputLossPct:
+		return l.ThroughputLossPct, true
+	case SidecarCPUPer1kReqMs:
+		return l.SidecarCPUPer1kReqMs, true
+	case SidecarRSSMiB:
+		return l.SidecarRSSMiB, true
+	}
+	return 0, false
+}
+
+// Thresholds is one decoded fixture: the rules for one target, in file order.
+type Thresholds struct {
+	File   string  // name the fixture was loaded from, as used in messages
+	Target string  // target the rules are for, e.g. "local"
+	Limits []Limit // rules in file order; the first match wins
+}
+
+// Match returns the rule that applies to path p at concurrency c: the first
+// in file order whose path and concurrency both match. It returns false when
+// no rule matches.
+func (t *Thresholds) Match(p Path, c int) (Limit, bool) {
+	for _, l := range t.Limits {
+		if l.Matches(p, c) {
+			return l, true
+		}
+	}
+	return Limit{}, false
+}
+
+// FixtureError is a fixture that cannot be used, located for a human.
+type FixtureError struct {
+	File string // fixture name as given to Parse or Load
+	// Line is 1-based, or 0 when YAML gave none. For YAML syntax errors it is
+	// the line yaml.v3 reports, which can be the line before the mistake.
+	Line    int
+	Field   string // field path such as "limits[0].p50DeltaMs", or "" for YAML syntax
+	Problem string // what is wrong and what to write instead
+}
+
+// Error returns "file:line: field: problem", leaving out what is unknown.
+func (e *FixtureError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Problem)
+	return b.String()
+}
+
+// Load reads and parses the fixture at path; see [Parse].
+func Load(path string) (*Thresholds, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("thresholds: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes the fixture data strictly; name is used in messages and kept
+// in Thresholds.File. It fails on the first problem found, as a
+// [*FixtureError]: a YAML syntax error, more than one document, an unknown or
+// repeated key, a missing field, a limit that is not a finite number ≥ 0
+// (quoted numbers, NaN and infinities included), a concurrency that does not
+// parse, a path other than one-hop, two-hop or "*", an empty rule list, or a
+// rule that never applies because the rules above it match everything it
+// names.
+func Parse(name string, data []byte) (*Thresholds, error) {
+	p := parser{file: name}
+	root, err := p.document(data)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := p.top(root)
+	if err != nil {
+		return nil, err
+	}
+	// The walk above explains problems with a line and a field; this strict
+	// typed decode is the one that produces the values, so the two cannot
+	// drift apart unnoticed.
+	var raw fileYAML
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	t := &Thresholds{File: name, Target: raw.Target}
+	for i, r := range raw.Limits {
+		conc, _ := parseConcurrency(r.Concurrency) // validated by the walk
+		t.Limits = append(t.Limits, Limit{
+			Line:                 lines[i],
+			Path:                 Path(r.Path),
+			Concurrency:          conc,
+			P50DeltaMs:           r.P50DeltaMs,
+			P99DeltaPct:          r.P99DeltaPct,
+			ThroughputLossPct:    r.ThroughputLossPct,
+			SidecarCPUPer1kReqMs: r.SidecarCPUPer1kReqMs,
+			SidecarRSSMiB:        r.SidecarRSSMiB,
+		})
+	}
+	if err := t.checkReachable(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// fileYAML and limitYAML are the fixture's typed shape for the strict decode.
+// Their keys must match topKeys and limitKeys; a test holds them together.
+type fileYAML struct {
+	Target string      `yaml:"target"`
+	Limits []limitYAML `yaml:"limits"`
+}
+
+type limitYAML struct {
+	Path                 string  `yaml:"path"`
+	Concurrency          string  `yaml:"concurrency"`
+	P50DeltaMs           float64 `yaml:"p50DeltaMs"`
+	P99DeltaPct          float64 `yaml:"p99DeltaPct"`
+	ThroughputLossPct    float64 `yaml:"throughputLossPct"`
+	SidecarCPUPer1kReqMs float64 `yaml:"sidecarCPUPer1kReqMs"`
+	SidecarRSSMiB        float64 `yaml:"sidecarRSSMiB"`
+}
+
+var (
+	topKeys   = []string{"target", "limits"}
+	limitKeys = append([]string{"path", "concurrency"}, toStrings(Metrics())...)
+)
+
+func toStrings(ms []Metric) []string {
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = string(m)
+	}
+	return s
+}
+
+// parser walks the yaml.Node tree, so that every problem carries a line and
+// a field path.
+type parser struct{ file string }
+
+func (p *parser) fail(line int, field, format string, args ...any) error {
+	return &FixtureError{File: p.file, Line: line, Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+const wantTop = "want a mapping with target and limits"
+
+var (
+	yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	// bareStar finds "key: *" or "- *", the usual cause of an alias error.
+	bareStar = regexp.MustCompile(`^\s*(-\s+)?([^\s#:][^#:]*:\s+)?\*\s*(#.*)?$`)
+)
+
+// document decodes data into one YAML document and returns its root.
+func (p *parser) document(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, p.fail(1, "top level", "empty file; %s", wantTop)
+		}
+		return nil, p.syntax(data, err)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return nil, p.fail(extra.Line, "top level", "a second YAML document; a fixture holds exactly one")
+	case !errors.Is(err, io.EOF):
+		return nil, p.syntax(data, err)
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+		return nil, p.fail(1, "top level", "empty file; %s", wantTop)
+	}
+	return root, nil
+}
+
+// syntax turns a YAML syntax error into a FixtureError, with the line when
+// YAML gave one and hints for two common mistakes, an unquoted * and a tab.
+func (p *parser) syntax(data []byte, err error) error {
+	msg := err.Error()
+	line := 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	lines := strings.Split(string(data), "\n")
+	switch {
+	case strings.Contains(msg, "did not find expected alphabetic or numeric character"):
+		for i, l := range lines {
+			if bareStar.MatchString(l) {
+				return p.fail(i+1, "", `invalid YAML: a bare * starts a YAML alias; quote it: "*"`)
+			}
+		}
+	case strings.Contains(msg, "found character that cannot start any token"):
+		for i, l := range lines {
+			if strings.HasPrefix(strings.TrimLeft(l, " "), "\t") {
+				return p.fail(i+1, "", "invalid YAML: a tab indents this line; YAML indents with spaces only")
+			}
+		}
+	}
+	return p.fail(line, "", "invalid YAML: %s", msg)
+}
+
+// top checks the top-level mapping and returns the line of each rule.
+func (p *parser) top(n *yaml.Node) ([]int, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, p.fail(n.Line, "top level", "got %s, %s", describe(n), wantTop)
+	}
+	fields, err := p.fields(n, "", topKeys)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.target(fields); err != nil {
+		return nil, err
+	}
+	return p.limits(fields)
+}
+
+// fields checks a mapping's keys against known and returns value by key.
+func (p *parser) fields(n *yaml.Node, prefix string, known []string) (map[string]*yaml.Node, error) {
+	out := make(map[string]*yaml.Node, len(known))
+	keyLine := make(map[string]int, len(known))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], deref(n.Content[i+1])
+		field := prefix + k.Value
+		if k.Kind != yaml.ScalarNode {
+			where := strings.TrimSuffix(prefix, ".")
+			if where == "" {
+				where = "top level"
+			}
+			return nil, p.fail(k.Line, where, "a key is %s; keys are names such as %s", describe(k), known[0])
+		}
+		if k.ShortTag() == "!!merge" {
+			return nil, p.fail(k.Line, field, "YAML merge keys are not supported; write every field out so each rule reads on its own")
+		}
+		if !slices.Contains(known, k.Value) {
+			return nil, p.fail(k.Line, field, "unknown field; %s", suggest(k.Value, known))
+		}
+		if first, dup := keyLine[k.Value]; dup {
+			return nil, p.fail(k.Line, field, "repeated; it is already set on line %d", first)
+		}
+		keyLine[k.Value] = k.Line
+		out[k.Value] = v
+	}
+	for _, k := range known {
+		if _, ok := out[k]; !ok {
+			return nil, p.fail(n.Line, prefix+k, "missing; %s", wantField(k))
+		}
+	}
+	return out, nil
+}
+
+func (p *parser) target(fields map[string]*yaml.Node) error {
+	v := fields["target"]
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || strings.TrimSpace(v.Value) == "" {
+		return p.fail(v.Line, "target", "got %s, %s", describe(v), wantField("target"))
+	}
+	return nil
+}
+
+func (p *parser) limits(fields map[string]*yaml.Node) ([]int, error) {
+	v := fields["limits"]
+	if v.Kind != yaml.SequenceNode {
+		return nil, p.fail(v.Line, "limits", "got %s, %s", describe(v), wantField("limits"))
+	}
+	if len(v.Content) == 0 {
+		return nil, p.fail(v.Line, "limits", "no rules; %s (with none, no scenario is gated)", wantField("limits"))
+	}
+	lines := make([]int, len(v.Content))
+	for i, r := range v.Content {
+		r = deref(r)
+		field := fmt.Sprintf("limits[%d]", i)
+		if r.Kind != yaml.MappingNode {
+			return nil, p.fail(r.Line, field, "got %s, want a mapping with path, concurrency and the five limits", describe(r))
+		}
+		fs, err := p.fields(r, field+".", limitKeys)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range limitKeys {
+			if err := p.value(fs[k], field+"."+k, k); err != nil {
+				return nil, err
+			}
+		}
+		lines[i] = r.Line
+	}
+	return lines, nil
+}
+
+// value checks one field of a rule.
+func (p *parser) value(v *yaml.Node, field, key string) error {
+	switch key {
+	case "path":
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
+			switch Path(v.Value) {
+			case OneHop, TwoHop, AnyPath:
+				return nil
+			}
+		}
+		return p.fail(v.Line, field, "got %s, %s", describe(v), wantField(key))
+	case "concurrency":
+		if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!str" && v.ShortTag() != "!!int") {
+			return p.fail(v.Line, field, "got %s, %s", describe(v), wantField(key))
+		}
+		if _, err := parseConcurrency(v.Value); err != nil {
+			return p.fail(v.Line, field, "%q %s", v.Value, err)
+		}
+		return nil
+	}
+	return p.limit(v, field, Metric(key))
+}
+
+// limit checks that a limit is a finite number ≥ 0.
+func (p *parser) limit(v *yaml.Node, field string, m Metric) error {
+	want := fmt.Sprintf("want %s ≥ 0, e.g. %s", m.info().want, m.info().sample)
+	if v.Kind != yaml.ScalarNode {
+		return p.fail(v.Line, field, "got %s, %s", describe(v), want)
+	}
+	switch v.ShortTag() {
+	case "!!int", "!!float":
+	case "!!null":
+		return p.fail(v.Line, field, "no value; %s (leaving it empty does not switch the gate off)", want)
+	case "!!str":
+		if _, err := strconv.ParseFloat(v.Value, 64); err == nil && v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+			return p.fail(v.Line, field, "%q is quoted, so YAML reads it as text; write %s without quotes", v.Value, v.Value)
+		}
+		return p.fail(v.Line, field, "%q is not a number; %s", v.Value, want)
+	default:
+		return p.fail(v.Line, field, "got %s, %s", describe(v), want)
+	}
+	var f float64
+	if err := v.Decode(&f); err != nil {
+		return p.fail(v.Line, field, "%q is not a number; %s", v.Value, want)
+	}
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return p.fail(v.Line, field, "%s is not a finite number; %s (to loosen a gate, write a large number)", v.Value, want)
+	case f < 0:
+		return p.fail(v.Line, field, "%s is negative; %s", v.Value, want)
+	}
+	return nil
+}
+
+// checkReachable rejects a rule that can never apply because the rules above
+// it already match every path and concurrency it names: someone who adds a
+// tighter rule below a broad one would otherwise believe the gate tightened.
+func (t *Thresholds) checkReachable() error {
+	for j, l := range t.Limits {
+		paths := []Path{l.Path}
+		if l.Path == AnyPath {
+			paths = []Path{OneHop, TwoHop}
+		}
+		var above []int // lines of earlier rules that overlap this one
+		shadowed := true
+		for _, p := range paths {
+			var ranges []Concurrency
+			for _, e := range t.Limits[:j] {
+				if (e.Path == AnyPath || e.Path == p) && overlaps(e.Concurrency, l.Concurrency) {
+					ranges = append(ranges, e.Concurrency)
+					if !slices.Contains(above, e.Line) {
+						above = append(above, e.Line)
+					}
+				}
+			}
+			if !covers(ranges, l.Concurrency) {
+				shadowed = false
+			}
+		}
+		if shadowed {
+			slices.Sort(above)
+			ls := make([]string, len(above))
+			for i, a := range above {
+				ls[i] = strconv.Itoa(a)
+			}
+			where := "line " + ls[0]
+			if len(ls) > 1 {
+				where = "lines " + strings.Join(ls, ", ")
+			}
+			return &FixtureError{File: t.File, Line: l.Line, Field: fmt.Sprintf("limits[%d]", j),
+				Problem: fmt.Sprintf("never applies: the first matching rule wins, and the rules above it (%s) already match %s at concurrency %s; move it above them or delete it",
+					where, pathName(l.Path), l.Concurrency)}
+		}
+	}
+	return nil
+}
+
+// pathName is how a rule's path reads in a sentence.
+func pathName(p Path) string {
+	if p == AnyPath {
+		return "every path"
+	}
+	return string(p)
+}
+
+// upper returns the range's top, with no bound as the largest int.
+func upper(r Concurrency) int {
+	if r.Max == 0 {
+		return math.MaxInt
+	}
+	return r.Max
+}
+
+func overlaps(a, b Concurrency) bool {
+	return a.Min <= upper(b) && b.Min <= upper(a)
+}
+
+// covers reports whether the union of ranges contains every value of r.
+func covers(ranges []Concurrency, r Concurrency) bool {
+	slices.SortFunc(ranges, func(a, b Concurrency) int { return a.Min - b.Min })
+	next := r.Min // lowest value of r not yet known to be covered
+	for _, c := range ranges {
+		if c.Min > next {
+			break
+		}
+		if upper(c) >= upper(r) {
+			return true
+		}
+		next = max(next, upper(c)+1)
+	}
+	return false
+}
+
+// parseConcurrency parses "N", "N-M", "N+" or "*".
+func parseConcurrency(s string) (Concurrency, error) {
+	const want = `want "N", "N-M", "N+" or "*", e.g. "1-4"`
+	if s == "*" {
+		return Concurrency{Min: 1}, nil
+	}
+	lo, hi, isRange := strings.Cut(s, "-")
+	open := !isRange && strings.HasSuffix(s, "+")
+	if open {
+		lo = strings.TrimSuffix(s, "+")
+	}
+	n, err := count(lo)
+	if err != nil {
+		return Concurrency{}, fmt.Errorf("is not a concurrency; %s", want)
+	}
+	m := n
+	if isRange {
+		if m, err = count(hi); err != nil {
+			return Concurrency{}, fmt.Errorf("is not a concurrency; %s", want)
+		}
+	}
+	switch {
+	case n < 1 || m < 1:
+		return Concurrency{}, errors.New("is not a concurrency: it starts at 1")
+	case n > m:
+		return Concurrency{}, fmt.Errorf("is backwards: %d is above %d; write \"%d-%d\"", n, m, m, n)
+	case open:
+		return Concurrency{Min: n}, nil
+	}
+	return Concurrency{Min: n, Max: m}, nil
+}
+
+// count parses a plain decimal count: digits only, no sign or spaces.
+func count(s string) (int, error) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, errors.New("not a count")
+	}
+	return strconv.Atoi(s)
+}
+
+func wantField(key string) string {
+	switch key {
+	case "target":
+		return "want the target's name, e.g. local"
+	case "limits":
+		return "want a list of rules, each with path, concurrency and the five limits"
+	case "path":
+		return `want one-hop, two-hop or "*"`
+	case "concurrency":
+		return `want "N", "N-M", "N+" or "*", e.g. "1-4"`
+	}
+	i := Metric(key).info()
+	return fmt.Sprintf("every rule sets all five limits (want %s ≥ 0, e.g. %s)", i.want, i.sample)
+}
+
+// describe names what a node holds, for "got …" in messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	switch n.ShortTag() {
+	case "!!null":
+		return "no value"
+	case "!!str":
+		return strconv.Quote(n.Value)
+	}
+	return n.Value
+}
+
+// deref follows YAML aliases to the node they name.
+func deref(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// suggest names the known key closest to an unknown one, or lists them all.
+func suggest(key string, known []string) string {
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
+	}
+	for _, k := range known {
+		if distance(norm(key), norm(k)) <= 1 {
+			return "did you mean " + k + "?"
+		}
+	}
+	return "known fields are " + strings.Join(known, ", ")
+}
+
+// distance is the Levenshtein edit distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
