@@ -5,6 +5,7 @@ import (
 	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/meshbench/meshbench/framework/workload"
@@ -30,6 +31,9 @@ func (caddy) Version(_ context.Context, bin string) string {
 	bi, err := buildinfo.ReadFile(bin)
 	if err != nil {
 		return "unknown"
+	}
+	if bi.Main.Path == "github.com/caddyserver/caddy/v2" {
+		return bi.Main.Version
 	}
 	for _, d := range bi.Deps {
 		if d.Path == "github.com/caddyserver/caddy/v2" {
@@ -92,6 +96,7 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 				"headers": obj{"request": obj{"set": obj{"Host": []string{out.ServerName}}}},
 				"transport": obj{
 					"protocol":   "http",
+					"versions":   []string{"1.1"},
 					"keep_alive": obj{"max_idle_conns_per_host": 1024},
 					"tls": obj{
 						"ca":                          caPool,

@@ -89,9 +89,9 @@ type Target struct {
 
 // arm is one side's processes and addresses.
 type arm struct {
-	urls     map[target.Path]string
-	apps     map[string]string // workload name → app address, for stats
-	procs    map[target.Path][]*process
+	urls  map[target.Path]string
+	apps  map[string]string // workload name → app address, for stats
+	procs map[target.Path][]*process
 }
 
 var _ target.Target = (*Target)(nil)
@@ -161,6 +161,7 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 		Config: map[string]string{
 			"mtls":         "ECDSA P-256 run-scoped CA, client certificate required and verified",
 			"protocol":     string(o.Protocol),
+			"peerProtocol": "HTTP/1.1 over mTLS with keep-alive, between sidecars",
 			"responseSize": strconv.Itoa(o.ResponseSize),
 			"cores":        strconv.Itoa(runtime.NumCPU()),
 		},

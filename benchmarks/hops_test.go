@@ -1,0 +1,16 @@
+package benchmarks
+
+import (
+	"testing"
+
+	"github.com/meshbench/meshbench/framework/suite"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// BenchmarkOneHop is loadgen → backend, baseline against meshed, across the
+// concurrency sweep: the per-hop figure vendors quote, at every c.
+func BenchmarkOneHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: target.OneHop}) }
+
+// BenchmarkTwoHop is loadgen → frontend → backend; minus one-hop, it is the
+// cost of one extra meshed hop.
+func BenchmarkTwoHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: target.TwoHop}) }

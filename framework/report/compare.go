@@ -1,0 +1,236 @@
+// Package report turns a sweep's runs into what people read and what tools
+// re-read: the meshed-versus-baseline comparison per path and concurrency,
+// the summary table in the shape the seed articles use, and a JSON results
+// file that carries every raw histogram and setting, so any figure can be
+// recomputed or merged with another run later.
+package report
+
+import (
+	"fmt"
+	"sort"
+
+	fstats "fortio.org/fortio/stats"
+
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/stats"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/verdict"
+)
+
+// Record is one measured run with its place in the sweep.
+type Record struct {
+	// Benchmark is the top-level benchmark, e.g. "BenchmarkOneHop".
+	Benchmark   string `json:"benchmark"`
+	Concurrency int    `json:"concurrency"`
+	// Repeat is the -count iteration, from 0. Records of the same repeat of
+	// both arms were measured back to back and are compared as a pair.
+	Repeat int `json:"repeat"`
+	*target.Run
+}
+
+// Name is the sub-benchmark name, e.g. "BenchmarkOneHop/c=32/arm=meshed".
+func (r Record) Name() string {
+	return fmt.Sprintf("%s/c=%d/arm=%s", r.Benchmark, r.Concurrency, r.Arm)
+}
+
+// ArmStats summarises one arm's repeats at one concurrency.
+type ArmStats struct {
+	Repeats int `json:"repeats"`
+	Invalid int `json:"invalid"`
+	// Latencies in milliseconds, each summarised over repeats.
+	P50  stats.Summary `json:"p50Ms"`
+	P90  stats.Summary `json:"p90Ms"`
+	P99  stats.Summary `json:"p99Ms"`
+	P999 stats.Summary `json:"p999Ms"`
+	Max  stats.Summary `json:"maxMs"`
+	// Merged is every repeat's histogram merged bucket by bucket (seconds);
+	// its percentiles are the whole arm's, never an average of repeats'.
+	Merged *fstats.HistogramData `json:"merged,omitempty"`
+	QPS    stats.Summary         `json:"qps"`
+	Errors int64                 `json:"errors"`
+	// CPU per role in millicores, CPU-ms per 1000 requests per role, and
+	// the largest single process's RSS under load per role in MiB.
+	CPU      map[measure.Role]stats.Summary `json:"cpuMilli"`
+	CPUPer1k map[measure.Role]stats.Summary `json:"cpuMsPer1kReq"`
+	RSS      map[measure.Role]stats.Summary `json:"maxRSSMiB"`
+	IdleRSS  map[measure.Role]stats.Summary `json:"maxIdleRSSMiB"`
+	// NodeUtil is the busiest node's CPU utilisation, percent.
+	NodeUtil stats.Summary `json:"nodeUtilPct"`
+}
+
+// Comparison is meshed against baseline for one path and concurrency. The
+// overheads are summarised from repeat pairs measured back to back, so
+// drift of the machine cancels out.
+type Comparison struct {
+	Benchmark   string      `json:"benchmark"`
+	Path        target.Path `json:"path"`
+	Concurrency int         `json:"concurrency"`
+	Baseline    ArmStats    `json:"baseline"`
+	Meshed      ArmStats    `json:"meshed"`
+	// P50Delta is meshed minus baseline p50 in ms; P50Pct the same as a
+	// percentage of baseline; likewise p99.
+	P50Delta stats.Summary `json:"p50DeltaMs"`
+	P50Pct   stats.Summary `json:"p50DeltaPct"`
+	P99Delta stats.Summary `json:"p99DeltaMs"`
+	P99Pct   stats.Summary `json:"p99DeltaPct"`
+	// QPSLossPct is the achieved-throughput loss versus baseline, percent.
+	QPSLossPct stats.Summary `json:"qpsLossPct"`
+	// ProxyAppRatio is sidecar CPU over app CPU in the meshed arm.
+	ProxyAppRatio stats.Summary `json:"proxyAppCPURatio"`
+	// Problems lists why the comparison could not be made in full.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Scenario is the name thresholds and messages use, e.g. "BenchmarkOneHop/c=32".
+func (c Comparison) Scenario() string { return fmt.Sprintf("%s/c=%d", c.Benchmark, c.Concurrency) }
+
+// Compare groups records by benchmark, path and concurrency and compares
+// the arms. Output is in sweep order.
+func Compare(records []Record) []Comparison {
+	type key struct {
+		bench string
+		path  target.Path
+		c     int
+	}
+	groups := map[key]map[target.Arm]map[int]Record{}
+	var order []key
+	for _, r := range records {
+		k := key{r.Benchmark, r.Path, r.Concurrency}
+		if groups[k] == nil {
+			groups[k] = map[target.Arm]map[int]Record{}
+			order = append(order, k)
+		}
+		if groups[k][r.Arm] == nil {
+			groups[k][r.Arm] = map[int]Record{}
+		}
+		groups[k][r.Arm][r.Repeat] = r
+	}
+	out := make([]Comparison, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		c := Comparison{Benchmark: k.bench, Path: k.path, Concurrency: k.c}
+		// Pair repeats present in both arms, in repeat order.
+		var reps []int
+		for rep := range g[target.Baseline] {
+			if _, ok := g[target.Meshed][rep]; ok {
+				reps = append(reps, rep)
+			}
+		}
+		sort.Ints(reps)
+		base := make([]Record, len(reps))
+		mesh := make([]Record, len(reps))
+		for i, rep := range reps {
+			base[i], mesh[i] = g[target.Baseline][rep], g[target.Meshed][rep]
+		}
+		c.Baseline, c.Meshed = armStats(base), armStats(mesh)
+		if len(reps) == 0 {
+			c.Problems = append(c.Problems, "no repeat has both arms")
+			out = append(out, c)
+			continue
+		}
+		pick := func(rs []Record, f func(Record) float64) []float64 {
+			v := make([]float64, len(rs))
+			for i, r := range rs {
+				v[i] = f(r)
+			}
+			return v
+		}
+		p50 := func(r Record) float64 { return r.Load.Percentile(50) * 1e3 }
+		p99 := func(r Record) float64 { return r.Load.Percentile(99) * 1e3 }
+		qps := func(r Record) float64 { return r.Load.AchievedQPS }
+		var errs []error
+		add := func(s stats.Summary, err error) stats.Summary {
+			errs = append(errs, err)
+			return s
+		}
+		c.P50Delta = add(stats.PairedDelta(pick(base, p50), pick(mesh, p50)))
+		c.P50Pct = add(stats.PairedRatio(pick(base, p50), pick(mesh, p50))).PercentChange()
+		c.P99Delta = add(stats.PairedDelta(pick(base, p99), pick(mesh, p99)))
+		c.P99Pct = add(stats.PairedRatio(pick(base, p99), pick(mesh, p99))).PercentChange()
+		c.QPSLossPct = add(stats.PairedRatio(pick(base, qps), pick(mesh, qps))).PercentLoss()
+		var ratios []float64
+		for _, r := range mesh {
+			sc, _ := r.Resources.Role(measure.RoleSidecar)
+			app, _ := r.Resources.Role(measure.RoleApp)
+			if app.MilliCores > 0 {
+				ratios = append(ratios, sc.MilliCores/app.MilliCores)
+			}
+		}
+		c.ProxyAppRatio = stats.Summarize(ratios)
+		for _, err := range errs {
+			if err != nil {
+				c.Problems = append(c.Problems, err.Error())
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func armStats(rs []Record) ArmStats {
+	a := ArmStats{Repeats: len(rs), CPU: map[measure.Role]stats.Summary{}, CPUPer1k: map[measure.Role]stats.Summary{},
+		RSS: map[measure.Role]stats.Summary{}, IdleRSS: map[measure.Role]stats.Summary{}}
+	var p50, p90, p99, p999, mx, qps, node []float64
+	cpu, per1k, rss, idle := map[measure.Role][]float64{}, map[measure.Role][]float64{}, map[measure.Role][]float64{}, map[measure.Role][]float64{}
+	var hs []*fstats.HistogramData
+	res := stats.DefaultResolution
+	for _, r := range rs {
+		if !r.Valid() {
+			a.Invalid++
+		}
+		l := r.Load
+		res = l.Options.Resolution
+		hs = append(hs, l.Latency)
+		p50 = append(p50, l.Percentile(50)*1e3)
+		p90 = append(p90, l.Percentile(90)*1e3)
+		p99 = append(p99, l.Percentile(99)*1e3)
+		p999 = append(p999, l.Percentile(99.9)*1e3)
+		mx = append(mx, l.Latency.Max*1e3)
+		qps = append(qps, l.AchievedQPS)
+		a.Errors += l.Errors
+		busiest := 0.0
+		for _, u := range r.Resources.NodeUtilisation {
+			busiest = max(busiest, u)
+		}
+		node = append(node, busiest)
+		for _, t := range r.Resources.ByRole() {
+			cpu[t.Role] = append(cpu[t.Role], t.MilliCores)
+			if l.Requests > 0 {
+				// millicores × seconds = CPU-ms; per 1000 requests.
+				per1k[t.Role] = append(per1k[t.Role], t.MilliCores*r.Resources.Elapsed.Seconds()/float64(l.Requests)*1000)
+			}
+			rss[t.Role] = append(rss[t.Role], float64(t.MaxLoadRSS)/(1<<20))
+			idle[t.Role] = append(idle[t.Role], float64(t.MaxIdleRSS)/(1<<20))
+		}
+	}
+	a.P50, a.P90, a.P99, a.P999, a.Max = stats.Summarize(p50), stats.Summarize(p90), stats.Summarize(p99), stats.Summarize(p999), stats.Summarize(mx)
+	a.QPS, a.NodeUtil = stats.Summarize(qps), stats.Summarize(node)
+	for role := range cpu {
+		a.CPU[role] = stats.Summarize(cpu[role])
+		a.CPUPer1k[role] = stats.Summarize(per1k[role])
+		a.RSS[role] = stats.Summarize(rss[role])
+		a.IdleRSS[role] = stats.Summarize(idle[role])
+	}
+	if merged, err := stats.Merge(res, hs...); err == nil && merged.Count > 0 {
+		a.Merged = merged
+	}
+	return a
+}
+
+// Observation is what the threshold check sees of a comparison.
+func (c Comparison) Observation() verdict.Observation {
+	o := verdict.Observation{Scenario: c.Scenario(), Path: verdict.Path(c.Path), Concurrency: c.Concurrency, Values: map[verdict.Metric]stats.Summary{}}
+	if len(c.Problems) > 0 {
+		return o
+	}
+	o.Values[verdict.P50DeltaMs] = c.P50Delta
+	o.Values[verdict.P99DeltaPct] = c.P99Pct
+	o.Values[verdict.ThroughputLossPct] = c.QPSLossPct
+	if s, ok := c.Meshed.CPUPer1k[measure.RoleSidecar]; ok {
+		o.Values[verdict.SidecarCPUPer1kReqMs] = s
+	}
+	if s, ok := c.Meshed.RSS[measure.RoleSidecar]; ok {
+		o.Values[verdict.SidecarRSSMiB] = s
+	}
+	return o
+}

@@ -1,0 +1,176 @@
+package suite
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/load"
+)
+
+// Config is the harness settings, set by flags. Every field's default is
+// documented on its flag.
+type Config struct {
+	Target         string        `json:"target"`
+	Concurrency    []int         `json:"concurrency"`
+	Duration       time.Duration `json:"duration"`
+	Warmup         time.Duration `json:"warmup"`
+	QPS            float64       `json:"qps"`
+	RateTolerance  float64       `json:"rateTolerance"`
+	Protocol       load.Protocol `json:"protocol"`
+	ResponseSize   int           `json:"responseSize"`
+	RequestSize    int           `json:"requestSize"`
+	Sidecar        string        `json:"sidecar"`
+	SidecarThreads int           `json:"sidecarThreads"`
+	ResultsDir     string        `json:"resultsDir"`
+	Thresholds     string        `json:"thresholds"`
+	// DefaultRepeats is used for -count when the user does not set it.
+	DefaultRepeats int `json:"defaultRepeats"`
+}
+
+// intList is a flag of comma-separated positive integers.
+type intList struct{ v *[]int }
+
+func (l intList) String() string {
+	if l.v == nil {
+		return ""
+	}
+	s := make([]string, len(*l.v))
+	for i, n := range *l.v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l intList) Set(s string) error {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q is not a positive integer (want e.g. 1,2,4,8)", f)
+		}
+		out = append(out, n)
+	}
+	*l.v = out
+	return nil
+}
+
+type protocolFlag struct{ v *load.Protocol }
+
+func (p protocolFlag) String() string {
+	if p.v == nil {
+		return ""
+	}
+	return string(*p.v)
+}
+
+func (p protocolFlag) Set(s string) error {
+	v, err := load.ParseProtocol(s)
+	if err != nil {
+		return err
+	}
+	*p.v = v
+	return nil
+}
+
+// RegisterFlags defines meshbench's flags on fs with their defaults.
+func RegisterFlags(fs *flag.FlagSet) *Config {
+	c := &Config{
+		Target:         "local",
+		Concurrency:    []int{1, 2, 4, 8, 16, 32},
+		Protocol:       load.HTTP1,
+		Sidecar:        "caddy",
+		DefaultRepeats: 3,
+	}
+	fs.StringVar(&c.Target, "target", c.Target, "where to run: local (embedded: processes on loopback, Caddy sidecars)")
+	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
+	fs.DurationVar(&c.Duration, "duration", 3*time.Second, "measured window of each run")
+	fs.DurationVar(&c.Warmup, "warmup", time.Second, "warm-up before each window, thrown away")
+	fs.Float64Var(&c.QPS, "qps", 0, "open-loop target rate in req/s per run; 0 is closed loop at maximum rate")
+	fs.Float64Var(&c.RateTolerance, "rate-tolerance", 0.05, "fraction by which an open-loop run may miss -qps and stay valid")
+	fs.Var(protocolFlag{&c.Protocol}, "protocol", "http1 or h2 (cleartext HTTP/2)")
+	fs.IntVar(&c.ResponseSize, "payload", 128, "response body size in bytes")
+	fs.IntVar(&c.RequestSize, "request-size", 0, "request body size in bytes (non-zero sends POSTs)")
+	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or nginx when on PATH")
+	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")
+	fs.StringVar(&c.ResultsDir, "results", "", "results directory (default <module>/results)")
+	fs.StringVar(&c.Thresholds, "thresholds", "", "threshold fixture (default <module>/fixtures/thresholds/<target>.yaml; none turns the gate off)")
+	return c
+}
+
+// normalize validates c and fills in paths relative to the module root.
+func (c *Config) normalize() error {
+	var errs []error
+	if c.Target != "local" {
+		errs = append(errs, fmt.Errorf("-target=%s: not available yet; only -target=local is implemented (kind and remote clusters arrive with the Kubernetes targets)", c.Target))
+	}
+	if len(c.Concurrency) == 0 {
+		errs = append(errs, errors.New("-concurrency: empty"))
+	}
+	if c.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("-duration=%v: must be > 0", c.Duration))
+	}
+	if c.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("-warmup=%v: must be >= 0", c.Warmup))
+	}
+	if c.QPS < 0 {
+		errs = append(errs, fmt.Errorf("-qps=%v: must be >= 0", c.QPS))
+	}
+	if c.RateTolerance <= 0 || c.RateTolerance >= 1 {
+		errs = append(errs, fmt.Errorf("-rate-tolerance=%v: must be in (0, 1)", c.RateTolerance))
+	}
+	if c.ResponseSize < 0 {
+		errs = append(errs, fmt.Errorf("-payload=%d: must be >= 0", c.ResponseSize))
+	}
+	if c.RequestSize < 0 {
+		errs = append(errs, fmt.Errorf("-request-size=%d: must be >= 0", c.RequestSize))
+	}
+	if c.SidecarThreads < 0 {
+		errs = append(errs, fmt.Errorf("-sidecar-threads=%d: must be >= 0", c.SidecarThreads))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	root := moduleRoot()
+	if c.ResultsDir == "" {
+		c.ResultsDir = filepath.Join(root, "results")
+	}
+	if c.Thresholds == "" {
+		c.Thresholds = filepath.Join(root, "fixtures", "thresholds", c.Target+".yaml")
+	}
+	return nil
+}
+
+// loadOptions are the load settings of one run at concurrency n.
+func (c *Config) loadOptions(n int) load.Options {
+	return load.Options{
+		Concurrency:   n,
+		QPS:           c.QPS,
+		Duration:      c.Duration,
+		Warmup:        c.Warmup,
+		Protocol:      c.Protocol,
+		RequestSize:   c.RequestSize,
+		RateTolerance: c.RateTolerance,
+	}
+}
+
+// moduleRoot walks up from the working directory to go.mod; "." if none.
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}

@@ -1,0 +1,354 @@
+// Package suite connects `go test -bench` to meshbench's flow: it stands up
+// the target once, sweeps concurrency with b.Run sub-benchmarks named for
+// benchstat (BenchmarkOneHop/c=32/arm=meshed), interleaves the arms, reports
+// each run's metrics, and at the end prints the comparison table, writes the
+// results file and checks the threshold fixture, in that order.
+//
+// A benchmark package needs only:
+//
+//	var mb = suite.New()
+//
+//	func TestMain(m *testing.M) { os.Exit(mb.Main(m)) }
+//
+//	func BenchmarkOneHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: target.OneHop}) }
+package suite
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/target/local"
+	"github.com/meshbench/meshbench/framework/verdict"
+)
+
+// Scenario is one benchmark's variation on the default sweep.
+type Scenario struct {
+	// Path is the route measured.
+	Path target.Path
+	// Load, when set, adjusts each run's load settings (after the flags).
+	Load func(*load.Options)
+}
+
+// NewTarget builds the target for a config; tests may replace it.
+type NewTarget func(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error)
+
+// Suite is one benchmark binary's run.
+type Suite struct {
+	Config *Config
+	// NewTarget defaults to the target named by Config.Target.
+	NewTarget NewTarget
+	// Log receives progress lines; default os.Stderr, so that stdout stays
+	// clean for benchstat.
+	Log io.Writer
+
+	ctx     context.Context
+	started time.Time
+
+	once  sync.Once
+	tg    target.Target
+	tgErr error
+	mu    sync.Mutex
+	recs  []report.Record
+	calls map[string]int // leaf sub-benchmark → run1 calls so far (one per -count)
+}
+
+// New registers meshbench's flags on flag.CommandLine and returns the suite.
+func New() *Suite {
+	return &Suite{Config: RegisterFlags(flag.CommandLine), Log: os.Stderr, calls: map[string]int{}}
+}
+
+func (s *Suite) logf(format string, args ...any) {
+	fmt.Fprintf(s.Log, "meshbench: "+format+"\n", args...)
+}
+
+// Main parses flags, runs the tests and benchmarks, and then finishes: it
+// prints the summary, writes results, checks thresholds and tears the target
+// down. Ctrl-C tears the target down too. It returns the exit code.
+func (s *Suite) Main(m *testing.M) int {
+	flag.Parse()
+	if err := s.Config.normalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "meshbench: bad flags:", err)
+		return 2
+	}
+	s.defaultRepeats()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s.ctx, s.started = ctx, time.Now()
+	go func() {
+		<-ctx.Done()
+		if errors.Is(context.Cause(ctx), context.Canceled) && s.interrupted() {
+			s.logf("interrupted: stopping every process and exiting")
+			_ = s.close()
+			os.Exit(130)
+		}
+	}()
+	code := m.Run()
+	if err := s.Finish(); err != nil {
+		fmt.Fprintln(os.Stdout, "FAIL meshbench:", strings.ReplaceAll(err.Error(), "\n", "\nFAIL meshbench: "))
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// interrupted distinguishes a signal from the normal end of Main.
+func (s *Suite) interrupted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx != nil && s.ctx.Err() != nil && s.tg != nil
+}
+
+// defaultRepeats sets -count to Config.DefaultRepeats unless the user set
+// it (one run per arm proves nothing), and -benchtime to 1x unless set: the
+// load, not b.N, decides how long a run takes.
+func (s *Suite) defaultRepeats() {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["test.count"] && s.Config.DefaultRepeats > 1 {
+		_ = flag.Set("test.count", fmt.Sprint(s.Config.DefaultRepeats))
+	}
+	if !set["test.benchtime"] {
+		_ = flag.Set("test.benchtime", "1x")
+	}
+}
+
+// repeats is -count: how many interleaved pairs each concurrency gets.
+func repeats() int {
+	if f := flag.Lookup("test.count"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1
+}
+
+// target starts the target on first use.
+func (s *Suite) target() (target.Target, error) {
+	s.once.Do(func() {
+		mk := s.NewTarget
+		if mk == nil {
+			mk = defaultTarget
+		}
+		if s.ctx == nil {
+			s.ctx, s.started = context.Background(), time.Now()
+		}
+		start := time.Now()
+		s.logf("setting up the %s target", s.Config.Target)
+		tg, err := mk(s.ctx, s.Config, s.logf)
+		s.mu.Lock()
+		s.tg, s.tgErr = tg, err
+		s.mu.Unlock()
+		if err == nil {
+			env := tg.Environment()
+			s.logf("target %s ready in %v: %s %s, %d cores, %s", tg.Name(), time.Since(start).Round(time.Millisecond),
+				env.Mesh.Name, env.Mesh.Version, env.Cores, env.CPUModel)
+		}
+	})
+	return s.tg, s.tgErr
+}
+
+func defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error) {
+	return local.New(ctx, local.Options{
+		Sidecar:        c.Sidecar,
+		SidecarThreads: c.SidecarThreads,
+		Protocol:       c.Protocol,
+		ResponseSize:   c.ResponseSize,
+		Logf:           logf,
+	})
+}
+
+// Sweep runs sc at every concurrency of the config. At each concurrency it
+// runs -count interleaved pairs, baseline then meshed (A B A B …), so that
+// drift of the machine hits both arms alike; then the sub-benchmarks
+// c=N/arm=baseline and c=N/arm=meshed report one pair member per -count
+// iteration, which is what benchstat expects to see.
+func (s *Suite) Sweep(b *testing.B, sc Scenario) {
+	tg, err := s.target()
+	if err != nil {
+		b.Fatalf("target %s: %v", s.Config.Target, err)
+	}
+	reps := repeats()
+	per := s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
+	total := len(s.Config.Concurrency) * len(target.Arms) * reps
+	s.logf("%s: %s, c=%v, %d interleaved pairs each: %d runs, about %v",
+		b.Name(), sc.Path, s.Config.Concurrency, reps, total, (time.Duration(total) * per).Round(time.Second))
+	done := 0
+	for _, c := range s.Config.Concurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runs := map[target.Arm][]*target.Run{}
+			for rep := range reps {
+				for _, arm := range target.Arms {
+					done++
+					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", b.Name(), arm, rep+1, reps, done, total,
+						(time.Duration(total-done+1) * per).Round(time.Second))
+					run, err := s.measure(b, tg, sc, c, arm, rep)
+					if err != nil {
+						b.Fatalf("%s/arm=%s: %v", b.Name(), arm, err)
+					}
+					runs[arm] = append(runs[arm], run)
+				}
+			}
+			for _, arm := range target.Arms {
+				b.Run("arm="+string(arm), func(b *testing.B) { s.report(b, runs[arm]) })
+			}
+		})
+	}
+}
+
+// measure runs one load and records it.
+func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm target.Arm, rep int) (*target.Run, error) {
+	o := s.Config.loadOptions(c)
+	if sc.Load != nil {
+		sc.Load(&o)
+	}
+	run, err := tg.Run(s.ctx, arm, sc.Path, o)
+	if err != nil {
+		return nil, err
+	}
+	top, _, _ := strings.Cut(b.Name(), "/")
+	s.mu.Lock()
+	s.recs = append(s.recs, report.Record{Benchmark: top, Concurrency: c, Repeat: rep, Run: run})
+	s.mu.Unlock()
+	for _, w := range run.Warnings {
+		s.logf("%s/arm=%s: warning: %s", b.Name(), arm, w)
+	}
+	return run, nil
+}
+
+// report is a leaf sub-benchmark: its i-th call with b.N == 1 (one per
+// -count iteration) reports the i-th run; calls with a larger b.N, which
+// only a user's -benchtime causes, report the same run again. No leaf call
+// ever starts a load.
+func (s *Suite) report(b *testing.B, runs []*target.Run) {
+	s.mu.Lock()
+	i := s.calls[b.Name()]
+	if b.N == 1 {
+		s.calls[b.Name()]++
+	} else if i > 0 {
+		i--
+	}
+	s.mu.Unlock()
+	run := runs[min(i, len(runs)-1)]
+	if !run.Valid() {
+		b.Errorf("INVALID run: %s", strings.Join(run.Invalid, "; "))
+	}
+	reportMetrics(b, run)
+}
+
+// reportMetrics reports one run with benchstat-friendly units.
+func reportMetrics(b *testing.B, r *target.Run) {
+	b.ReportMetric(0, "ns/op")
+	l := r.Load
+	for _, p := range []struct {
+		q    float64
+		unit string
+	}{{50, "p50-ms"}, {90, "p90-ms"}, {99, "p99-ms"}, {99.9, "p99.9-ms"}} {
+		b.ReportMetric(l.Percentile(p.q)*1e3, p.unit)
+	}
+	b.ReportMetric(l.Latency.Max*1e3, "max-ms")
+	b.ReportMetric(l.AchievedQPS, "req/s")
+	b.ReportMetric(float64(l.Errors), "errors")
+	var total float64
+	for _, t := range r.Resources.ByRole() {
+		b.ReportMetric(t.MilliCores, string(t.Role)+"-mcpu")
+		total += t.MilliCores
+		if t.Role == measure.RoleSidecar {
+			b.ReportMetric(float64(t.MaxLoadRSS)/(1<<20), "sidecar-rss-MiB")
+			if l.Requests > 0 {
+				b.ReportMetric(t.MilliCores*r.Resources.Elapsed.Seconds()/float64(l.Requests)*1000, "sidecar-cpu-ms/kreq")
+			}
+		}
+	}
+	if l.Requests > 0 {
+		b.ReportMetric(total*r.Resources.Elapsed.Seconds()/float64(l.Requests)*1000, "cpu-ms/kreq")
+	}
+}
+
+// Records returns a copy of every run so far.
+func (s *Suite) Records() []report.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]report.Record(nil), s.recs...)
+}
+
+// Finish compares the arms, writes the results file, prints the table, then
+// checks the thresholds, and always tears the target down. The error holds
+// one line per breach.
+func (s *Suite) Finish() error {
+	defer func() { _ = s.close() }()
+	recs := s.Records()
+	if len(recs) == 0 {
+		return s.close()
+	}
+	cs := report.Compare(recs)
+	res := &report.Results{
+		Schema: report.Schema, Started: s.started, Finished: time.Now(), Command: os.Args,
+		Settings: s.Config, Records: recs, Comparisons: cs,
+	}
+	if s.tg != nil {
+		res.Environment = s.tg.Environment()
+	}
+	var verr error
+	if s.Config.Thresholds != "none" {
+		res.Thresholds = s.Config.Thresholds
+		th, err := verdict.Load(s.Config.Thresholds)
+		if err != nil {
+			verr = fmt.Errorf("thresholds: %w", err)
+		} else {
+			obs := make([]verdict.Observation, len(cs))
+			for i, c := range cs {
+				obs[i] = c.Observation()
+			}
+			v := th.Check(obs)
+			verr = v.Err()
+			for _, b := range v.Breaches {
+				res.Breaches = append(res.Breaches, b.Error())
+			}
+		}
+	}
+	path, werr := report.Write(s.Config.ResultsDir, res)
+	fmt.Fprintln(os.Stdout)
+	fmt.Fprintf(os.Stdout, "meshbench summary: %s, %s %s, %d runs (medians over repeats; intervals in parentheses)\n",
+		res.Environment.Target, res.Environment.Mesh.Name, res.Environment.Mesh.Version, len(recs))
+	report.PrintSummary(os.Stdout, cs)
+	if werr == nil {
+		fmt.Fprintf(os.Stdout, "results: %s\n", path)
+	}
+	if s.Config.Thresholds == "none" {
+		fmt.Fprintln(os.Stdout, "thresholds: off (-thresholds=none)")
+	} else if verr == nil {
+		fmt.Fprintf(os.Stdout, "thresholds: %s: every limit held\n", s.Config.Thresholds)
+	}
+	return errors.Join(werr, verr, s.close())
+}
+
+// close tears the target down once.
+func (s *Suite) close() error {
+	s.mu.Lock()
+	tg := s.tg
+	s.tg = nil
+	s.mu.Unlock()
+	if tg == nil {
+		return nil
+	}
+	start := time.Now()
+	err := tg.Close(context.Background())
+	s.logf("target %s torn down in %v", tg.Name(), time.Since(start).Round(time.Millisecond))
+	return err
+}

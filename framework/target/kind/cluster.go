@@ -1,0 +1,321 @@
+package kind
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	kindlog "sigs.k8s.io/kind/pkg/log"
+)
+
+// OfflineImageRepo is the repository of the node images that
+// hack/offline/node-image.sh builds (tag: the Kubernetes version).
+const OfflineImageRepo = "meshbench/kind-node"
+
+// Cluster is a running kind cluster.
+type Cluster interface {
+	// Name is the kind cluster name.
+	Name() string
+	// Kubeconfig is the path of the cluster's kubeconfig file.
+	Kubeconfig() string
+	// RESTConfig is the client configuration for the cluster.
+	RESTConfig() *rest.Config
+	// LoadImages imports local Docker images into every node's containerd.
+	LoadImages(ctx context.Context, images ...string) error
+	// Delete deletes the cluster and its kubeconfig file.
+	Delete(ctx context.Context) error
+}
+
+type cluster struct {
+	name     string
+	opts     options
+	provider *kindcluster.Provider
+	rest     *rest.Config
+}
+
+func newCluster(name string, opts []Option) *cluster {
+	o := buildOptions(opts)
+	o.normalize(name)
+	return &cluster{
+		name:     name,
+		opts:     o,
+		provider: kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{o.logger})),
+	}
+}
+
+// Up creates the kind cluster name from the kind config at configPath ("":
+// 1 control plane and 2 workers, without kind's CNI), or reuses it when it
+// exists, and returns once every node is Ready and every kube-system pod
+// runs.
+func Up(ctx context.Context, name, configPath string, opts ...Option) (Cluster, error) {
+	c := newCluster(name, opts)
+	if err := c.up(ctx, configPath); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Down deletes the kind cluster name, if it exists.
+func Down(ctx context.Context, name string, opts ...Option) error {
+	return newCluster(name, opts).Delete(ctx)
+}
+
+func (c *cluster) Name() string             { return c.name }
+func (c *cluster) Kubeconfig() string       { return c.opts.kubeconfig }
+func (c *cluster) RESTConfig() *rest.Config { return c.rest }
+
+// step runs f and logs its duration as one line.
+func (c *cluster) step(what string, f func() error) error {
+	start := time.Now()
+	err := f()
+	d := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		c.opts.logger.Logf("kind %s: %s: failed after %s: %v", c.name, what, d, err)
+		return fmt.Errorf("kind %s: %s: %w", c.name, what, err)
+	}
+	c.opts.logger.Logf("kind %s: %s: %s", c.name, what, d)
+	return nil
+}
+
+func (c *cluster) up(ctx context.Context, configPath string) (err error) {
+	start := time.Now()
+	q := Quirks{}
+	if err := c.step("detect host quirks", func() error {
+		if c.opts.quirks != nil {
+			q = *c.opts.quirks
+			return nil
+		}
+		var err error
+		q, err = DetectQuirks()
+		return err
+	}); err != nil {
+		return err
+	}
+	c.opts.logger.Logf("kind %s: host quirks: %s", c.name, q)
+	cfg, err := loadConfig(configPath)
+	if err != nil {
+		return err
+	}
+	applyQuirks(cfg, q)
+	image := c.nodeImage()
+	if strings.HasPrefix(image, OfflineImageRepo+":") && !cfg.Networking.DisableDefaultCNI {
+		return fmt.Errorf("kind %s: node image %s has no default CNI: set networking.disableDefaultCNI: true in %s",
+			c.name, image, configPath)
+	}
+	existing, err := c.provider.List()
+	created := false
+	if err != nil {
+		return fmt.Errorf("kind %s: list clusters: %w", c.name, err)
+	}
+	if slices.Contains(existing, c.name) {
+		if !*c.opts.reuse {
+			return fmt.Errorf("kind %s: cluster exists", c.name)
+		}
+		err = c.step("reuse existing cluster", func() error {
+			return c.provider.ExportKubeConfig(c.name, c.opts.kubeconfig, false)
+		})
+	} else {
+		what := "create cluster (node image " + image + ")"
+		if image == "" {
+			what = "create cluster (kind's default node image)"
+		}
+		createOpts := []kindcluster.CreateOption{
+			kindcluster.CreateWithV1Alpha4Config(cfg),
+			kindcluster.CreateWithKubeconfigPath(c.opts.kubeconfig),
+			kindcluster.CreateWithRetain(c.opts.retain),
+			kindcluster.CreateWithDisplayUsage(false),
+			kindcluster.CreateWithDisplaySalutation(false),
+		}
+		if image != "" {
+			createOpts = append(createOpts, kindcluster.CreateWithNodeImage(image))
+		}
+		err = c.step(what, func() error { return c.provider.Create(c.name, createOpts...) })
+		created = err == nil
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// A cluster this call created and could not make ready is deleted,
+		// unless the caller asked to keep it.
+		if err != nil && created && !c.opts.retain {
+			err = errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+		}
+	}()
+	if err := c.step("load kubeconfig", c.loadRESTConfig); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.rest)
+	if err != nil {
+		return fmt.Errorf("kind %s: client: %w", c.name, err)
+	}
+	kindNodes, err := c.provider.ListInternalNodes(c.name)
+	if err != nil {
+		return fmt.Errorf("kind %s: list nodes: %w", c.name, err)
+	}
+	if cfg.Networking.DisableDefaultCNI {
+		if err := c.step("install CNI (bridge + host-local, routes between nodes)", func() error {
+			nets, err := installCNI(ctx, cs, kindNodes, c.opts.readyTimeout)
+			for _, n := range nets {
+				c.opts.logger.Logf("kind %s: node %s: IP %s, pod CIDR %s", c.name, n.node, n.ip, n.podCIDR)
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if err := c.step(fmt.Sprintf("wait for %d nodes Ready", len(kindNodes)), func() error {
+		return waitNodesReady(ctx, cs, len(kindNodes), c.opts.readyTimeout)
+	}); err != nil {
+		return err
+	}
+	if err := c.step("wait for kube-system pods Ready", func() error {
+		return waitSystemPods(ctx, cs, c.opts.readyTimeout)
+	}); err != nil {
+		return err
+	}
+	c.opts.logger.Logf("kind %s: ready in %s (kubeconfig %s)", c.name, time.Since(start).Round(time.Millisecond), c.opts.kubeconfig)
+	return nil
+}
+
+func (c *cluster) loadRESTConfig() error {
+	raw, err := c.provider.KubeConfig(c.name, false)
+	if err != nil {
+		return err
+	}
+	c.rest, err = clientcmd.RESTConfigFromKubeConfig([]byte(raw))
+	return err
+}
+
+// nodeImage picks the node image (see the package doc); "" means kind's default.
+func (c *cluster) nodeImage() string {
+	if c.opts.nodeImage != "" {
+		return c.opts.nodeImage
+	}
+	if img := os.Getenv("MESHBENCH_KIND_NODE_IMAGE"); img != "" {
+		return img
+	}
+	if c.opts.version != "" {
+		if dockerHasImage(OfflineImageRepo + ":" + c.opts.version) {
+			return OfflineImageRepo + ":" + c.opts.version
+		}
+		return "kindest/node:" + c.opts.version
+	}
+	out, err := exec.Command("docker", "image", "ls", OfflineImageRepo, "--format", "{{.Tag}}").Output()
+	if err == nil {
+		for _, tag := range strings.Fields(string(out)) {
+			if tag != "<none>" {
+				return OfflineImageRepo + ":" + tag
+			}
+		}
+	}
+	return ""
+}
+
+func dockerHasImage(image string) bool {
+	return exec.Command("docker", "image", "inspect", image).Run() == nil
+}
+
+// LoadImages saves the local Docker images once and imports them into every
+// node's containerd (what `kind load docker-image` does).
+func (c *cluster) LoadImages(ctx context.Context, images ...string) error {
+	return c.step("load images "+strings.Join(images, " "), func() error {
+		f, err := os.CreateTemp("", "meshbench-images-*.tar")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		args := append([]string{"save", "-o", f.Name()}, images...)
+		if out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("docker save: %w: %s", err, out)
+		}
+		return c.loadArchive(f.Name())
+	})
+}
+
+// loadArchive imports an image archive into every node.
+func (c *cluster) loadArchive(path string) error {
+	kindNodes, err := c.provider.ListInternalNodes(c.name)
+	if err != nil {
+		return err
+	}
+	if len(kindNodes) == 0 {
+		return fmt.Errorf("no nodes")
+	}
+	var errs []error
+	for _, n := range kindNodes {
+		errs = append(errs, loadArchiveInto(n, path))
+	}
+	return errors.Join(errs...)
+}
+
+func loadArchiveInto(n nodes.Node, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := nodeutils.LoadImageArchive(n, f); err != nil {
+		return fmt.Errorf("node %s: %w", n, err)
+	}
+	return nil
+}
+
+// Delete deletes the cluster and, when it is the default one, its kubeconfig file.
+func (c *cluster) Delete(ctx context.Context) error {
+	return c.step("delete cluster", func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := c.provider.Delete(c.name, c.opts.kubeconfig); err != nil {
+			return err
+		}
+		if c.opts.kubeconfig == defaultKubeconfig(c.name) {
+			if err := os.Remove(c.opts.kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// kindLogger passes kind's user-facing messages (warnings, errors and
+// verbosity 0) to a Logger.
+type kindLogger struct{ l Logger }
+
+func (k kindLogger) Warn(m string)                        { k.l.Logf("kind: warning: %s", m) }
+func (k kindLogger) Warnf(f string, a ...any)             { k.l.Logf("kind: warning: "+f, a...) }
+func (k kindLogger) Error(m string)                       { k.l.Logf("kind: error: %s", m) }
+func (k kindLogger) Errorf(f string, a ...any)            { k.l.Logf("kind: error: "+f, a...) }
+func (k kindLogger) V(v kindlog.Level) kindlog.InfoLogger { return kindInfo{l: k.l, on: v <= 0} }
+
+type kindInfo struct {
+	l  Logger
+	on bool
+}
+
+func (k kindInfo) Info(m string) {
+	if k.on {
+		k.l.Logf("kind: %s", strings.TrimSpace(m))
+	}
+}
+
+func (k kindInfo) Infof(f string, a ...any) {
+	if k.on {
+		k.l.Logf("kind: "+strings.TrimSpace(f), a...)
+	}
+}
+
+func (k kindInfo) Enabled() bool { return k.on }

@@ -1,0 +1,189 @@
+package kind
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+)
+
+// cniConfPath is where the package's CNI config goes on every node.
+const cniConfPath = "/etc/cni/net.d/10-meshbench.conflist"
+
+// conflist renders the CNI config for a node whose pods get IPs from
+// podCIDR: a Linux bridge with host-local IPAM, and portmap for hostPort.
+// Pod traffic is not masqueraded, so a pod sees its peers' pod IPs.
+func conflist(podCIDR string) ([]byte, error) {
+	if _, _, err := net.ParseCIDR(podCIDR); err != nil {
+		return nil, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
+	}
+	type obj = map[string]any
+	c := obj{
+		"cniVersion": "1.0.0",
+		"name":       "meshbench",
+		"plugins": []obj{
+			{
+				"type":        "bridge",
+				"bridge":      "cni0",
+				"isGateway":   true,
+				"ipMasq":      false,
+				"hairpinMode": true,
+				"ipam": obj{
+					"type":   "host-local",
+					"ranges": [][]obj{{{"subnet": podCIDR}}},
+					"routes": []obj{{"dst": "0.0.0.0/0"}},
+				},
+			},
+			{"type": "portmap", "capabilities": obj{"portMappings": true}},
+		},
+	}
+	return json.MarshalIndent(c, "", "  ")
+}
+
+// nodeNet is what the CNI step needs to know about one node.
+type nodeNet struct {
+	node    nodes.Node
+	ip      string // IPv4 address on the kind network
+	podCIDR string
+}
+
+// routeCmds returns, for node self, the commands that route every other
+// node's pod CIDR through that node's IP.
+func routeCmds(self nodeNet, all []nodeNet) [][]string {
+	var cmds [][]string
+	for _, o := range all {
+		if o.node.String() == self.node.String() {
+			continue
+		}
+		cmds = append(cmds, []string{"ip", "route", "replace", o.podCIDR, "via", o.ip})
+	}
+	return cmds
+}
+
+// installCNI waits for every node's spec.podCIDR, then writes the conflist
+// on each node and adds the routes to the other nodes' pod CIDRs.
+func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.Node, timeout time.Duration) ([]nodeNet, error) {
+	cidrs := map[string]string{}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil // the API server may still be settling
+		}
+		for _, n := range list.Items {
+			if n.Spec.PodCIDR != "" {
+				cidrs[n.Name] = n.Spec.PodCIDR
+			}
+		}
+		for _, kn := range kindNodes {
+			if cidrs[kn.String()] == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for pod CIDRs (have %v): %w", cidrs, err)
+	}
+	nets := make([]nodeNet, 0, len(kindNodes))
+	for _, kn := range kindNodes {
+		ip, _, err := kn.IP()
+		if err != nil {
+			return nil, fmt.Errorf("node %s IP: %w", kn, err)
+		}
+		if ip == "" {
+			return nil, fmt.Errorf("node %s has no IPv4 address (only IPv4 is supported)", kn)
+		}
+		nets = append(nets, nodeNet{node: kn, ip: ip, podCIDR: cidrs[kn.String()]})
+	}
+	for _, n := range nets {
+		conf, err := conflist(n.podCIDR)
+		if err != nil {
+			return nil, err
+		}
+		var out strings.Builder
+		cmd := n.node.Command("sh", "-c", "mkdir -p /etc/cni/net.d && cat > "+cniConfPath+".tmp && mv "+cniConfPath+".tmp "+cniConfPath)
+		if err := cmd.SetStdin(strings.NewReader(string(conf))).SetStderr(&out).Run(); err != nil {
+			return nil, fmt.Errorf("write CNI config on %s: %w: %s", n.node, err, out.String())
+		}
+		for _, args := range routeCmds(n, nets) {
+			out.Reset()
+			if err := n.node.Command(args[0], args[1:]...).SetStderr(&out).Run(); err != nil {
+				return nil, fmt.Errorf("on %s: %s: %w: %s", n.node, strings.Join(args, " "), err, out.String())
+			}
+		}
+	}
+	return nets, nil
+}
+
+// waitNodesReady polls until want nodes exist and all are Ready.
+func waitNodesReady(ctx context.Context, cs kubernetes.Interface, want int, timeout time.Duration) error {
+	var notReady []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		notReady = notReady[:0]
+		for _, n := range list.Items {
+			if !nodeReady(&n) {
+				notReady = append(notReady, n.Name)
+			}
+		}
+		return len(list.Items) == want && len(notReady) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %d nodes Ready (not Ready: %v): %w", want, notReady, err)
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitSystemPods polls until every pod in kube-system is Running and Ready.
+func waitSystemPods(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
+	var pending []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := cs.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pending = pending[:0]
+		for _, p := range list.Items {
+			if !podReady(&p) {
+				pending = append(pending, p.Name+"("+string(p.Status.Phase)+")")
+			}
+		}
+		return len(list.Items) > 0 && len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for kube-system pods Ready (pending: %v): %w", pending, err)
+	}
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
