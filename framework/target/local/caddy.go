@@ -5,7 +5,6 @@ import (
 	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/meshbench/meshbench/framework/workload"
