@@ -31,6 +31,13 @@ type Config struct {
 	Thresholds     string        `json:"thresholds"`
 	// DefaultRepeats is used for -count when the user does not set it.
 	DefaultRepeats int `json:"defaultRepeats"`
+	// Repeats, when > 0, is the number of interleaved pairs per
+	// concurrency regardless of -count (for tests that drive a Suite
+	// directly); 0 follows -count.
+	Repeats int `json:"repeats,omitempty"`
+	// MeshedBackendDelay slows the meshed arm on purpose, to show that a
+	// fixture trips. Never set it for a real measurement.
+	MeshedBackendDelay time.Duration `json:"meshedBackendDelay,omitempty"`
 }
 
 // intList is a flag of comma-separated positive integers.
@@ -103,8 +110,8 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	return c
 }
 
-// normalize validates c and fills in paths relative to the module root.
-func (c *Config) normalize() error {
+// Normalize validates c and fills in paths relative to the module root.
+func (c *Config) Normalize() error {
 	var errs []error
 	if c.Target != "local" {
 		errs = append(errs, fmt.Errorf("-target=%s: not available yet; only -target=local is implemented (kind and remote clusters arrive with the Kubernetes targets)", c.Target))

@@ -38,6 +38,9 @@ import (
 
 // Scenario is one benchmark's variation on the default sweep.
 type Scenario struct {
+	// Name names the scenario in results when the benchmark has no name of
+	// its own (testing.Benchmark); go test's benchmark name wins otherwise.
+	Name string
 	// Path is the route measured.
 	Path target.Path
 	// Load, when set, adjusts each run's load settings (after the flags).
@@ -68,8 +71,11 @@ type Suite struct {
 }
 
 // New registers meshbench's flags on flag.CommandLine and returns the suite.
-func New() *Suite {
-	return &Suite{Config: RegisterFlags(flag.CommandLine), Log: os.Stderr, calls: map[string]int{}}
+func New() *Suite { return NewWithConfig(RegisterFlags(flag.CommandLine)) }
+
+// NewWithConfig returns a suite for c, which the caller has normalized.
+func NewWithConfig(c *Config) *Suite {
+	return &Suite{Config: c, Log: os.Stderr, calls: map[string]int{}}
 }
 
 func (s *Suite) logf(format string, args ...any) {
@@ -81,7 +87,7 @@ func (s *Suite) logf(format string, args ...any) {
 // down. Ctrl-C tears the target down too. It returns the exit code.
 func (s *Suite) Main(m *testing.M) int {
 	flag.Parse()
-	if err := s.Config.normalize(); err != nil {
+	if err := s.Config.Normalize(); err != nil {
 		fmt.Fprintln(os.Stderr, "meshbench: bad flags:", err)
 		return 2
 	}
@@ -165,11 +171,12 @@ func (s *Suite) target() (target.Target, error) {
 
 func defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error) {
 	return local.New(ctx, local.Options{
-		Sidecar:        c.Sidecar,
-		SidecarThreads: c.SidecarThreads,
-		Protocol:       c.Protocol,
-		ResponseSize:   c.ResponseSize,
-		Logf:           logf,
+		Sidecar:            c.Sidecar,
+		SidecarThreads:     c.SidecarThreads,
+		Protocol:           c.Protocol,
+		ResponseSize:       c.ResponseSize,
+		Logf:               logf,
+		MeshedBackendDelay: c.MeshedBackendDelay,
 	})
 }
 
@@ -183,7 +190,10 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	if err != nil {
 		b.Fatalf("target %s: %v", s.Config.Target, err)
 	}
-	reps := repeats()
+	reps := s.Config.Repeats
+	if reps <= 0 {
+		reps = repeats()
+	}
 	per := s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
 	total := len(s.Config.Concurrency) * len(target.Arms) * reps
 	s.logf("%s: %s, c=%v, %d interleaved pairs each: %d runs, about %v",
@@ -222,6 +232,9 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 		return nil, err
 	}
 	top, _, _ := strings.Cut(b.Name(), "/")
+	if top == "" {
+		top = sc.Name
+	}
 	s.mu.Lock()
 	s.recs = append(s.recs, report.Record{Benchmark: top, Concurrency: c, Repeat: rep, Run: run})
 	s.mu.Unlock()

@@ -344,6 +344,9 @@ func (t *Target) Name() string { return "local" }
 // Environment implements target.Target.
 func (t *Target) Environment() target.Environment { return t.env }
 
+// URL is the address the loadgen uses for arm and path.
+func (t *Target) URL(a target.Arm, p target.Path) string { return t.arms[a].urls[p] }
+
 // PIDs lists the target's running child processes (for leak checks).
 func (t *Target) PIDs() []int { return t.sup.pids() }
 

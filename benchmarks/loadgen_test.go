@@ -1,0 +1,9 @@
+package benchmarks
+
+import "testing"
+
+// BenchmarkLoadgenCeiling puts the in-process fortio loadgen next to wrk
+// against the same baseline backend at c=32, interleaved, with each one's
+// own CPU: a loadgen that saturates first would cap every other figure.
+// It skips without wrk (apt-get install wrk).
+func BenchmarkLoadgenCeiling(b *testing.B) { mb.LoadgenCeiling(b, 32) }

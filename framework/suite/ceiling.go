@@ -1,0 +1,130 @@
+package suite
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// urlTarget is a target that can hand out its loadgen addresses.
+type urlTarget interface {
+	URL(target.Arm, target.Path) string
+}
+
+// LoadgenCeiling measures the in-process fortio loadgen's maximum rate at
+// concurrency c against the baseline backend alone, interleaved with wrk's
+// against the same backend, with each loadgen's own CPU: how far the
+// loadgen is from being the bottleneck. Sub-benchmarks: loadgen=fortio and
+// loadgen=wrk. It skips when wrk is not on PATH.
+func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		b.Skip("wrk is not on PATH; install it (Debian: apt-get install wrk) to compare the loadgen with it")
+	}
+	tg, err := s.target()
+	if err != nil {
+		b.Fatalf("target %s: %v", s.Config.Target, err)
+	}
+	ut, ok := tg.(urlTarget)
+	if !ok {
+		b.Skipf("target %s does not expose loadgen URLs", tg.Name())
+	}
+	url := ut.URL(target.Baseline, target.OneHop)
+	reps := s.Config.Repeats
+	if reps <= 0 {
+		reps = repeats()
+	}
+	var fortio, wrks []ceilingRun
+	for rep := range reps {
+		s.logf("%s: fortio then wrk at c=%d, repeat %d/%d", b.Name(), c, rep+1, reps)
+		o := s.Config.loadOptions(c)
+		o.QPS = 0
+		run, err := tg.Run(s.ctx, target.Baseline, target.OneHop, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lg, _ := run.Resources.Role(measure.RoleLoadgen)
+		fortio = append(fortio, ceilingRun{qps: run.Load.AchievedQPS, milli: lg.MilliCores, node: run.Resources.NodeUtilisation["local"],
+			cpuPer1k: lg.MilliCores * run.Resources.Elapsed.Seconds() / float64(max(run.Load.Requests, 1)) * 1000})
+		w, err := runWrk(s.ctx, wrk, url, c, o.Duration)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wrks = append(wrks, w)
+	}
+	for _, side := range []struct {
+		name string
+		runs []ceilingRun
+	}{{"fortio", fortio}, {"wrk", wrks}} {
+		b.Run("loadgen="+side.name, func(b *testing.B) {
+			s.mu.Lock()
+			i := s.calls[b.Name()]
+			if b.N == 1 {
+				s.calls[b.Name()]++
+			}
+			s.mu.Unlock()
+			r := side.runs[min(i, len(side.runs)-1)]
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(r.qps, "req/s")
+			b.ReportMetric(r.milli, "loadgen-mcpu")
+			b.ReportMetric(r.cpuPer1k, "loadgen-cpu-ms/kreq")
+			if r.node > 0 {
+				b.ReportMetric(r.node, "node-cpu-%")
+			}
+		})
+	}
+	for i := range fortio {
+		s.logf("%s repeat %d: fortio %.0f req/s using %.0fm; wrk %.0f req/s using %.0fm; fortio/wrk = %.2f",
+			b.Name(), i+1, fortio[i].qps, fortio[i].milli, wrks[i].qps, wrks[i].milli, fortio[i].qps/wrks[i].qps)
+	}
+}
+
+// ceilingRun is one loadgen's window.
+type ceilingRun struct {
+	qps, milli, node float64
+	// cpuPer1k is the loadgen's CPU-ms per 1000 requests.
+	cpuPer1k float64
+}
+
+// runWrk runs wrk for the window and takes its CPU from its rusage: wrk
+// has no warm-up, and its connection set-up is a negligible share.
+func runWrk(ctx context.Context, wrk, url string, c int, window time.Duration) (ceilingRun, error) {
+	secs := max(1, int(window.Seconds()+0.5))
+	cmd := exec.CommandContext(ctx, wrk, "-t"+strconv.Itoa(min(c, runtime.NumCPU())), "-c"+strconv.Itoa(c), "-d"+strconv.Itoa(secs)+"s", url)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return ceilingRun{}, fmt.Errorf("wrk: %w\n%s", err, out.String())
+	}
+	elapsed := time.Since(start).Seconds()
+	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	var r ceilingRun
+	var requests float64
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if v, ok := strings.CutPrefix(line, "Requests/sec:"); ok {
+			r.qps, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+		if f := strings.Fields(line); len(f) > 2 && f[1] == "requests" && f[2] == "in" {
+			requests, _ = strconv.ParseFloat(f[0], 64)
+		}
+	}
+	if r.qps == 0 || requests == 0 {
+		return r, fmt.Errorf("wrk printed no Requests/sec or request count:\n%s", out.String())
+	}
+	r.milli = cpu / elapsed * 1000
+	r.cpuPer1k = cpu * 1e3 / (requests / 1e3)
+	return r, nil
+}

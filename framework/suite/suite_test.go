@@ -1,0 +1,137 @@
+package suite_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/suite"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/target/local"
+	"github.com/meshbench/meshbench/framework/verdict"
+)
+
+// newSuite builds a suite from flag-style arguments, with results going to
+// a temporary directory, and records the local target it starts.
+func newSuite(t *testing.T, args ...string) (*suite.Suite, **local.Target) {
+	t.Helper()
+	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
+	cfg := suite.RegisterFlags(fs)
+	require.NoError(t, fs.Parse(append([]string{"-results", t.TempDir()}, args...)))
+	require.NoError(t, cfg.Normalize())
+	s := suite.NewWithConfig(cfg)
+	s.Log = testWriter{t}
+	var tg *local.Target
+	s.NewTarget = func(ctx context.Context, c *suite.Config, logf func(string, ...any)) (target.Target, error) {
+		var err error
+		tg, err = local.New(ctx, local.Options{Sidecar: c.Sidecar, ResponseSize: c.ResponseSize, Protocol: c.Protocol,
+			MeshedBackendDelay: c.MeshedBackendDelay, Logf: logf})
+		return tg, err
+	}
+	return s, &tg
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// sweep runs both paths through testing.Benchmark, as go test -bench would.
+func sweep(s *suite.Suite, paths ...target.Path) {
+	for _, p := range paths {
+		name := map[target.Path]string{target.OneHop: "BenchmarkOneHop", target.TwoHop: "BenchmarkTwoHop"}[p]
+		testing.Benchmark(func(b *testing.B) { s.Sweep(b, suite.Scenario{Name: name, Path: p}) })
+	}
+}
+
+// TestShortLocalSweep is the integration test: a real local sweep at c=1
+// and c=4, two interleaved pairs each, checked against the shipped fixture.
+func TestShortLocalSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about a minute; run without -short")
+	}
+	fixture, err := filepath.Abs("../../fixtures/thresholds/local.yaml")
+	require.NoError(t, err)
+	s, tg := newSuite(t, "-concurrency", "1,4", "-duration", "2s", "-warmup", "500ms", "-thresholds", fixture)
+	s.Config.Repeats = 2
+	sweep(s, target.OneHop, target.TwoHop)
+	require.NotNil(t, *tg, "the target was started")
+	pids := (*tg).PIDs()
+	require.Len(t, pids, 7)
+
+	recs := s.Records()
+	require.Len(t, recs, 2*2*2*2, "2 paths × 2 concurrencies × 2 arms × 2 repeats")
+	for _, r := range recs {
+		name := r.Name()
+		assert.True(t, r.Valid(), "%s invalid: %v", name, r.Invalid)
+		assert.Zero(t, r.Load.Errors, name)
+		// The requests were served by the right topology.
+		assert.Empty(t, target.CheckEdges(r.Arm, r.Path, r.Edges, r.Load.Requests), name)
+		for _, e := range r.Edges {
+			assert.Equal(t, r.Arm == target.Meshed, e.Secured, "%s: %s → %s", name, e.Src, e.Dst)
+		}
+		// CPU was measured for every role on the path.
+		want := []measure.Role{measure.RoleLoadgen, measure.RoleApp}
+		if r.Arm == target.Meshed {
+			want = append(want, measure.RoleSidecar)
+		}
+		for _, role := range want {
+			tot, ok := r.Resources.Role(role)
+			assert.True(t, ok && tot.MilliCores > 0, "%s: no CPU measured for %s", name, role)
+		}
+		_, hasSidecar := r.Resources.Role(measure.RoleSidecar)
+		assert.Equal(t, r.Arm == target.Meshed, hasSidecar, name)
+	}
+
+	err = s.Finish()
+	assert.NoError(t, err, "the shipped local fixture must hold on this machine")
+	// No process survives the test.
+	for _, pid := range pids {
+		assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "pid %d survived", pid)
+	}
+	// The results file holds every run with its raw histogram.
+	files, _ := filepath.Glob(filepath.Join(s.Config.ResultsDir, "*.json"))
+	require.Len(t, files, 1)
+	res, err := report.Read(files[0])
+	require.NoError(t, err)
+	assert.Len(t, res.Records, len(recs))
+	assert.Len(t, res.Comparisons, 4)
+	assert.Equal(t, "local", res.Environment.Target)
+	assert.NotEmpty(t, res.Environment.Mesh.Version)
+	for _, r := range res.Records {
+		assert.Equal(t, r.Load.Requests, r.Load.Latency.Count, "raw histogram kept for %s", r.Name())
+	}
+}
+
+// TestFixtureTripsOnSlowedMeshedPath slows the meshed path by 4ms on
+// purpose and checks that the shipped fixture catches it.
+func TestFixtureTripsOnSlowedMeshedPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; run without -short")
+	}
+	fixture, err := filepath.Abs("../../fixtures/thresholds/local.yaml")
+	require.NoError(t, err)
+	s, _ := newSuite(t, "-concurrency", "1", "-duration", "1500ms", "-warmup", "300ms", "-thresholds", fixture)
+	s.Config.Repeats = 2
+	s.Config.MeshedBackendDelay = 4 * time.Millisecond
+	sweep(s, target.OneHop)
+	err = s.Finish()
+	require.Error(t, err)
+	var breach *verdict.Breach
+	require.True(t, errors.As(err, &breach), "a typed breach: %v", err)
+	assert.Equal(t, "BenchmarkOneHop/c=1", breach.Scenario)
+	assert.Contains(t, err.Error(), "too high p50 delta")
+	assert.Contains(t, err.Error(), fixture)
+	t.Log(err)
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }
