@@ -303,12 +303,14 @@ func runFortio(ctx context.Context, o Options, d time.Duration) (*fhttp.HTTPRunn
 		ro.Payload = make([]byte, o.RequestSize)
 		ro.ContentType = "application/octet-stream"
 	}
+	// fortio clears ro.Stop when the run ends, so keep our own reference.
+	stop := ro.Stop
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		select {
 		case <-ctx.Done():
-			ro.Stop.Abort(false)
+			stop.Abort(false)
 		case <-done:
 		}
 	}()

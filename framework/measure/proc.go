@@ -23,6 +23,10 @@ type Proc struct {
 	// IdleRSS is the resident memory measured before any load, in bytes
 	// (see RSS); 0 when unknown.
 	IdleRSS int64
+	// Children counts the process's descendants with it, for proxies
+	// that work in child processes (nginx). Never set it for the process
+	// that started the others.
+	Children bool
 }
 
 // ProcRecorder measures local processes from /proc between Start and Stop.
@@ -48,7 +52,7 @@ func StartProcs(procs []Proc) (*ProcRecorder, error) {
 	}
 	r.start = time.Now()
 	for _, p := range procs {
-		s, err := readProc(p.PID)
+		s, err := readProc(p.PID, p.Children)
 		if err != nil {
 			return nil, fmt.Errorf("start measuring %s (pid %d): %w", p.Name, p.PID, err)
 		}
@@ -74,7 +78,7 @@ func (r *ProcRecorder) Stop() (Window, error) {
 	secs := elapsed.Seconds()
 	for _, p := range r.procs {
 		before := r.before[p.PID]
-		after, err := readProc(p.PID)
+		after, err := readProc(p.PID, p.Children)
 		if err != nil || after.startTime != before.startTime {
 			w.Restarts = append(w.Restarts, fmt.Sprintf("%s (pid %d) exited or restarted during the window", p.Name, p.PID))
 			continue
@@ -87,7 +91,7 @@ func (r *ProcRecorder) Stop() (Window, error) {
 				u.MaxThreadMilliCores = max(u.MaxThreadMilliCores, float64(t-b)/clockTicks/secs*1000)
 			}
 		}
-		if u.LoadRSS, err = RSS(p.PID); err != nil {
+		if u.LoadRSS, err = RSS(p.PID, p.Children); err != nil {
 			return Window{}, err
 		}
 		w.Usage = append(w.Usage, u)
@@ -95,8 +99,22 @@ func (r *ProcRecorder) Stop() (Window, error) {
 	return w, nil
 }
 
-// RSS returns a process's resident set size in bytes, from /proc/PID/status.
-func RSS(pid int) (int64, error) {
+// RSS returns the resident set size in bytes of a process and, with
+// children, its descendants, from /proc/PID/status (pages shared between them count once
+// per process).
+func RSS(pid int, children bool) (int64, error) {
+	var total int64
+	for i, p := range tree(pid, children) {
+		n, err := rss(p)
+		if err != nil && i == 0 {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func rss(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, fmt.Errorf("read RSS of pid %d: %w", pid, err)
@@ -117,29 +135,68 @@ func RSS(pid int) (int64, error) {
 	return 0, fmt.Errorf("pid %d: no VmRSS in /proc/%d/status", pid, pid)
 }
 
-// readProc reads a process's total CPU ticks, its start time (to notice a
-// reused pid) and each thread's ticks.
-func readProc(pid int) (procSample, error) {
+// readProc reads the CPU ticks of a process and all its descendants (nginx
+// and haproxy do their work in child processes), the root's start time (to
+// notice a reused pid) and each thread's ticks.
+func readProc(pid int, children bool) (procSample, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return procSample{}, err
 	}
-	ticks, start, err := ParseStat(string(stat))
+	_, start, err := ParseStat(string(stat))
 	if err != nil {
 		return procSample{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	s := procSample{ticks: ticks, startTime: start, threads: map[string]uint64{}}
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue // thread exited between glob and read
-		}
-		if tt, _, err := ParseStat(string(b)); err == nil {
-			s.threads[filepath.Base(filepath.Dir(t))] = tt
+	s := procSample{startTime: start, threads: map[string]uint64{}}
+	for _, p := range tree(pid, children) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", p))
+		for _, t := range tasks {
+			b, err := os.ReadFile(t)
+			if err != nil {
+				continue // thread exited between glob and read
+			}
+			if tt, _, err := ParseStat(string(b)); err == nil {
+				s.threads[filepath.Base(filepath.Dir(t))] = tt
+				s.ticks += tt
+			}
 		}
 	}
 	return s, nil
+}
+
+// tree lists pid and, with children, its descendants, from the ppid field
+// of /proc/*/stat.
+func tree(pid int, children bool) []int {
+	if !children {
+		return []int{pid}
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	kids := map[int][]int{}
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		line := string(b)
+		i := strings.LastIndexByte(line, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(line[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, err1 := strconv.Atoi(f[1])
+		child, err2 := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err1 == nil && err2 == nil {
+			kids[ppid] = append(kids[ppid], child)
+		}
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, kids[out[i]]...)
+	}
+	return out
 }
 
 // ParseStat extracts utime+stime (ticks) and starttime from a /proc stat

@@ -39,8 +39,6 @@ func Judge(r *Run, loadgenBudgetMilli float64) {
 		}
 	}
 	for _, b := range w.Bottlenecks() {
-		if b != "" {
-			r.Warnings = append(r.Warnings, "pinned thread: "+b)
-		}
+		r.Warnings = append(r.Warnings, "pinned thread: "+b)
 	}
 }

@@ -193,7 +193,7 @@ func (t *Target) ready(ctx context.Context, p *process, addrs ...string) error {
 	if err := p.waitListening(ctx, t.o.StartTimeout, addrs...); err != nil {
 		return err
 	}
-	rss, err := measure.RSS(p.cmd.Process.Pid)
+	rss, err := measure.RSS(p.cmd.Process.Pid, true)
 	p.idleRSS = rss
 	return err
 }
@@ -369,7 +369,7 @@ func (t *Target) Run(ctx context.Context, a target.Arm, p target.Path, o load.Op
 	}
 	procs := []measure.Proc{{Name: "loadgen", Role: measure.RoleLoadgen, PID: os.Getpid()}}
 	for _, pr := range ar.procs[p] {
-		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, PID: pr.cmd.Process.Pid, IdleRSS: pr.idleRSS})
+		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, PID: pr.cmd.Process.Pid, IdleRSS: pr.idleRSS, Children: true})
 	}
 	rec, err := measure.StartProcs(procs)
 	if err != nil {

@@ -1,0 +1,109 @@
+package load
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/stats"
+)
+
+func TestNormalizeDefaults(t *testing.T) {
+	o := Options{URL: "http://127.0.0.1:8080/"}
+	require.NoError(t, o.Normalize())
+	assert.Equal(t, Options{
+		URL: "http://127.0.0.1:8080/", Concurrency: 1, Duration: 5 * time.Second, Warmup: time.Second,
+		Protocol: HTTP1, Timeout: 3 * time.Second, Resolution: stats.DefaultResolution, RateTolerance: 0.05,
+	}, o)
+	assert.True(t, o.ClosedLoop())
+	o = Options{URL: "http://x:1/", Warmup: -1, QPS: 100}
+	require.NoError(t, o.Normalize())
+	assert.Zero(t, o.Warmup, "negative warm-up means none")
+	assert.False(t, o.ClosedLoop())
+}
+
+func TestNormalizeErrors(t *testing.T) {
+	o := Options{URL: "https://x/", Concurrency: -1, QPS: -2, Duration: -time.Second, Protocol: "spdy",
+		RequestSize: -1, RateTolerance: 1.5, MaxErrorRate: -0.1}
+	err := o.Normalize()
+	require.Error(t, err)
+	for _, want := range []string{
+		`url "https://x/": want http://host:port/path`,
+		"concurrency -1: must be >= 1",
+		"qps -2: must be >= 0 (0 is closed loop at max rate)",
+		"duration -1s: must be > 0",
+		`unknown protocol "spdy": want http1 or h2`,
+		"request size -1: must be >= 0",
+		"rate tolerance 1.5: must be in [0, 1)",
+		"max error rate -0.1: must be in [0, 1)",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	o = Options{}
+	assert.EqualError(t, o.Normalize(), "url: missing")
+}
+
+func TestParseProtocol(t *testing.T) {
+	for in, want := range map[string]Protocol{"http1": HTTP1, "HTTP/1.1": HTTP1, "h1": HTTP1, "h2": H2, "H2": H2} {
+		got, err := ParseProtocol(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	_, err := ParseProtocol("grpc")
+	assert.EqualError(t, err, `unknown protocol "grpc": want http1 or h2`)
+}
+
+func TestJudge(t *testing.T) {
+	o := Options{URL: "http://x:1/", QPS: 1000}
+	require.NoError(t, o.Normalize())
+	ok := &Result{Requests: 1000, AchievedQPS: 960, Codes: map[int]int64{200: 1000}}
+	assert.Empty(t, o.judge(ok), "4% under target is within the 5% tolerance")
+	slow := &Result{Requests: 1000, AchievedQPS: 940, Codes: map[int]int64{200: 1000}}
+	assert.Equal(t, []string{"missed target rate: achieved 940.0 req/s of 1000.0 (tolerance 5%); the loadgen slowed down with the system, so latency is understated (coordinated omission)"}, o.judge(slow))
+	errs := &Result{Requests: 1000, Errors: 3, AchievedQPS: 1000, Codes: map[int]int64{200: 997, 503: 2, -1: 1}}
+	assert.Equal(t, []string{"errors: 3 of 1000 requests failed (codes -1:1 200:997 503:2)"}, o.judge(errs))
+	assert.Equal(t, []string{"no request completed"}, o.judge(&Result{AchievedQPS: 1000}))
+	closed := Options{URL: "http://x:1/"}
+	require.NoError(t, closed.Normalize())
+	assert.Empty(t, closed.judge(&Result{Requests: 5, AchievedQPS: 1}), "a closed loop has no target rate to miss")
+}
+
+// TestRunAgainstRealServer runs a short real load against a server on port
+// 0 and checks counts, headers, resolution and the open-loop verdict.
+func TestRunAgainstRealServer(t *testing.T) {
+	var gotHeader string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotHeader = r.Header.Get("X-Test")
+		if strings.HasSuffix(r.URL.Path, "/fail") {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	res, err := Run(ctx, Options{URL: srv.URL + "/", Concurrency: 2, QPS: 200, Duration: 500 * time.Millisecond,
+		Warmup: 100 * time.Millisecond, Headers: map[string]string{"X-Test": "yes"}})
+	require.NoError(t, err)
+	assert.Equal(t, "yes", gotHeader)
+	assert.Equal(t, res.Requests, res.Codes[200])
+	assert.Equal(t, res.Requests, res.Latency.Count)
+	assert.InDelta(t, 100, float64(res.Requests), 20, "200 qps for 0.5s")
+	assert.True(t, res.Valid(), "%v", res.Invalid)
+	assert.Less(t, res.Percentile(50), 0.01, "loopback answers in well under 10ms")
+
+	bad, err := Run(ctx, Options{URL: srv.URL + "/fail", Duration: 200 * time.Millisecond, Warmup: -1})
+	require.NoError(t, err)
+	assert.Equal(t, bad.Requests, bad.Errors)
+	require.Len(t, bad.Invalid, 1)
+	assert.Contains(t, bad.Invalid[0], "requests failed (codes 503:")
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = Run(cctx, Options{URL: srv.URL + "/", Duration: 5 * time.Second, Warmup: -1})
+	assert.ErrorIs(t, err, context.Canceled)
+}

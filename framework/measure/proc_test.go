@@ -1,0 +1,72 @@
+package measure
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseStat(t *testing.T) {
+	// A real /proc/PID/stat line; the name holds a space and a parenthesis.
+	line := "4242 (my (proc) x) S 1 4242 4242 0 -1 4194560 523 0 0 0 170 35 0 0 20 0 9 0 123456 1000000 500 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0"
+	ticks, start, err := ParseStat(line)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(205), ticks, "utime 170 + stime 35")
+	assert.Equal(t, "123456", start)
+	_, _, err = ParseStat("4242 (x) S 1 2")
+	assert.EqualError(t, err, "stat line has 3 fields after the name, want >= 20")
+	_, _, err = ParseStat("no paren")
+	assert.EqualError(t, err, "no ')' in stat line")
+}
+
+func TestParseCPULine(t *testing.T) {
+	c, err := ParseCPULine("cpu  100 5 50 800 40 3 2 0 7 0")
+	require.NoError(t, err)
+	assert.Equal(t, cpuTimes{busy: 160, total: 1000}, c, "guest (7) is already in user")
+	before := cpuTimes{busy: 60, total: 500}
+	assert.InDelta(t, 20.0, c.busyPercentSince(before), 1e-9)
+	_, err = ParseCPULine("intr 1 2 3")
+	assert.Error(t, err)
+}
+
+// TestProcRecorderCountsChildren measures a real shell whose child burns
+// CPU: with Children the busy child is counted, without it not.
+func TestProcRecorderCountsChildren(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done & wait")
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	rec, err := StartProcs([]Proc{
+		{Name: "tree", Role: RoleSidecar, PID: cmd.Process.Pid, Children: true},
+		{Name: "root-only", Role: RoleApp, PID: cmd.Process.Pid},
+	})
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait())
+	// The shell has exited: a vanished process is a restart, not a number.
+	w, err := rec.Stop()
+	require.NoError(t, err)
+	assert.Len(t, w.Restarts, 2)
+	assert.Empty(t, w.Usage)
+}
+
+func TestProcRecorderSelf(t *testing.T) {
+	rec, err := StartProcs([]Proc{{Name: "self", Role: RoleLoadgen, PID: os.Getpid()}})
+	require.NoError(t, err)
+	x := 0
+	for i := range 50_000_000 {
+		x += i
+	}
+	w, err := rec.Stop()
+	require.NoError(t, err)
+	require.Len(t, w.Usage, 1, "%d", x)
+	u := w.Usage[0]
+	assert.Greater(t, u.CPUSeconds, 0.0)
+	assert.Greater(t, u.LoadRSS, int64(0))
+	assert.GreaterOrEqual(t, u.Threads, 1)
+	assert.Contains(t, w.NodeUtilisation, "local")
+	lg, ok := w.Role(RoleLoadgen)
+	assert.True(t, ok)
+	assert.Equal(t, 1, lg.Count)
+}

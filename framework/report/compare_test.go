@@ -1,0 +1,79 @@
+package report
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/stats"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/verdict"
+)
+
+// record makes a run whose every request took lat seconds.
+func record(arm target.Arm, rep int, lat, qps float64, sidecarMilli float64) Record {
+	h := stats.DefaultResolution.NewHistogram()
+	for range 1000 {
+		h.Record(lat)
+	}
+	usage := []measure.Usage{{Name: "lg", Role: measure.RoleLoadgen, MilliCores: 300}, {Name: "app", Role: measure.RoleApp, MilliCores: 200}}
+	if sidecarMilli > 0 {
+		usage = append(usage, measure.Usage{Name: "sc", Role: measure.RoleSidecar, MilliCores: sidecarMilli, LoadRSS: 64 << 20, IdleRSS: 32 << 20})
+	}
+	return Record{Benchmark: "BenchmarkOneHop", Concurrency: 4, Repeat: rep, Run: &target.Run{
+		Arm: arm, Path: target.OneHop,
+		Load:      &load.Result{Options: load.Options{Resolution: stats.DefaultResolution}, Requests: 1000, AchievedQPS: qps, Latency: h.Export()},
+		Resources: measure.Window{Elapsed: 2 * time.Second, Usage: usage, NodeUtilisation: map[string]float64{"local": 50}},
+	}}
+}
+
+func TestCompare(t *testing.T) {
+	// Two interleaved pairs; the machine got slower in the second, and the
+	// pairs cancel that drift.
+	recs := []Record{
+		record(target.Baseline, 0, 0.000100, 10000, 0), record(target.Meshed, 0, 0.000300, 5000, 400),
+		record(target.Baseline, 1, 0.000200, 8000, 0), record(target.Meshed, 1, 0.000400, 4000, 600),
+	}
+	cs := Compare(recs)
+	require.Len(t, cs, 1)
+	c := cs[0]
+	assert.Empty(t, c.Problems)
+	assert.Equal(t, "BenchmarkOneHop/c=4", c.Scenario())
+	assert.InDelta(t, 0.2, c.P50Delta.Median, 1e-9, "both pairs add 0.2ms")
+	assert.InDelta(t, 0.2, c.P50Delta.Lo, 1e-9)
+	assert.InDelta(t, 0.2, c.P50Delta.Hi, 1e-9)
+	assert.Equal(t, 2, c.P50Delta.N)
+	assert.InDelta(t, 150, c.P50Pct.Median, 1e-6, "+200% and +100%")
+	assert.InDelta(t, 100, c.P50Pct.Lo, 1e-6)
+	assert.InDelta(t, 200, c.P50Pct.Hi, 1e-6)
+	assert.InDelta(t, 50, c.QPSLossPct.Median, 1e-9)
+	assert.InDelta(t, 2.5, c.ProxyAppRatio.Median, 1e-9, "400/200 and 600/200")
+	// Sidecar CPU per 1k requests: 500m × 2s / 1000 req × 1000 = 1000 CPU-ms.
+	assert.InDelta(t, 1000, c.Meshed.CPUPer1k[measure.RoleSidecar].Median, 1e-9)
+	assert.InDelta(t, 64, c.Meshed.RSS[measure.RoleSidecar].Median, 1e-9)
+	assert.Equal(t, int64(2000), c.Meshed.Merged.Count, "both repeats merged")
+	assert.Equal(t, 2, c.Baseline.Repeats)
+
+	obs := c.Observation()
+	assert.Equal(t, verdict.Path("one-hop"), obs.Path)
+	assert.InDelta(t, 0.2, obs.Values[verdict.P50DeltaMs].Median, 1e-9)
+	assert.InDelta(t, 1000, obs.Values[verdict.SidecarCPUPer1kReqMs].Median, 1e-9)
+	assert.Len(t, obs.Values, 5)
+
+	var b bytes.Buffer
+	PrintSummary(&b, cs)
+	assert.Contains(t, b.String(), "0.200")
+	assert.Contains(t, b.String(), "150 (100–200)")
+}
+
+func TestCompareUnpaired(t *testing.T) {
+	cs := Compare([]Record{record(target.Baseline, 0, 0.0001, 100, 0)})
+	require.Len(t, cs, 1)
+	assert.Equal(t, []string{"no repeat has both arms"}, cs[0].Problems)
+	assert.Empty(t, cs[0].Observation().Values, "nothing to gate on")
+}

@@ -1,0 +1,53 @@
+package target
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/meshbench/meshbench/framework/measure"
+)
+
+func TestCheckEdges(t *testing.T) {
+	meshed := []Edge{{Src: "loadgen", Dst: "frontend", Peer: "loadgen", Secured: true, Requests: 120},
+		{Src: "frontend", Dst: "backend", Peer: "frontend", Secured: true, Requests: 120}}
+	assert.Empty(t, CheckEdges(Meshed, TwoHop, meshed, 100))
+	assert.Equal(t, []string{"baseline is meshed: 120 requests loadgen → frontend went through a proxy (verified peer \"loadgen\")",
+		"baseline is meshed: 120 requests frontend → backend went through a proxy (verified peer \"frontend\")",
+		"path not verified: loadgen → frontend served 0 baseline requests, want at least 100",
+		"path not verified: frontend → backend served 0 baseline requests, want at least 100"},
+		CheckEdges(Baseline, TwoHop, meshed, 100))
+	plain := []Edge{{Src: "loadgen", Dst: "backend", Requests: 50}}
+	assert.Empty(t, CheckEdges(Baseline, OneHop, plain, 50))
+	assert.Equal(t, []string{"mesh not really on: 50 requests loadgen → backend were not mTLS-verified as loadgen (verified peer \"\")",
+		"path not verified: loadgen → backend served 0 meshed requests, want at least 50"}, CheckEdges(Meshed, OneHop, plain, 50))
+	stray := append(plain, Edge{Src: "loadgen", Dst: "frontend", Requests: 7})
+	assert.Equal(t, []string{"requests took an unexpected route: loadgen → frontend (7 requests, verified peer \"\")"}, CheckEdges(Baseline, OneHop, stray, 50))
+	spoofed := []Edge{{Src: "loadgen", Dst: "backend", Peer: "frontend", Requests: 50}}
+	assert.Contains(t, CheckEdges(Meshed, OneHop, spoofed, 50)[0], "not mTLS-verified as loadgen (verified peer \"frontend\")")
+}
+
+func TestPrintEdges(t *testing.T) {
+	var b bytes.Buffer
+	PrintEdges(&b, []Edge{{Src: "loadgen", Dst: "backend", Peer: "loadgen", Secured: true, Requests: 3}, {Src: "loadgen", Dst: "backend", Requests: 2}})
+	assert.Equal(t, "SRC      DST      SECURED     VERIFIED PEER  REQUESTS\nloadgen  backend  yes (mTLS)  loadgen        3\nloadgen  backend  no          -              2\n", b.String())
+}
+
+func TestJudge(t *testing.T) {
+	r := &Run{Resources: measure.Window{
+		Usage: []measure.Usage{
+			{Name: "loadgen", Role: measure.RoleLoadgen, MilliCores: 1850, MaxThreadMilliCores: 400},
+			{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 990, MaxThreadMilliCores: 950},
+		},
+		NodeUtilisation: map[string]float64{"local": 97},
+		Cores:           map[string]int{"local": 2},
+		Restarts:        []string{"meshed/backend (pid 7) exited or restarted during the window"},
+	}}
+	Judge(r, 2000)
+	assert.Equal(t, []string{"restart during the window: meshed/backend (pid 7) exited or restarted during the window",
+		"loadgen saturated: 1850m of its 2000m budget; add loadgen shards or cores"}, r.Invalid)
+	assert.Equal(t, []string{"node local CPU at 97% of 2 cores: the machine, not only the mesh, is the ceiling",
+		"pinned thread: sidecar (sidecar): one thread at 950m of 1000m"}, r.Warnings)
+	assert.False(t, r.Valid())
+}

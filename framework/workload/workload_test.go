@@ -1,0 +1,69 @@
+package workload
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPeerName(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                            Direct,
+		"-":                           Direct,
+		"loadgen.meshbench.local":     "loadgen",
+		"CN=frontend,O=meshbench":     "frontend",
+		"O=meshbench, CN=backend":     "backend",
+		"backend":                     "backend",
+		" CN=loadgen.meshbench.local": "loadgen",
+	} {
+		assert.Equal(t, want, PeerName(in), "%q", in)
+	}
+}
+
+func stats(t *testing.T, url string) Stats {
+	t.Helper()
+	resp, err := http.Get(url + StatsPath)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var s Stats
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&s))
+	return s
+}
+
+// TestProxyToEcho chains a frontend to a backend on real listeners and
+// checks the body size and who each app says called it.
+func TestProxyToEcho(t *testing.T) {
+	be := httptest.NewServer(Echo(EchoOptions{Size: 100}))
+	defer be.Close()
+	u, _ := url.Parse(be.URL)
+	fe := httptest.NewServer(Proxy(ProxyOptions{Upstream: u}))
+	defer fe.Close()
+
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodGet, fe.URL+"/", nil)
+		req.Header.Set(SourceHeader, "loadgen")
+		req.Header.Set(PeerHeader, "CN=loadgen,O=meshbench") // as an inbound sidecar would
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Len(t, body, 100)
+	}
+	resp, err := http.Get(be.URL + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+
+	assert.Equal(t, Stats{Role: "frontend", Requests: 3, Callers: []Caller{{Source: "loadgen", Peer: "loadgen", Requests: 3}}}, stats(t, fe.URL))
+	// The frontend names itself and strips the peer header: the backend saw
+	// frontend, direct (no sidecar here), plus one anonymous direct call.
+	assert.Equal(t, Stats{Role: "backend", Requests: 4, Callers: []Caller{
+		{Source: "frontend", Peer: Direct, Requests: 3},
+		{Source: Unknown, Peer: Direct, Requests: 1},
+	}}, stats(t, be.URL))
+}
