@@ -95,11 +95,16 @@ func (s *Suite) Main(m *testing.M) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	s.ctx, s.started = ctx, time.Now()
+	finished := make(chan struct{})
+	defer close(finished)
 	go func() {
-		<-ctx.Done()
-		if errors.Is(context.Cause(ctx), context.Canceled) && s.interrupted() {
-			s.logf("interrupted: stopping every process and exiting")
-			_ = s.close()
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			s.logf("interrupted (%v): stopping every process and exiting", context.Cause(ctx))
+			if err := s.close(); err != nil {
+				s.logf("teardown: %v", err)
+			}
 			os.Exit(130)
 		}
 	}()
@@ -111,13 +116,6 @@ func (s *Suite) Main(m *testing.M) int {
 		}
 	}
 	return code
-}
-
-// interrupted distinguishes a signal from the normal end of Main.
-func (s *Suite) interrupted() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ctx != nil && s.ctx.Err() != nil && s.tg != nil
 }
 
 // defaultRepeats sets -count to Config.DefaultRepeats unless the user set

@@ -1,0 +1,270 @@
+package kubelet
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Metric names read from the kubelet. The resource names are stable since
+// Kubernetes 1.29 (KEP-727); the cAdvisor names follow cAdvisor's exporter.
+const (
+	MetricContainerCPU        = "container_cpu_usage_seconds_total"
+	MetricContainerWorkingSet = "container_memory_working_set_bytes"
+	MetricContainerStartTime  = "container_start_time_seconds"
+	MetricNodeCPU             = "node_cpu_usage_seconds_total"
+	MetricNodeWorkingSet      = "node_memory_working_set_bytes"
+	MetricPodCPU              = "pod_cpu_usage_seconds_total"
+	MetricPodWorkingSet       = "pod_memory_working_set_bytes"
+	MetricScrapeError         = "resource_scrape_error"
+	MetricScrapeErrorOld      = "scrape_error" // deprecated name, kubelet < 1.29
+
+	MetricCFSPeriods          = "container_cpu_cfs_periods_total"
+	MetricCFSThrottledPeriods = "container_cpu_cfs_throttled_periods_total"
+	MetricCFSThrottledSeconds = "container_cpu_cfs_throttled_seconds_total"
+	MetricCPUQuota            = "container_spec_cpu_quota"
+	MetricCPUPeriod           = "container_spec_cpu_period"
+)
+
+// ContainerKey names one container the way both kubelet endpoints label it.
+type ContainerKey struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
+}
+
+func (k ContainerKey) String() string { return k.Namespace + "/" + k.Pod + "/" + k.Container }
+
+// PodKey names one pod.
+type PodKey struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+}
+
+func (k PodKey) String() string { return k.Namespace + "/" + k.Pod }
+
+// Sample is one value with the timestamp the kubelet attached to it. The
+// timestamp is the time the kubelet's stats were collected, not the time of
+// the HTTP read; it is zero when the exposition carried none.
+type Sample struct {
+	Value float64   `json:"value"`
+	Time  time.Time `json:"time"`
+}
+
+// Container holds one container's counters from one read.
+type Container struct {
+	// CPUSeconds is container_cpu_usage_seconds_total (core-seconds, cumulative).
+	CPUSeconds Sample `json:"cpuSeconds"`
+	// WorkingSetBytes is container_memory_working_set_bytes (bytes, gauge).
+	WorkingSetBytes Sample `json:"workingSetBytes"`
+	// StartTime is container_start_time_seconds; zero when not reported
+	// (kubelet < 1.23). A change between two reads means a restart.
+	StartTime time.Time `json:"startTime,omitzero"`
+	// Throttling holds the cAdvisor CFS counters; nil when the container has
+	// no CFS quota (no CPU limit) or /metrics/cadvisor was not read.
+	Throttling *Throttling `json:"throttling,omitempty"`
+}
+
+// Throttling holds a container's CFS counters from /metrics/cadvisor.
+type Throttling struct {
+	// Periods is container_cpu_cfs_periods_total (enforcement periods elapsed).
+	Periods Sample `json:"periods"`
+	// ThrottledPeriods is container_cpu_cfs_throttled_periods_total.
+	ThrottledPeriods Sample `json:"throttledPeriods"`
+	// ThrottledSeconds is container_cpu_cfs_throttled_seconds_total; nil when
+	// the node does not export it (seen on some cgroup v2 nodes).
+	ThrottledSeconds *Sample `json:"throttledSeconds,omitempty"`
+	// LimitCores is container_spec_cpu_quota / container_spec_cpu_period, the
+	// CPU limit in cores; 0 when cAdvisor did not report both.
+	LimitCores float64 `json:"limitCores,omitempty"`
+}
+
+// Pod holds one pod's totals as the kubelet reports them (pod cgroup, which
+// includes the pause container and any sidecars).
+type Pod struct {
+	CPUSeconds      Sample `json:"cpuSeconds"`
+	WorkingSetBytes Sample `json:"workingSetBytes"`
+}
+
+// Snapshot is one read of one node's kubelet.
+type Snapshot struct {
+	Node string `json:"node"`
+	// ReadAt is the wall-clock time of the read. It is recorded for the
+	// report only and is never used to compute a rate.
+	ReadAt time.Time `json:"readAt"`
+	// NodeCPUSeconds is node_cpu_usage_seconds_total (core-seconds, cumulative).
+	NodeCPUSeconds Sample `json:"nodeCpuSeconds"`
+	// NodeWorkingSetBytes is node_memory_working_set_bytes.
+	NodeWorkingSetBytes Sample `json:"nodeWorkingSetBytes"`
+	// ScrapeError is true when the kubelet reported resource_scrape_error 1:
+	// its stats provider failed and the counters may be incomplete.
+	ScrapeError bool                       `json:"scrapeError,omitempty"`
+	Containers  map[ContainerKey]Container `json:"-"`
+	Pods        map[PodKey]Pod             `json:"-"`
+}
+
+// ParseResource parses a kubelet /metrics/resource exposition into a
+// Snapshot. Families it does not use are ignored.
+func ParseResource(r io.Reader) (Snapshot, error) {
+	fams, err := parseText(r)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("parse /metrics/resource: %w", err)
+	}
+	s := Snapshot{Containers: map[ContainerKey]Container{}, Pods: map[PodKey]Pod{}}
+	for _, m := range fams[MetricContainerCPU].GetMetric() {
+		k := containerKey(m)
+		c := s.Containers[k]
+		c.CPUSeconds = sampleOf(m)
+		s.Containers[k] = c
+	}
+	for _, m := range fams[MetricContainerWorkingSet].GetMetric() {
+		k := containerKey(m)
+		c := s.Containers[k]
+		c.WorkingSetBytes = sampleOf(m)
+		s.Containers[k] = c
+	}
+	for _, m := range fams[MetricContainerStartTime].GetMetric() {
+		k := containerKey(m)
+		c, ok := s.Containers[k]
+		if !ok {
+			continue // start time alone (no CPU, no memory) is of no use
+		}
+		c.StartTime = secondsToTime(valueOf(m))
+		s.Containers[k] = c
+	}
+	for _, m := range fams[MetricPodCPU].GetMetric() {
+		k := podKey(m)
+		p := s.Pods[k]
+		p.CPUSeconds = sampleOf(m)
+		s.Pods[k] = p
+	}
+	for _, m := range fams[MetricPodWorkingSet].GetMetric() {
+		k := podKey(m)
+		p := s.Pods[k]
+		p.WorkingSetBytes = sampleOf(m)
+		s.Pods[k] = p
+	}
+	if ms := fams[MetricNodeCPU].GetMetric(); len(ms) > 0 {
+		s.NodeCPUSeconds = sampleOf(ms[0])
+	}
+	if ms := fams[MetricNodeWorkingSet].GetMetric(); len(ms) > 0 {
+		s.NodeWorkingSetBytes = sampleOf(ms[0])
+	}
+	for _, name := range []string{MetricScrapeError, MetricScrapeErrorOld} {
+		if ms := fams[name].GetMetric(); len(ms) > 0 && valueOf(ms[0]) != 0 {
+			s.ScrapeError = true
+		}
+	}
+	return s, nil
+}
+
+// ParseCadvisor parses a kubelet /metrics/cadvisor exposition and returns the
+// CFS counters of every container that has them. Series with an empty
+// container label (pod and QoS cgroups) and the pause container ("POD") are
+// skipped: they aggregate or duplicate the containers below them.
+func ParseCadvisor(r io.Reader) (map[ContainerKey]Throttling, error) {
+	fams, err := parseText(r)
+	if err != nil {
+		return nil, fmt.Errorf("parse /metrics/cadvisor: %w", err)
+	}
+	out := map[ContainerKey]Throttling{}
+	each := func(name string, f func(k ContainerKey, t *Throttling, m *dto.Metric)) {
+		for _, m := range fams[name].GetMetric() {
+			k := containerKey(m)
+			if k.Container == "" || k.Container == "POD" {
+				continue
+			}
+			t := out[k]
+			f(k, &t, m)
+			out[k] = t
+		}
+	}
+	each(MetricCFSPeriods, func(_ ContainerKey, t *Throttling, m *dto.Metric) { t.Periods = sampleOf(m) })
+	each(MetricCFSThrottledPeriods, func(_ ContainerKey, t *Throttling, m *dto.Metric) { t.ThrottledPeriods = sampleOf(m) })
+	each(MetricCFSThrottledSeconds, func(_ ContainerKey, t *Throttling, m *dto.Metric) {
+		s := sampleOf(m)
+		t.ThrottledSeconds = &s
+	})
+	quota := map[ContainerKey]float64{}
+	for _, m := range fams[MetricCPUQuota].GetMetric() {
+		quota[containerKey(m)] = valueOf(m)
+	}
+	for _, m := range fams[MetricCPUPeriod].GetMetric() {
+		k := containerKey(m)
+		t, ok := out[k]
+		if !ok || valueOf(m) <= 0 || quota[k] <= 0 {
+			continue
+		}
+		t.LimitCores = quota[k] / valueOf(m)
+		out[k] = t
+	}
+	return out, nil
+}
+
+// WithThrottling returns a copy of s whose containers carry the CFS counters
+// in t. Containers that cAdvisor reports but /metrics/resource does not are
+// ignored: without a CPU counter they cannot be measured.
+func (s Snapshot) WithThrottling(t map[ContainerKey]Throttling) Snapshot {
+	out := s
+	out.Containers = make(map[ContainerKey]Container, len(s.Containers))
+	for k, c := range s.Containers {
+		if th, ok := t[k]; ok {
+			c.Throttling = &th
+		}
+		out.Containers[k] = c
+	}
+	return out
+}
+
+func parseText(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
+}
+
+func containerKey(m *dto.Metric) ContainerKey {
+	return ContainerKey{Namespace: label(m, "namespace"), Pod: label(m, "pod"), Container: label(m, "container")}
+}
+
+func podKey(m *dto.Metric) PodKey {
+	return PodKey{Namespace: label(m, "namespace"), Pod: label(m, "pod")}
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func valueOf(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	default:
+		return m.GetUntyped().GetValue()
+	}
+}
+
+func sampleOf(m *dto.Metric) Sample {
+	s := Sample{Value: valueOf(m)}
+	if m.TimestampMs != nil {
+		s.Time = time.UnixMilli(m.GetTimestampMs()).UTC()
+	}
+	return s
+}
+
+func secondsToTime(sec float64) time.Time {
+	if sec <= 0 {
+		return time.Time{}
+	}
+	whole := int64(sec)
+	return time.Unix(whole, int64((sec-float64(whole))*1e9)).UTC()
+}

@@ -1,0 +1,250 @@
+package mesh
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// ciliumConfigKeys are the cilium-config settings that change what a
+// benchmark measures.
+var ciliumConfigKeys = []string{
+	"enable-wireguard", "enable-ipsec", "encrypt-node", "mesh-auth-enabled", "mesh-auth-mutual-enabled",
+	"enable-l7-proxy", "external-envoy-proxy", "enable-envoy-config", "kube-proxy-replacement",
+	"routing-mode", "tunnel-protocol", "cluster-name",
+}
+
+// cilium is Cilium's node-level data plane: an eBPF agent and an Envoy per
+// node, with transparent encryption (WireGuard or IPsec) and mutual
+// authentication configured cluster-wide in cilium-config. There is no
+// per-namespace injection: both arms share the datapath, and what differs
+// is only what policies select.
+type cilium struct{ ns string }
+
+func newCilium(cfg config) *cilium {
+	ns := cfg.namespace
+	if ns == "" {
+		ns = "kube-system"
+	}
+	return &cilium{ns: ns}
+}
+
+func (ci *cilium) Name() string { return "cilium" }
+
+// Detect finds the cilium and cilium-envoy DaemonSets and reads cilium-config.
+func (ci *cilium) Detect(ctx context.Context, c kubernetes.Interface) (Info, error) {
+	info := Info{Mesh: "cilium", Namespace: ci.ns, Threads: Threads{Mode: "unknown"}}
+	ds, err := c.AppsV1().DaemonSets(ci.ns).Get(ctx, "cilium", metav1.GetOptions{})
+	if notFound(err) {
+		return info, &NotInstalledError{Mesh: "cilium", Looked: fmt.Sprintf("no DaemonSet %s/cilium", ci.ns)}
+	}
+	if err != nil {
+		return info, fmt.Errorf("cilium: get DaemonSet %s/cilium: %w", ci.ns, err)
+	}
+	info.Installed = true
+	for _, ctr := range ds.Spec.Template.Spec.Containers {
+		if ctr.Name == "cilium-agent" {
+			info.Version = imageTag(ctr.Image)
+			info.Components = append(info.Components, Component{Kind: "DaemonSet", Namespace: ds.Namespace, Name: ds.Name, Image: ctr.Image})
+		}
+	}
+	cfg, err := ci.config(ctx, c)
+	if err != nil {
+		return info, err
+	}
+	info.Config = cfg
+	info.Threads = Threads{Mode: "unknown", Source: "Envoy embedded in cilium-agent"}
+	if env, err := c.AppsV1().DaemonSets(ci.ns).Get(ctx, "cilium-envoy", metav1.GetOptions{}); err == nil {
+		for _, ctr := range env.Spec.Template.Spec.Containers {
+			info.Components = append(info.Components, Component{Kind: "DaemonSet", Namespace: env.Namespace, Name: env.Name, Image: ctr.Image})
+			info.Threads = envoyConcurrency(ctr.Args)
+			break
+		}
+	} else if !notFound(err) {
+		return info, fmt.Errorf("cilium: get DaemonSet %s/cilium-envoy: %w", ci.ns, err)
+	}
+	return info, nil
+}
+
+func (ci *cilium) config(ctx context.Context, c kubernetes.Interface) (map[string]string, error) {
+	cm, err := c.CoreV1().ConfigMaps(ci.ns).Get(ctx, "cilium-config", metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cilium: get ConfigMap %s/cilium-config: %w", ci.ns, err)
+	}
+	out := map[string]string{}
+	for _, k := range ciliumConfigKeys {
+		if v, ok := cm.Data[k]; ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// envoyConcurrency reads --concurrency from an Envoy command line; without
+// it Envoy runs one worker per hardware thread it sees.
+func envoyConcurrency(args []string) Threads {
+	for i, a := range args {
+		f := strings.Fields(a)
+		for j, w := range f {
+			val := ""
+			switch {
+			case strings.HasPrefix(w, "--concurrency="):
+				val = strings.TrimPrefix(w, "--concurrency=")
+			case w == "--concurrency" && j+1 < len(f):
+				val = f[j+1]
+			case w == "--concurrency" && i+1 < len(args):
+				val = args[i+1]
+			}
+			if n, err := strconv.Atoi(val); err == nil {
+				return Threads{N: n, Mode: "fixed", Source: "cilium-envoy --concurrency"}
+			}
+		}
+	}
+	return Threads{Mode: "all-cores", Source: "cilium-envoy has no --concurrency: Envoy runs one worker per hardware thread"}
+}
+
+// Enable does nothing: Cilium has no per-namespace injection. Encryption and
+// mutual authentication are cluster-wide (cilium-config), and L7 proxying is
+// switched on by policies, which this adapter does not write.
+func (ci *cilium) Enable(context.Context, kubernetes.Interface, string) error { return nil }
+
+func (ci *cilium) Roles() Roles {
+	return Roles{
+		NodeProxies: []Workload{
+			{Namespace: ci.ns, Labels: map[string]string{"k8s-app": "cilium"}},
+			{Namespace: ci.ns, Labels: map[string]string{"k8s-app": "cilium-envoy"}},
+		},
+		ControlPlane: []Workload{{Namespace: ci.ns, Labels: map[string]string{"io.cilium/app": "operator"}}},
+	}
+}
+
+const ciliumSharedNote = "cilium: the datapath (and any WireGuard/IPsec encryption) is node-wide, so the baseline shares it; " +
+	"the arms differ only by policy"
+
+// Verify, for the meshed arm, checks that a ready cilium agent runs on every
+// node hosting a pod and that cilium-config enables encryption or mutual
+// authentication; for the baseline, that no pod runs a proxy.
+func (ci *cilium) Verify(ctx context.Context, c kubernetes.Interface, namespace string, meshed bool) (Verification, error) {
+	if !meshed {
+		v, err := verifyBaseline(ctx, c, "cilium", namespace)
+		v.Notes = append(v.Notes, ciliumSharedNote)
+		return v, err
+	}
+	v := Verification{Mesh: "cilium", Namespace: namespace, Meshed: true, Notes: []string{ciliumSharedNote}}
+	cfg, err := ci.config(ctx, c)
+	if err != nil {
+		return v, err
+	}
+	var problems []string
+	if !ciliumEncrypts(cfg) && cfg["mesh-auth-enabled"] != "true" {
+		problems = append(problems, "cilium-config enables neither enable-wireguard, enable-ipsec nor mesh-auth-enabled: "+
+			"the meshed arm would be identical to the baseline")
+	}
+	agents, err := nodesWith(ctx, c, ci.ns, "k8s-app=cilium")
+	if err != nil {
+		return v, err
+	}
+	pods, err := livePods(ctx, c, namespace, "")
+	if err != nil {
+		return v, err
+	}
+	if len(pods) == 0 {
+		problems = append(problems, "no running pods to verify")
+	}
+	for _, p := range pods {
+		pc := PodCheck{Pod: p.Name, Node: p.Spec.NodeName}
+		if agents[p.Spec.NodeName] {
+			pc.Proxies = []string{"cilium-agent"}
+		} else {
+			problems = append(problems, fmt.Sprintf("pod %s runs on node %q, which has no ready cilium agent", p.Name, p.Spec.NodeName))
+		}
+		v.Pods = append(v.Pods, pc)
+	}
+	if len(problems) > 0 {
+		return v, &VerifyError{Mesh: "cilium", Namespace: namespace, Meshed: true, Problems: problems}
+	}
+	return v, nil
+}
+
+func ciliumEncrypts(cfg map[string]string) bool {
+	return cfg["enable-wireguard"] == "true" || cfg["enable-ipsec"] == "true"
+}
+
+// MTLS derives the edges between the namespace's workloads from
+// cilium-config, since Cilium's encryption is not visible per connection.
+func (ci *cilium) MTLS(ctx context.Context, c kubernetes.Interface, namespace string) ([]Edge, error) {
+	cfg, err := ci.config(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := livePods(ctx, c, namespace, "")
+	if err != nil {
+		return nil, err
+	}
+	return CiliumEdges(cfg, pods), nil
+}
+
+// CiliumEdges returns an edge for every ordered pair of distinct workloads
+// among pods. WireGuard and IPsec encrypt pod traffic between nodes, not
+// between two pods of one node, so a pair that shares a node is not secured.
+// Mutual authentication (mesh-auth-enabled) authenticates, it does not
+// encrypt, and is reported as evidence only.
+func CiliumEdges(cfg map[string]string, pods []corev1.Pod) []Edge {
+	nodes := map[string]map[string]bool{}
+	for i := range pods {
+		w := workloadOf(&pods[i])
+		if nodes[w] == nil {
+			nodes[w] = map[string]bool{}
+		}
+		nodes[w][pods[i].Spec.NodeName] = true
+	}
+	ws := make([]string, 0, len(nodes))
+	for w := range nodes {
+		ws = append(ws, w)
+	}
+	sort.Strings(ws)
+	var mech []string
+	for _, k := range []string{"enable-wireguard", "enable-ipsec", "encrypt-node", "mesh-auth-enabled"} {
+		if v, ok := cfg[k]; ok {
+			mech = append(mech, k+"="+v)
+		}
+	}
+	base := "cilium-config " + strings.Join(mech, ", ")
+	var out []Edge
+	for _, src := range ws {
+		for _, dst := range ws {
+			if src == dst {
+				continue
+			}
+			e := Edge{Src: src, Dst: dst, Secured: ciliumEncrypts(cfg), Evidence: base}
+			if !e.Secured {
+				e.Evidence += ": no transparent encryption"
+			} else if shared := sharedNode(nodes[src], nodes[dst]); shared != "" {
+				e.Secured = false
+				e.Evidence += ": both run on node " + shared + ", and node-local pod traffic is not encrypted"
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func sharedNode(a, b map[string]bool) string {
+	var shared []string
+	for n := range a {
+		if b[n] {
+			shared = append(shared, n)
+		}
+	}
+	sort.Strings(shared)
+	if len(shared) == 0 {
+		return ""
+	}
+	return shared[0]
+}

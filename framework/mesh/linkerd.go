@@ -1,0 +1,250 @@
+package mesh
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Linkerd names.
+const (
+	linkerdProxy       = "linkerd-proxy"
+	linkerdInject      = "linkerd.io/inject"
+	linkerdConfigMap   = "linkerd-config"
+	linkerdCPLabel     = "linkerd.io/control-plane-ns"
+	linkerdAdminPort   = 4191
+	linkerdControlPort = 4190
+)
+
+type linkerd struct{ ns string }
+
+func newLinkerd(cfg config) *linkerd {
+	ns := cfg.namespace
+	if ns == "" {
+		ns = "linkerd"
+	}
+	return &linkerd{ns: ns}
+}
+
+func (l *linkerd) Name() string { return "linkerd" }
+
+// linkerdValues is the part of linkerd-config's "values" document that
+// matters to a benchmark. The document is Linkerd's, so unknown fields are
+// expected and ignored.
+type linkerdValues struct {
+	LinkerdVersion string `yaml:"linkerdVersion"`
+	Proxy          struct {
+		Cores                int    `yaml:"cores"`
+		NativeSidecar        bool   `yaml:"nativeSidecar"`
+		DefaultInboundPolicy string `yaml:"defaultInboundPolicy"`
+		Image                struct {
+			Name    string `yaml:"name"`
+			Version string `yaml:"version"`
+		} `yaml:"image"`
+		Runtime struct {
+			Workers struct {
+				Minimum         int     `yaml:"minimum"`
+				Maximum         int     `yaml:"maximum"`
+				MaximumCPURatio float64 `yaml:"maximumCPURatio"`
+			} `yaml:"workers"`
+		} `yaml:"runtime"`
+		Resources struct {
+			CPU struct {
+				Limit   string `yaml:"limit"`
+				Request string `yaml:"request"`
+			} `yaml:"cpu"`
+		} `yaml:"resources"`
+	} `yaml:"proxy"`
+}
+
+// Detect reads the linkerd-config ConfigMap and the control-plane
+// Deployments.
+func (l *linkerd) Detect(ctx context.Context, c kubernetes.Interface) (Info, error) {
+	info := Info{Mesh: "linkerd", Namespace: l.ns, Threads: Threads{Mode: "unknown"}}
+	cm, err := c.CoreV1().ConfigMaps(l.ns).Get(ctx, linkerdConfigMap, metav1.GetOptions{})
+	if notFound(err) {
+		return info, &NotInstalledError{Mesh: "linkerd", Looked: fmt.Sprintf("no ConfigMap %s/%s", l.ns, linkerdConfigMap)}
+	}
+	if err != nil {
+		return info, fmt.Errorf("linkerd: get ConfigMap %s/%s: %w", l.ns, linkerdConfigMap, err)
+	}
+	var v linkerdValues
+	if err := yaml.Unmarshal([]byte(cm.Data["values"]), &v); err != nil {
+		return info, fmt.Errorf("linkerd: ConfigMap %s/%s: values: %w", l.ns, linkerdConfigMap, err)
+	}
+	info.Installed = true
+	info.Version = v.LinkerdVersion
+	p := v.Proxy
+	info.Config = map[string]string{
+		"linkerdVersion":              v.LinkerdVersion,
+		"proxy.image":                 p.Image.Name + ":" + p.Image.Version,
+		"proxy.nativeSidecar":         strconv.FormatBool(p.NativeSidecar),
+		"proxy.defaultInboundPolicy":  p.DefaultInboundPolicy,
+		"proxy.cores":                 strconv.Itoa(p.Cores),
+		"proxy.runtime.workers.min":   strconv.Itoa(p.Runtime.Workers.Minimum),
+		"proxy.runtime.workers.max":   strconv.Itoa(p.Runtime.Workers.Maximum),
+		"proxy.runtime.workers.ratio": strconv.FormatFloat(p.Runtime.Workers.MaximumCPURatio, 'g', -1, 64),
+		"proxy.resources.cpu.limit":   p.Resources.CPU.Limit,
+		"proxy.resources.cpu.request": p.Resources.CPU.Request,
+	}
+	info.Threads = linkerdConfigThreads(v)
+	deps, err := c.AppsV1().Deployments(l.ns).List(ctx, metav1.ListOptions{LabelSelector: linkerdCPLabel + "=" + l.ns})
+	if err != nil {
+		return info, fmt.Errorf("linkerd: list control-plane deployments: %w", err)
+	}
+	for _, d := range deps.Items {
+		for _, ctr := range d.Spec.Template.Spec.Containers {
+			if ctr.Name == linkerdProxy {
+				continue
+			}
+			info.Components = append(info.Components, Component{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Image: ctr.Image})
+			if info.Version == "" {
+				info.Version = imageTag(ctr.Image)
+			}
+			break
+		}
+	}
+	return info, nil
+}
+
+// linkerdConfigThreads mirrors how the proxy template turns the values into
+// LINKERD2_PROXY_CORES: proxy.cores if set, else runtime.workers.minimum
+// (default 1), with a maximum or a CPU ratio making the count variable.
+func linkerdConfigThreads(v linkerdValues) Threads {
+	w := v.Proxy.Runtime.Workers
+	switch {
+	case v.Proxy.Cores > 0:
+		return Threads{N: v.Proxy.Cores, Mode: "fixed", Source: "linkerd-config proxy.cores"}
+	case w.Maximum > 0 || w.MaximumCPURatio > 0:
+		return Threads{Mode: "auto", Source: fmt.Sprintf("linkerd-config proxy.runtime.workers: minimum %d, maximum %d, maximumCPURatio %g",
+			max(w.Minimum, 1), w.Maximum, w.MaximumCPURatio)}
+	default:
+		return Threads{N: max(w.Minimum, 1), Mode: "fixed", Source: "linkerd-config proxy.runtime.workers.minimum"}
+	}
+}
+
+// Enable annotates the namespace linkerd.io/inject=enabled.
+func (l *linkerd) Enable(ctx context.Context, c kubernetes.Interface, namespace string) error {
+	return setNamespaceMeta(ctx, c, namespace, nil, map[string]*string{linkerdInject: ptr("enabled")})
+}
+
+func (l *linkerd) Roles() Roles {
+	return Roles{
+		Sidecars:     []string{linkerdProxy},
+		ControlPlane: []Workload{{Namespace: l.ns, Labels: map[string]string{linkerdCPLabel: l.ns}}},
+	}
+}
+
+func (l *linkerd) Verify(ctx context.Context, c kubernetes.Interface, namespace string, meshed bool) (Verification, error) {
+	if !meshed {
+		return verifyBaseline(ctx, c, "linkerd", namespace)
+	}
+	return verifySidecars(ctx, c, "linkerd", namespace, linkerdProxy,
+		"is the namespace annotated linkerd.io/inject=enabled, and were the pods restarted after?",
+		map[string]string{linkerdInject: "disabled"}, linkerdPodThreads)
+}
+
+// linkerdPodThreads reads the worker threads the injector gave the proxy.
+func linkerdPodThreads(_ *corev1.Pod, ctr *corev1.Container) Threads {
+	cores, ok := envValue(ctr, "LINKERD2_PROXY_CORES")
+	if !ok {
+		return Threads{Mode: "unknown", Source: "linkerd-proxy has no LINKERD2_PROXY_CORES"}
+	}
+	n, err := strconv.Atoi(cores)
+	if err != nil {
+		return Threads{Mode: "unknown", Source: "LINKERD2_PROXY_CORES=" + cores}
+	}
+	if mx, ok := envValue(ctr, "LINKERD2_PROXY_CORES_MAX"); ok {
+		return Threads{Mode: "auto", Source: fmt.Sprintf("LINKERD2_PROXY_CORES=%d, LINKERD2_PROXY_CORES_MAX=%s", n, mx)}
+	}
+	if r, ok := envValue(ctr, "LINKERD2_PROXY_CORES_MAX_RATIO"); ok {
+		return Threads{Mode: "auto", Source: fmt.Sprintf("LINKERD2_PROXY_CORES=%d, LINKERD2_PROXY_CORES_MAX_RATIO=%s", n, r)}
+	}
+	return Threads{N: n, Mode: "fixed", Source: "LINKERD2_PROXY_CORES"}
+}
+
+// MTLS reads every meshed pod's proxy metrics (admin port 4191, /metrics)
+// through the API server and merges what they show.
+func (l *linkerd) MTLS(ctx context.Context, c kubernetes.Interface, namespace string) ([]Edge, error) {
+	pods, err := livePods(ctx, c, namespace, "")
+	if err != nil {
+		return nil, err
+	}
+	var all [][]Edge
+	for i := range pods {
+		p := &pods[i]
+		if _, ok := proxyContainer(p, linkerdProxy); !ok {
+			continue
+		}
+		body, err := scrape(ctx, c, p, linkerdAdminPort, "metrics")
+		if err != nil {
+			return nil, fmt.Errorf("linkerd: %w", err)
+		}
+		es, err := LinkerdEdges(workloadOf(p), bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("linkerd: pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		all = append(all, es)
+	}
+	return MergeEdges(all...), nil
+}
+
+// LinkerdEdges reads one linkerd-proxy's metrics, self being the workload
+// the proxy belongs to ("namespace/name").
+//
+// Outbound request_total and tcp_open_total series name the destination
+// workload (dst_namespace, dst_deployment, ...) and carry tls="true" when the
+// proxy spoke mTLS to a verified server identity (server_id). Inbound series
+// on application ports without tls="true" show clients that reached the pod
+// in plaintext; their source is unknown. Inbound mTLS series are left to the
+// client's own outbound series, which name the workload rather than its
+// service account. The proxy's admin and control ports (4191, 4190: probes
+// and metrics scrapes) are skipped.
+func LinkerdEdges(self string, r io.Reader) ([]Edge, error) {
+	ss, err := readSeries(r, "request_total", "tcp_open_total")
+	if err != nil {
+		return nil, err
+	}
+	var obs []observation
+	for _, s := range ss {
+		if s.value <= 0 {
+			continue
+		}
+		l := s.labels
+		secured := l["tls"] == "true"
+		ev := describe(s, "direction", "peer", "target_port", "tls", "no_tls_reason", "server_id")
+		switch l["direction"] {
+		case "outbound":
+			if l["peer"] == "src" {
+				continue // the application's own plaintext hop to its proxy
+			}
+			obs = append(obs, observation{src: self, dst: linkerdDst(l), secured: secured, authoritative: true, evidence: ev})
+		case "inbound":
+			port := l["target_port"]
+			if port == strconv.Itoa(linkerdAdminPort) || port == strconv.Itoa(linkerdControlPort) || secured {
+				continue
+			}
+			obs = append(obs, observation{src: "unknown", dst: self, secured: false, authoritative: true, evidence: ev})
+		}
+	}
+	return mergeEdges(obs), nil
+}
+
+func linkerdDst(l map[string]string) string {
+	for _, k := range []string{"dst_deployment", "dst_statefulset", "dst_daemonset", "dst_job", "dst_cronjob", "dst_replicationcontroller", "dst_pod"} {
+		if v := l[k]; v != "" && l["dst_namespace"] != "" {
+			return l["dst_namespace"] + "/" + v
+		}
+	}
+	if a := l["target_addr"]; a != "" {
+		return "addr:" + a
+	}
+	return "unknown"
+}
