@@ -46,7 +46,8 @@ func (a *ambient) Detect(ctx context.Context, c kubernetes.Interface) (Info, err
 	}
 	info.Installed = true
 	info.Config = map[string]string{"waypoint": a.waypoint}
-	for _, ctr := range ds.Spec.Template.Spec.Containers {
+	// ztunnel is the pod's first (only) container.
+	for _, ctr := range ds.Spec.Template.Spec.Containers[:min(1, len(ds.Spec.Template.Spec.Containers))] {
 		info.Components = append(info.Components, Component{Kind: "DaemonSet", Namespace: ds.Namespace, Name: ds.Name, Image: ctr.Image})
 		info.Version = imageTag(ctr.Image)
 		lim := ctr.Resources.Limits.Cpu()
@@ -60,7 +61,6 @@ func (a *ambient) Detect(ctx context.Context, c kubernetes.Interface) (Info, err
 			info.Threads = Threads{Mode: "auto", Source: "ztunnel ZTUNNEL_WORKER_THREADS unset: ztunnel's default of 2 workers, " +
 				"bounded by ZTUNNEL_CPU_LIMIT (limits.cpu=" + lim.String() + ")"}
 		}
-		break
 	}
 	comps, _, err := istiod(ctx, c, a.ns, "")
 	if err != nil {

@@ -96,12 +96,11 @@ func istiod(ctx context.Context, c kubernetes.Interface, ns, rev string) ([]Comp
 	var comps []Component
 	version := ""
 	for _, d := range deps.Items {
-		for _, ctr := range d.Spec.Template.Spec.Containers {
-			comps = append(comps, Component{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Image: ctr.Image})
+		if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 { // discovery is the first container
+			comps = append(comps, Component{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Image: cs[0].Image})
 			if version == "" {
-				version = imageTag(ctr.Image)
+				version = imageTag(cs[0].Image)
 			}
-			break
 		}
 	}
 	return comps, version, nil
