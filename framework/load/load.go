@@ -295,7 +295,7 @@ func runFortio(ctx context.Context, o Options, d time.Duration) (*fhttp.HTTPRunn
 		AllowInitialErrors: true,
 	}
 	for k, v := range o.Headers {
-		if err := ro.AddAndValidateExtraHeader(k + ": " + v); err != nil {
+		if err := ro.AddAndValidateExtraHeader(k + ":" + v); err != nil {
 			return nil, fmt.Errorf("header %q: %w", k, err)
 		}
 	}

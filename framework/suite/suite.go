@@ -168,7 +168,7 @@ func (s *Suite) target() (target.Target, error) {
 }
 
 func defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error) {
-	return local.New(ctx, local.Options{
+	tg, err := local.New(ctx, local.Options{
 		Sidecar:            c.Sidecar,
 		SidecarThreads:     c.SidecarThreads,
 		Protocol:           c.Protocol,
@@ -176,6 +176,10 @@ func defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (t
 		Logf:               logf,
 		MeshedBackendDelay: c.MeshedBackendDelay,
 	})
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return tg, nil
 }
 
 // Sweep runs sc at every concurrency of the config. At each concurrency it
@@ -199,6 +203,9 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	done := 0
 	for _, c := range s.Config.Concurrency {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			if err := s.ctx.Err(); err != nil {
+				b.Fatalf("not started: %v", context.Cause(s.ctx))
+			}
 			runs := map[target.Arm][]*target.Run{}
 			for rep := range reps {
 				for _, arm := range target.Arms {

@@ -36,7 +36,10 @@ func newSuite(t *testing.T, args ...string) (*suite.Suite, **local.Target) {
 		var err error
 		tg, err = local.New(ctx, local.Options{Sidecar: c.Sidecar, ResponseSize: c.ResponseSize, Protocol: c.Protocol,
 			MeshedBackendDelay: c.MeshedBackendDelay, Logf: logf})
-		return tg, err
+		if err != nil {
+			return nil, err
+		}
+		return tg, nil
 	}
 	return s, &tg
 }

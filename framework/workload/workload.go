@@ -74,7 +74,7 @@ func newCounter(role string) *counter {
 
 func (c *counter) count(r *http.Request) {
 	c.total.Add(1)
-	k := callerKey{source: r.Header.Get(SourceHeader), peer: PeerName(r.Header.Get(PeerHeader))}
+	k := callerKey{source: strings.TrimSpace(r.Header.Get(SourceHeader)), peer: PeerName(r.Header.Get(PeerHeader))}
 	if k.source == "" {
 		k.source = Unknown
 	}

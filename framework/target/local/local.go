@@ -145,7 +145,7 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 	}
 	for _, a := range target.Arms {
 		for _, p := range []target.Path{target.OneHop, target.TwoHop} {
-			if err := probe(ctx, t.arms[a].urls[p]); err != nil {
+			if err := probe(ctx, t.arms[a].urls[p], h2c); err != nil {
 				return nil, fmt.Errorf("local target: %s %s path does not answer: %w%s", a, p, err, t.logs())
 			}
 		}
@@ -305,8 +305,8 @@ func (t *Target) startSidecar(ctx context.Context, sc Sidecar, bin string, s Sid
 	return p, t.ready(ctx, p, addrs...)
 }
 
-// probe sends one request and wants a 200.
-func probe(ctx context.Context, url string) error {
+// probe sends one request, in the loadgen's protocol, and wants a 200.
+func probe(ctx context.Context, url string, h2c bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -314,7 +314,13 @@ func probe(ctx context.Context, url string) error {
 		return err
 	}
 	req.Header.Set(workload.SourceHeader, "probe")
-	resp, err := http.DefaultClient.Do(req)
+	tr := &http.Transport{}
+	if h2c {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		return err
 	}
