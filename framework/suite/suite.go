@@ -78,8 +78,14 @@ func NewWithConfig(c *Config) *Suite {
 	return &Suite{Config: c, Log: os.Stderr, calls: map[string]int{}}
 }
 
+// progressPrefix starts every line meshbench prints besides benchmark
+// results. go test merges stderr into stdout, and benchstat reads any
+// "key: value" line as configuration that splits its tables; a line that
+// starts with '#' is neither a result nor configuration.
+const progressPrefix = "# meshbench: "
+
 func (s *Suite) logf(format string, args ...any) {
-	fmt.Fprintf(s.Log, "meshbench: "+format+"\n", args...)
+	fmt.Fprintf(s.Log, progressPrefix+format+"\n", args...)
 }
 
 // Main parses flags, runs the tests and benchmarks, and then finishes: it
@@ -342,16 +348,16 @@ func (s *Suite) Finish() error {
 	}
 	path, werr := report.Write(s.Config.ResultsDir, res)
 	fmt.Fprintln(os.Stdout)
-	fmt.Fprintf(os.Stdout, "meshbench summary: %s, %s %s, %d runs (medians over repeats; intervals in parentheses)\n",
+	fmt.Fprintf(os.Stdout, progressPrefix+"summary: %s, %s %s, %d runs (medians over repeats; intervals in parentheses)\n",
 		res.Environment.Target, res.Environment.Mesh.Name, res.Environment.Mesh.Version, len(recs))
 	report.PrintSummary(os.Stdout, cs)
 	if werr == nil {
-		fmt.Fprintf(os.Stdout, "results: %s\n", path)
+		fmt.Fprintf(os.Stdout, progressPrefix+"results: %s\n", path)
 	}
 	if s.Config.Thresholds == "none" {
-		fmt.Fprintln(os.Stdout, "thresholds: off (-thresholds=none)")
+		fmt.Fprintln(os.Stdout, progressPrefix+"thresholds: off (-thresholds=none)")
 	} else if verr == nil {
-		fmt.Fprintf(os.Stdout, "thresholds: %s: every limit held\n", s.Config.Thresholds)
+		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: every limit held\n", s.Config.Thresholds)
 	}
 	return errors.Join(werr, verr, s.close())
 }
