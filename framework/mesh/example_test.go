@@ -3,6 +3,7 @@ package mesh_test
 import (
 	"context"
 	"fmt"
+	"github.com/meshbench/meshbench/framework/target"
 	"os"
 
 	"github.com/meshbench/meshbench/framework/mesh"
@@ -29,7 +30,7 @@ func Example() {
 	fmt.Println("sidecars:", m.Roles().Sidecars)
 
 	if _, ok := m.(mesh.MTLSChecker); ok {
-		mesh.PrintEdges(os.Stdout, []mesh.Edge{
+		target.PrintEdges(os.Stdout, []mesh.Edge{
 			{Src: "mb-meshed/frontend", Dst: "mb-meshed/backend", Secured: true,
 				Evidence: `istio_requests_total{reporter="destination",connection_security_policy="mutual_tls"} 1200`},
 		})
@@ -37,6 +38,6 @@ func Example() {
 	// Output:
 	// istio-injection = enabled
 	// sidecars: [istio-proxy]
-	// SRC                 DST                SECURED  EVIDENCE
-	// mb-meshed/frontend  mb-meshed/backend  yes      istio_requests_total{reporter="destination",connection_security_policy="mutual_tls"} 1200
+	// SRC                 DST                SECURED     EVIDENCE
+	// mb-meshed/frontend  mb-meshed/backend  yes (mTLS)  istio_requests_total{reporter="destination",connection_security_policy="mutual_tls"} 1200
 }

@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/meshbench/meshbench/framework/target"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,31 +56,12 @@ type Injector interface {
 	Inject(t *corev1.PodTemplateSpec) error
 }
 
-// Edge is one observed source→destination pair.
-type Edge struct {
-	// Src and Dst are "namespace/workload"; Src is "unknown" when the
-	// telemetry cannot name the client (a client outside the mesh).
-	Src string `json:"src"`
-	Dst string `json:"dst"`
-	// Secured is true when every observation of the pair was mTLS.
-	Secured bool `json:"secured"`
-	// Evidence is the telemetry the verdict rests on.
-	Evidence string `json:"evidence"`
-}
-
-// PrintEdges writes a SRC / DST / SECURED table, with the evidence.
-func PrintEdges(w io.Writer, edges []Edge) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SRC\tDST\tSECURED\tEVIDENCE")
-	for _, e := range edges {
-		s := "no"
-		if e.Secured {
-			s = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Src, e.Dst, s, e.Evidence)
-	}
-	tw.Flush()
-}
+// Edge is one observed source→destination pair: the harness's edge, with
+// Src and Dst as "namespace/workload" (Src "unknown" when the telemetry
+// cannot name the client), Secured true when every observation of the pair
+// was mTLS, and Evidence the telemetry the verdict rests on. Print edges
+// with target.PrintEdges.
+type Edge = target.Edge
 
 // Info is what Detect found.
 type Info struct {

@@ -1,7 +1,6 @@
 package mesh
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -116,18 +115,6 @@ func TestSidecar(t *testing.T) {
 	assert.Equal(t, []Edge{{Src: "mb/frontend", Dst: "mb/backend", Secured: true, Evidence: "peer certificate CN=backend"}}, edges)
 
 	assert.EqualError(t, newMesh(t, "sidecar").(Injector).Inject(&d.Spec.Template), "sidecar: no proxy image (use WithSidecar)")
-}
-
-func TestPrintEdges(t *testing.T) {
-	var b bytes.Buffer
-	PrintEdges(&b, []Edge{
-		{Src: "istio-system/istio-ingressgateway", Dst: "istioinaction/webapp", Secured: true, Evidence: "mutual_tls"},
-		{Src: "unknown", Dst: "mb/backend", Evidence: "plaintext"},
-	})
-	assert.Equal(t, ""+
-		"SRC                                DST                   SECURED  EVIDENCE\n"+
-		"istio-system/istio-ingressgateway  istioinaction/webapp  yes      mutual_tls\n"+
-		"unknown                            mb/backend            no       plaintext\n", b.String())
 }
 
 func TestMergeEdges(t *testing.T) {

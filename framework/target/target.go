@@ -6,10 +6,12 @@
 package target
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -85,23 +87,49 @@ type Edge struct {
 	Peer string `json:"peer,omitempty"`
 	// Secured is true when Peer was verified and is Src.
 	Secured bool `json:"secured"`
-	// Requests counted at Dst from Src during the run, warm-up included.
+	// Requests counted at Dst from Src during the run, warm-up included
+	// (0 when the evidence is a mesh's telemetry rather than a count).
 	Requests int64 `json:"requests"`
+	// Evidence is the telemetry a mesh adapter's verdict rests on.
+	Evidence string `json:"evidence,omitempty"`
 }
 
-// PrintEdges writes a SRC / DST / SECURED table.
+// PrintEdges writes a SRC / DST / SECURED table, with the verified peer,
+// request count and evidence columns when any edge has them.
 func PrintEdges(w io.Writer, edges []Edge) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SRC\tDST\tSECURED\tVERIFIED PEER\tREQUESTS")
+	var peer, requests, evidence bool
 	for _, e := range edges {
-		sec, peer := "no", e.Peer
+		peer = peer || e.Peer != ""
+		requests = requests || e.Requests > 0
+		evidence = evidence || e.Evidence != ""
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	cols := []string{"SRC", "DST", "SECURED"}
+	if peer {
+		cols = append(cols, "VERIFIED PEER")
+	}
+	if requests {
+		cols = append(cols, "REQUESTS")
+	}
+	if evidence {
+		cols = append(cols, "EVIDENCE")
+	}
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for _, e := range edges {
+		row := []string{e.Src, e.Dst, "no"}
 		if e.Secured {
-			sec = "yes (mTLS)"
+			row[2] = "yes (mTLS)"
 		}
-		if peer == "" {
-			peer = "-"
+		if peer {
+			row = append(row, cmp.Or(e.Peer, "-"))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", e.Src, e.Dst, sec, peer, e.Requests)
+		if requests {
+			row = append(row, strconv.FormatInt(e.Requests, 10))
+		}
+		if evidence {
+			row = append(row, e.Evidence)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()
 }
