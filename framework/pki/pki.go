@@ -39,6 +39,9 @@ type Identity struct {
 	KeyPEM   []byte
 	CertFile string
 	KeyFile  string
+	// BundleFile holds the certificate followed by the key, for proxies
+	// that take both in one file (haproxy).
+	BundleFile string
 }
 
 // ServerName is the TLS server name that a peer must ask for.
@@ -122,17 +125,21 @@ func (a *Authority) Issue(name, dir string) (Identity, error) {
 		return Identity{}, fmt.Errorf("encode key for %s: %w", name, err)
 	}
 	id := Identity{
-		Name:     name,
-		CertPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:   pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-		CertFile: filepath.Join(dir, name+".pem"),
-		KeyFile:  filepath.Join(dir, name+"-key.pem"),
+		Name:       name,
+		CertPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:     pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+		CertFile:   filepath.Join(dir, name+".pem"),
+		KeyFile:    filepath.Join(dir, name+"-key.pem"),
+		BundleFile: filepath.Join(dir, name+"-bundle.pem"),
 	}
 	if err := os.WriteFile(id.CertFile, id.CertPEM, 0o600); err != nil {
 		return Identity{}, fmt.Errorf("write certificate for %s: %w", name, err)
 	}
 	if err := os.WriteFile(id.KeyFile, id.KeyPEM, 0o600); err != nil {
 		return Identity{}, fmt.Errorf("write key for %s: %w", name, err)
+	}
+	if err := os.WriteFile(id.BundleFile, append(append([]byte{}, id.CertPEM...), id.KeyPEM...), 0o600); err != nil {
+		return Identity{}, fmt.Errorf("write bundle for %s: %w", name, err)
 	}
 	return id, nil
 }

@@ -251,7 +251,7 @@ func (t *Target) startMeshed(ctx context.Context, app, scBin string, sc Sidecar,
 		return nil, err
 	}
 	spec := func(name string) SidecarSpec {
-		return SidecarSpec{Name: name, Dir: t.dir, CertFile: ids[name].CertFile, KeyFile: ids[name].KeyFile, CAFile: caFile, H2C: h2c, Threads: t.o.SidecarThreads}
+		return SidecarSpec{Name: name, Dir: t.dir, CertFile: ids[name].CertFile, KeyFile: ids[name].KeyFile, BundleFile: ids[name].BundleFile, CAFile: caFile, H2C: h2c, Threads: t.o.SidecarThreads}
 	}
 	beSpec := spec("backend")
 	beSpec.Inbound = &Inbound{Listen: beIn, App: beApp}

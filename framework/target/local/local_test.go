@@ -3,6 +3,7 @@ package local_test
 import (
 	"bytes"
 	"context"
+	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -64,5 +65,34 @@ func TestLocalTargetLifecycle(t *testing.T) {
 			assert.True(t, roles[measure.RoleLoadgen] && roles[measure.RoleApp], "roles %v", roles)
 			assert.Equal(t, arm == target.Meshed, roles[measure.RoleSidecar], "sidecars measured only in the meshed arm")
 		}
+	}
+}
+
+// TestOtherSidecars runs a short meshed load over both paths with each
+// proxy that is installed, and checks the mTLS path proof.
+func TestOtherSidecars(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes; run without -short")
+	}
+	for _, sc := range []struct{ name, install string }{{"nginx", "apt-get install nginx-light"}, {"haproxy", "apt-get install haproxy"}} {
+		t.Run(sc.name, func(t *testing.T) {
+			if _, err := exec.LookPath(sc.name); err != nil {
+				t.Skipf("%s is not on PATH (%s)", sc.name, sc.install)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			tg, err := local.New(ctx, local.Options{Sidecar: sc.name, Logf: t.Logf})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, tg.Close(ctx)) }()
+			assert.Equal(t, "sidecar/"+sc.name, tg.Environment().Mesh.Name)
+			assert.NotEqual(t, "unknown", tg.Environment().Mesh.Version)
+			for _, path := range []target.Path{target.OneHop, target.TwoHop} {
+				run, err := tg.Run(ctx, target.Meshed, path, load.Options{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond})
+				require.NoError(t, err)
+				assert.Empty(t, run.Invalid, "%s %s", sc.name, path)
+				sidecar, ok := run.Resources.Role(measure.RoleSidecar)
+				assert.True(t, ok && sidecar.MilliCores > 0, "sidecar CPU measured, worker processes included")
+			}
+		})
 	}
 }

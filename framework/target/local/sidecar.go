@@ -32,8 +32,9 @@ type SidecarSpec struct {
 	Name string
 	// Dir is the run directory, for any state the proxy writes.
 	Dir string
-	// CertFile, KeyFile are the workload's mTLS identity; CAFile the run's CA.
-	CertFile, KeyFile, CAFile string
+	// CertFile, KeyFile are the workload's mTLS identity, BundleFile both
+	// in one file; CAFile the run's CA.
+	CertFile, KeyFile, BundleFile, CAFile string
 	// Inbound, when set, terminates mTLS from peers and forwards to the app,
 	// setting workload.PeerHeader to the verified client identity.
 	Inbound *Inbound
