@@ -28,6 +28,9 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
@@ -88,12 +91,20 @@ func (s *Suite) logf(format string, args ...any) {
 	fmt.Fprintf(s.Log, progressPrefix+format+"\n", args...)
 }
 
-// Main parses flags, runs the tests and benchmarks, and then finishes: it
-// prints the summary, writes results, checks thresholds and tears the target
-// down. Ctrl-C tears the target down too. It returns the exit code.
+// Main is the benchmark package's TestMain. It builds an e2e-framework
+// environment from the command line (so -kubeconfig, -context and
+// -namespace work beside meshbench's own flags), runs the tests and
+// benchmarks, and finishes: it prints the summary, writes results, checks
+// thresholds and tears the target down, in that order. Ctrl-C tears the
+// target down too. It returns the exit code.
 func (s *Suite) Main(m *testing.M) int {
-	flag.Parse()
-	if err := s.Config.Normalize(); err != nil {
+	envCfg, err := envconf.NewFromFlags() // parses every flag, meshbench's included
+	if err == nil {
+		s.Config.Kubeconfig, s.Config.KubeContext = envCfg.KubeconfigFile(), envCfg.KubeContext()
+		s.Config.Namespace = envCfg.Namespace()
+		err = s.Config.Normalize()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "meshbench: bad flags:", err)
 		return 2
 	}
@@ -114,9 +125,21 @@ func (s *Suite) Main(m *testing.M) int {
 			os.Exit(130)
 		}
 	}()
-	code := m.Run()
-	if err := s.Finish(); err != nil {
-		fmt.Fprintln(os.Stdout, "FAIL meshbench:", strings.ReplaceAll(err.Error(), "\n", "\nFAIL meshbench: "))
+	testenv, err := env.NewWithContext(ctx, envCfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "meshbench: environment:", err)
+		return 2
+	}
+	// e2e-framework only logs a Finish error, so the verdict is carried out
+	// of the Finish step and turned into the exit code here.
+	var verdict error
+	testenv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		verdict = s.Finish()
+		return ctx, nil
+	})
+	code := testenv.Run(m)
+	if verdict != nil {
+		fmt.Fprintln(os.Stdout, "FAIL meshbench:", strings.ReplaceAll(verdict.Error(), "\n", "\nFAIL meshbench: "))
 		if code == 0 {
 			code = 1
 		}
