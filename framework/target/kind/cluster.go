@@ -66,14 +66,29 @@ func Up(ctx context.Context, name, configPath string, opts ...Option) (Cluster, 
 	return c, nil
 }
 
+// Existing returns the kind cluster name as it is, without creating or
+// checking anything: for loading images into, or deleting, a cluster made
+// earlier.
+func Existing(name string, opts ...Option) Cluster {
+	return newCluster(name, opts)
+}
+
 // Down deletes the kind cluster name, if it exists.
 func Down(ctx context.Context, name string, opts ...Option) error {
 	return newCluster(name, opts).Delete(ctx)
 }
 
-func (c *cluster) Name() string             { return c.name }
-func (c *cluster) Kubeconfig() string       { return c.opts.kubeconfig }
-func (c *cluster) RESTConfig() *rest.Config { return c.rest }
+func (c *cluster) Name() string       { return c.name }
+func (c *cluster) Kubeconfig() string { return c.opts.kubeconfig }
+
+// RESTConfig returns the client configuration, or nil when the cluster's
+// kubeconfig cannot be read.
+func (c *cluster) RESTConfig() *rest.Config {
+	if c.rest == nil {
+		_ = c.loadRESTConfig()
+	}
+	return c.rest
+}
 
 // step runs f and logs its duration as one line.
 func (c *cluster) step(what string, f func() error) error {
@@ -165,10 +180,10 @@ func (c *cluster) up(ctx context.Context, configPath string) (err error) {
 		return fmt.Errorf("kind %s: list nodes: %w", c.name, err)
 	}
 	if cfg.Networking.DisableDefaultCNI {
-		if err := c.step("install CNI (bridge + host-local, routes between nodes)", func() error {
-			nets, err := installCNI(ctx, cs, kindNodes, c.opts.readyTimeout)
+		if err := c.step("install CNI (host-local IPAM, routes between nodes)", func() error {
+			nets, err := installCNI(ctx, cs, kindNodes, c.opts.cniPlugin, cfg.Networking.PodSubnet, cfg.Networking.ServiceSubnet, c.opts.readyTimeout)
 			for _, n := range nets {
-				c.opts.logger.Logf("kind %s: node %s: IP %s, pod CIDR %s", c.name, n.node, n.ip, n.podCIDR)
+				c.opts.logger.Logf("kind %s: node %s: IP %s, pod CIDR %s, CNI %s", c.name, n.node, n.ip, n.podCIDR, n.plugin)
 			}
 			return err
 		}); err != nil {

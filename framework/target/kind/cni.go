@@ -18,34 +18,57 @@ import (
 // cniConfPath is where the package's CNI config goes on every node.
 const cniConfPath = "/etc/cni/net.d/10-meshbench.conflist"
 
+// CNI plugins the package can configure.
+const (
+	// PluginBridge puts the pods of a node on a Linux bridge (cni0). The
+	// offline node image ships it; kind's public images do not.
+	PluginBridge = "bridge"
+	// PluginPTP gives every pod a veth pair routed by the node, as kindnet
+	// does; every kind node image ships it.
+	PluginPTP = "ptp"
+)
+
 // conflist renders the CNI config for a node whose pods get IPs from
-// podCIDR: a Linux bridge with host-local IPAM, and portmap for hostPort.
-// Pod traffic is not masqueraded, so a pod sees its peers' pod IPs.
-func conflist(podCIDR string) ([]byte, error) {
+// podCIDR: the main plugin (PluginBridge or PluginPTP) with host-local IPAM,
+// then portmap for hostPort. Pod traffic is not masqueraded, so a pod sees
+// its peers' pod IPs.
+func conflist(plugin, podCIDR string) ([]byte, error) {
 	if _, _, err := net.ParseCIDR(podCIDR); err != nil {
 		return nil, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
 	}
 	type obj = map[string]any
+	ipam := obj{
+		"type":   "host-local",
+		"ranges": [][]obj{{{"subnet": podCIDR}}},
+		"routes": []obj{{"dst": "0.0.0.0/0"}},
+	}
+	var main obj
+	switch plugin {
+	case PluginBridge:
+		main = obj{"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true, "ipam": ipam}
+	case PluginPTP:
+		main = obj{"type": "ptp", "ipMasq": false, "ipam": ipam}
+	default:
+		return nil, fmt.Errorf("CNI plugin %q: want %q or %q", plugin, PluginBridge, PluginPTP)
+	}
 	c := obj{
 		"cniVersion": "1.0.0",
 		"name":       "meshbench",
-		"plugins": []obj{
-			{
-				"type":        "bridge",
-				"bridge":      "cni0",
-				"isGateway":   true,
-				"ipMasq":      false,
-				"hairpinMode": true,
-				"ipam": obj{
-					"type":   "host-local",
-					"ranges": [][]obj{{{"subnet": podCIDR}}},
-					"routes": []obj{{"dst": "0.0.0.0/0"}},
-				},
-			},
-			{"type": "portmap", "capabilities": obj{"portMappings": true}},
-		},
+		"plugins":    []obj{main, {"type": "portmap", "capabilities": obj{"portMappings": true}}},
 	}
 	return json.MarshalIndent(c, "", "  ")
+}
+
+// pickPlugin returns plugin if set, else PluginBridge when the node has it,
+// else PluginPTP.
+func pickPlugin(n nodes.Node, plugin string) string {
+	if plugin != "" {
+		return plugin
+	}
+	if n.Command("test", "-x", "/opt/cni/bin/bridge").Run() == nil {
+		return PluginBridge
+	}
+	return PluginPTP
 }
 
 // nodeNet is what the CNI step needs to know about one node.
@@ -53,6 +76,7 @@ type nodeNet struct {
 	node    nodes.Node
 	ip      string // IPv4 address on the kind network
 	podCIDR string
+	plugin  string // PluginBridge or PluginPTP
 }
 
 // routeCmds returns, for node self, the commands that route every other
@@ -68,9 +92,35 @@ func routeCmds(self nodeNet, all []nodeNet) [][]string {
 	return cmds
 }
 
+// guardScript keeps cluster-internal traffic on the nodes: a pod IP of no
+// node is unreachable (instead of following the default route off the
+// node), and service-IP traffic that kube-proxy has not (yet) translated is
+// rejected. Both fail fast, so clients retry at once rather than after a
+// lost SYN, and nothing addressed to a cluster range leaves the cluster.
+// The filter chains see packets after kube-proxy's DNAT, so translated
+// traffic passes. Idempotent.
+func guardScript(podSubnet, serviceSubnet string) string {
+	const comment = "meshbench: cluster ranges stay in the cluster"
+	var b strings.Builder
+	b.WriteString("set -e\n")
+	fmt.Fprintf(&b, "ip route replace unreachable %s\n", podSubnet)
+	for _, chain := range []string{"FORWARD", "OUTPUT"} {
+		rule := fmt.Sprintf("%s -d %s -m comment --comment %q -j REJECT", chain, serviceSubnet, comment)
+		fmt.Fprintf(&b, "iptables -C %s 2>/dev/null || iptables -I %s\n", rule, rule)
+	}
+	return b.String()
+}
+
 // installCNI waits for every node's spec.podCIDR, then writes the conflist
-// on each node and adds the routes to the other nodes' pod CIDRs.
-func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.Node, timeout time.Duration) ([]nodeNet, error) {
+// on each node, adds the routes to the other nodes' pod CIDRs, and the
+// guards of guardScript.
+// plugin "" picks one per node (see pickPlugin).
+func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.Node, plugin, podSubnet, serviceSubnet string, timeout time.Duration) ([]nodeNet, error) {
+	for _, cidr := range []string{podSubnet, serviceSubnet} {
+		if ip, _, err := net.ParseCIDR(cidr); err != nil || ip.To4() == nil {
+			return nil, fmt.Errorf("subnet %q: only single IPv4 subnets are supported", cidr)
+		}
+	}
 	cidrs := map[string]string{}
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -101,10 +151,10 @@ func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.
 		if ip == "" {
 			return nil, fmt.Errorf("node %s has no IPv4 address (only IPv4 is supported)", kn)
 		}
-		nets = append(nets, nodeNet{node: kn, ip: ip, podCIDR: cidrs[kn.String()]})
+		nets = append(nets, nodeNet{node: kn, ip: ip, podCIDR: cidrs[kn.String()], plugin: pickPlugin(kn, plugin)})
 	}
 	for _, n := range nets {
-		conf, err := conflist(n.podCIDR)
+		conf, err := conflist(n.plugin, n.podCIDR)
 		if err != nil {
 			return nil, err
 		}
@@ -112,6 +162,10 @@ func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.
 		cmd := n.node.Command("sh", "-c", "mkdir -p /etc/cni/net.d && cat > "+cniConfPath+".tmp && mv "+cniConfPath+".tmp "+cniConfPath)
 		if err := cmd.SetStdin(strings.NewReader(string(conf))).SetStderr(&out).Run(); err != nil {
 			return nil, fmt.Errorf("write CNI config on %s: %w: %s", n.node, err, out.String())
+		}
+		out.Reset()
+		if err := n.node.Command("sh", "-c", guardScript(podSubnet, serviceSubnet)).SetStderr(&out).Run(); err != nil {
+			return nil, fmt.Errorf("guard cluster ranges on %s: %w: %s", n.node, err, out.String())
 		}
 		for _, args := range routeCmds(n, nets) {
 			out.Reset()

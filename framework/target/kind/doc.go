@@ -6,10 +6,11 @@
 // restrict_oom_score_adj (when the host's capability bounding set lacks
 // CAP_SYS_RESOURCE) and the kubelet's failCgroupV1: false (when the host has
 // cgroup v1). When the config disables kind's default CNI, the package
-// installs its own: a bridge + host-local conflist on every node, from the
-// node's spec.podCIDR, and routes to the other nodes' pod CIDRs through
-// their node IPs. It then waits, by polling with a context, until every
-// node is Ready.
+// installs its own: a bridge (or, where a node lacks it, ptp) + host-local
+// conflist on every node, from the node's spec.podCIDR, routes to the other
+// nodes' pod CIDRs through their node IPs, and guards that keep traffic for
+// the pod and service ranges inside the cluster. It then waits, by polling
+// with a context, until every node is Ready and every kube-system pod runs.
 //
 // The node image is, in order: WithNodeImage; the MESHBENCH_KIND_NODE_IMAGE
 // environment variable; the offline image built by hack/offline/node-image.sh

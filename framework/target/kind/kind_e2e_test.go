@@ -30,7 +30,8 @@ import (
 // 3-node kind cluster from the repository's kind-config.yaml, checks
 // pod-to-pod traffic across nodes with the nginx image from
 // hack/offline/images.sh (MESHBENCH_NGINX_IMAGE, else any local
-// meshbench/nginx image), and deletes the cluster.
+// meshbench/nginx image), and deletes the cluster. MESHBENCH_KIND_CNI
+// (bridge or ptp) forces the CNI plugin.
 
 type ctxKey int
 
@@ -60,7 +61,8 @@ func TestMain(m *testing.M) {
 	logger := kind.LoggerFunc(func(format string, args ...any) { log.Printf(format, args...) })
 	testenv = env.New()
 	testenv.Setup(
-		kind.Create(clusterName, "../../../kind-config.yaml", kind.WithLogger(logger)),
+		kind.Create(clusterName, "../../../kind-config.yaml", kind.WithLogger(logger),
+			kind.WithCNIPlugin(os.Getenv("MESHBENCH_KIND_CNI"))),
 		kind.LoadImages(clusterName, nginxImage),
 	)
 	testenv.Finish(kind.Destroy(clusterName, kind.WithLogger(logger)))
@@ -121,7 +123,7 @@ func TestThreeNodeCluster(t *testing.T) {
 			}
 			for _, tc := range []struct{ name, target string }{
 				{"client-by-ip", server.Status.PodIP},
-				{"client-by-service", "server." + ns + ".svc.cluster.local"},
+				{"client-by-service", "server." + ns + ".svc.cluster.local."}, // FQDN: no search-list queries
 			} {
 				name, target := tc.name, tc.target
 				client := nginxPod(ns, name, w1)

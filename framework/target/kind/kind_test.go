@@ -96,7 +96,7 @@ func TestCapBnd(t *testing.T) {
 }
 
 func TestConflist(t *testing.T) {
-	raw, err := conflist("10.244.2.0/24")
+	raw, err := conflist(PluginBridge, "10.244.2.0/24")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,18 @@ func TestConflist(t *testing.T) {
 	if got := c.Plugins[0].IPAM.Ranges[0][0]["subnet"]; got != "10.244.2.0/24" {
 		t.Errorf("subnet: got %q", got)
 	}
-	if _, err := conflist("not-a-cidr"); err == nil {
+	if _, err := conflist(PluginBridge, "not-a-cidr"); err == nil {
 		t.Error("conflist accepted a bad CIDR")
+	}
+	if _, err := conflist("flannel", "10.244.2.0/24"); err == nil {
+		t.Error("conflist accepted an unknown plugin")
+	}
+	raw, err = conflist(PluginPTP, "10.244.2.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"type": "ptp"`) || strings.Contains(string(raw), "cni0") {
+		t.Errorf("ptp conflist: %s", raw)
 	}
 }
 
@@ -157,5 +167,18 @@ func TestQuirksString(t *testing.T) {
 	}
 	if got := (Quirks{CgroupV1: true, NoSysResource: true}).String(); !strings.Contains(got, "cgroup v1") || !strings.Contains(got, "CAP_SYS_RESOURCE") {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestGuardScript(t *testing.T) {
+	got := guardScript("10.244.0.0/16", "10.96.0.0/16")
+	for _, want := range []string{
+		"ip route replace unreachable 10.244.0.0/16\n",
+		`iptables -C FORWARD -d 10.96.0.0/16 -m comment --comment "meshbench: cluster ranges stay in the cluster" -j REJECT 2>/dev/null || iptables -I FORWARD`,
+		"iptables -C OUTPUT -d 10.96.0.0/16",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("script lacks %q:\n%s", want, got)
+		}
 	}
 }

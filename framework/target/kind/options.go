@@ -50,6 +50,10 @@ type options struct {
 	quirks *Quirks
 	// retain keeps the node containers when creation fails. Default: false.
 	retain bool
+	// cniPlugin is the main CNI plugin when kind's CNI is disabled:
+	// PluginBridge or PluginPTP. Default: bridge where the node has it,
+	// else ptp.
+	cniPlugin string
 	// reuse uses an existing cluster of the same name instead of failing.
 	// Default: true.
 	reuse *bool
@@ -77,6 +81,12 @@ func WithQuirks(q Quirks) Option { return optionFunc(func(o *options) { o.quirks
 
 // WithRetain keeps the node containers when creation fails, for debugging.
 func WithRetain(retain bool) Option { return optionFunc(func(o *options) { o.retain = retain }) }
+
+// WithCNIPlugin sets the main CNI plugin (PluginBridge or PluginPTP) used
+// when the kind config disables kind's CNI.
+func WithCNIPlugin(plugin string) Option {
+	return optionFunc(func(o *options) { o.cniPlugin = plugin })
+}
 
 // WithReuse says whether an existing cluster of the same name is reused
 // (the default) or is an error.

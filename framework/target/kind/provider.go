@@ -161,13 +161,7 @@ func (p *provider) WaitForControlPlane(ctx context.Context, client klient.Client
 	return c.step("wait for control plane", func() error { return waitSystemPods(ctx, cs, c.opts.readyTimeout) })
 }
 
-func (p *provider) KubernetesRestConfig() *rest.Config {
-	c := p.cluster()
-	if c.rest == nil {
-		_ = c.loadRESTConfig()
-	}
-	return c.rest
-}
+func (p *provider) KubernetesRestConfig() *rest.Config { return p.cluster().RESTConfig() }
 
 func (p *provider) LoadImage(ctx context.Context, image string, _ ...string) error {
 	return p.cluster().LoadImages(ctx, image)
