@@ -112,12 +112,19 @@ func (s *Suite) Main(m *testing.M) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	s.ctx, s.started = ctx, time.Now()
+	// finished closes before the deferred stop cancels ctx (defers run
+	// last-in first-out), so the watcher can tell a return from a signal.
 	finished := make(chan struct{})
 	defer close(finished)
 	go func() {
 		select {
 		case <-finished:
 		case <-ctx.Done():
+			select {
+			case <-finished: // Main returned: its deferred stop cancelled ctx
+				return
+			default:
+			}
 			s.logf("interrupted (%v): stopping every process and exiting", context.Cause(ctx))
 			if err := s.close(); err != nil {
 				s.logf("teardown: %v", err)

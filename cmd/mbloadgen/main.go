@@ -1,0 +1,211 @@
+// Command mbloadgen is meshbench's load generator for cluster targets: a
+// fortio server built from fortio's library packages only (the fortio CLI
+// and its root package are not needed). The harness reaches it through a
+// port-forward and drives it with fortio's REST API:
+//
+//	POST /fortio/rest/run?url=http://backend.ns.svc:8080/&c=8&qps=-1&t=30s&r=0.00001&nocatchup=on
+//
+// runs one load synchronously and answers with fortio's HTTPRunnerResults
+// JSON, whose DurationHistogram is recorded at the resolution r (in seconds;
+// fortio's 1ms default would hide sub-millisecond latencies).
+// /fortio/rest/status and /fortio/rest/stop list and stop runs. A loadgen
+// runs one load at a time.
+//
+// It also serves fortio's echo handler on / (so two mbloadgens, or one, can
+// be a test's server as well as its client), fortio's debug handler on
+// /debug, a readiness endpoint on /healthz, and on /meshbench/netinfo the
+// pod's network interfaces with their MTU and the fortio version, which a
+// restricted pod cannot otherwise reveal without exec.
+//
+//	mbloadgen -listen :8080
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+	"fortio.org/fortio/jrpc"
+	"fortio.org/fortio/rapi"
+	flog "fortio.org/log"
+)
+
+// Paths served besides fortio's REST API.
+const (
+	HealthPath  = "/healthz"
+	NetInfoPath = "/meshbench/netinfo"
+	DebugPath   = "/debug"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "mbloadgen:", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("mbloadgen", flag.ContinueOnError)
+	listen := fs.String("listen", ":8080", "address to serve the REST API, echo and health endpoints on")
+	level := fs.String("loglevel", "info", "fortio log level: debug, verbose, info, warning, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	lvl, err := flog.ValidateLevel(*level)
+	if err != nil {
+		return fmt.Errorf("-loglevel: %w", err)
+	}
+	flog.SetLogLevelQuiet(lvl)
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *listen, err)
+	}
+	srv := &http.Server{Handler: NewMux(), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	flog.Printf("mbloadgen %s serving fortio %s REST API on %s", moduleVersion("github.com/meshbench/meshbench"), fortioVersion(), ln.Addr())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Runs in flight are stopped; their callers get an error or a short result.
+	rapi.StopByRunID(0, false)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// NewMux returns mbloadgen's handlers. rapi.AddHandlers is not used because
+// it also serves the working directory as fortio's data directory; the run,
+// status, stop and dns handlers it would add are added here one by one.
+//
+// Runs are synchronous and one at a time: two runs in one loadgen would
+// share its CPU, and fortio's REST handler sets a process-wide flag on
+// every run, so concurrent runs race. A run asked for while another is in
+// progress gets 409 Conflict; async=on gets 400.
+func NewMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	const ui = "/fortio/"
+	var running sync.Mutex
+	mux.HandleFunc(ui+rapi.RestRunURI, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("async") == "on" {
+			replyError(w, http.StatusBadRequest, "mbloadgen runs synchronously only: drop async=on")
+			return
+		}
+		if !running.TryLock() {
+			replyError(w, http.StatusConflict, "a run is already in progress on this loadgen")
+			return
+		}
+		defer running.Unlock()
+		rapi.RESTRunHandler(w, r)
+	})
+	mux.HandleFunc(ui+rapi.RestStatusURI, rapi.RESTStatusHandler)
+	mux.HandleFunc(ui+rapi.RestStopURI, rapi.RESTStopHandler)
+	mux.HandleFunc(ui+rapi.RestDNS, rapi.RESTDNSHandler)
+	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc(NetInfoPath, netInfoHandler)
+	mux.HandleFunc(DebugPath, fhttp.DebugHandler)
+	mux.HandleFunc("/", fhttp.EchoHandler)
+	return mux
+}
+
+// replyError answers like fortio's REST API does on error.
+func replyError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(jrpc.ServerReply{Error: true, Message: msg})
+}
+
+// NetInfo is what /meshbench/netinfo answers.
+type NetInfo struct {
+	Hostname string `json:"hostname"`
+	// Fortio is the fortio module version the binary was built with.
+	Fortio string `json:"fortio"`
+	// Cores is the CPUs the Go runtime may use (GOMAXPROCS, which follows
+	// the container's CPU limit).
+	Cores      int         `json:"cores"`
+	Interfaces []Interface `json:"interfaces"`
+}
+
+// Interface is one network interface of the pod.
+type Interface struct {
+	Name  string   `json:"name"`
+	MTU   int      `json:"mtu"`
+	Up    bool     `json:"up"`
+	Addrs []string `json:"addrs,omitempty"`
+}
+
+func netInfoHandler(w http.ResponseWriter, _ *http.Request) {
+	info, err := ReadNetInfo()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(info)
+}
+
+// ReadNetInfo reads the host name, the fortio version and every network
+// interface of this process's network namespace.
+func ReadNetInfo() (NetInfo, error) {
+	host, _ := os.Hostname()
+	info := NetInfo{Hostname: host, Fortio: fortioVersion(), Cores: runtime.GOMAXPROCS(0)}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return info, fmt.Errorf("list interfaces: %w", err)
+	}
+	for _, i := range ifs {
+		it := Interface{Name: i.Name, MTU: i.MTU, Up: i.Flags&net.FlagUp != 0}
+		if addrs, err := i.Addrs(); err == nil {
+			for _, a := range addrs {
+				it.Addrs = append(it.Addrs, a.String())
+			}
+		}
+		info.Interfaces = append(info.Interfaces, it)
+	}
+	return info, nil
+}
+
+func fortioVersion() string { return moduleVersion("fortio.org/fortio") }
+
+// moduleVersion returns the version of module path in the binary's build
+// information, "(devel)" for the main module, or "unknown".
+func moduleVersion(path string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if bi.Main.Path == path {
+		return bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == path {
+			if d.Replace != nil {
+				return d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return "unknown"
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+	"fortio.org/fortio/rapi"
+	flog "fortio.org/log"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+func server(t *testing.T) *httptest.Server {
+	t.Helper()
+	flog.SetLogLevelQuiet(flog.Error)
+	srv := httptest.NewServer(NewMux())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func runURL(srv *httptest.Server, target string, extra url.Values) string {
+	q := url.Values{"url": {target}, "c": {"2"}, "qps": {"-1"}, "t": {"300ms"}, "r": {"0.00001"}, "p": {"50,99"}, "nocatchup": {"on"}}
+	for k, v := range extra {
+		q[k] = v
+	}
+	return srv.URL + "/fortio/rest/run?" + q.Encode()
+}
+
+func post(t *testing.T, u string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(u, "", nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, b
+}
+
+// TestRunAnswersHTTPRunnerResults runs a load through the REST API against
+// mbloadgen's own echo handler on loopback and reads fortio's result back.
+func TestRunAnswersHTTPRunnerResults(t *testing.T) {
+	srv := server(t)
+	code, body := post(t, runURL(srv, srv.URL+"/echo?size=100", nil))
+	require.Equal(t, http.StatusOK, code, string(body))
+	var res fhttp.HTTPRunnerResults
+	require.NoError(t, json.Unmarshal(body, &res))
+	h := res.DurationHistogram
+	require.NotNil(t, h)
+	assert.Positive(t, h.Count)
+	assert.Equal(t, h.Count, res.RetCodes[http.StatusOK])
+	assert.Equal(t, 2, res.NumThreads)
+	assert.Equal(t, "max", res.RequestedQPS)
+	assert.InDelta(t, 0.3, res.ActualDuration.Seconds(), 0.1)
+	// r=0.00001: loopback latencies spread over 10 µs buckets instead of
+	// fortio's default 1 ms one.
+	assert.Greater(t, len(h.Data), 2, "sub-millisecond buckets")
+	assert.Less(t, h.Data[0].End, 0.001)
+	for _, b := range h.Data[:len(h.Data)-1] {
+		units := b.End / 0.00001
+		assert.InDelta(t, math.Round(units), units, 1e-6, "bucket end %g s is on the 10 µs layout", b.End)
+	}
+}
+
+func TestOneRunAtATime(t *testing.T) {
+	srv := server(t)
+	done := make(chan int, 1)
+	go func() {
+		code, _ := post(t, runURL(srv, srv.URL+"/echo", url.Values{"t": {"2s"}, "c": {"1"}, "qps": {"50"}}))
+		done <- code
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		n, _ := rapi.RunMetrics()
+		return n > 0, nil
+	}))
+	code, body := post(t, runURL(srv, srv.URL+"/echo", nil))
+	assert.Equal(t, http.StatusConflict, code)
+	assert.Contains(t, string(body), `"error":true`)
+	assert.Contains(t, string(body), "already in progress")
+
+	code, body = post(t, runURL(srv, srv.URL+"/echo", url.Values{"async": {"on"}}))
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, string(body), "synchronously")
+
+	code, _ = post(t, srv.URL+"/fortio/rest/stop")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, http.StatusOK, <-done, "a stopped run still answers its result")
+}
+
+func TestRunErrorIsJSON(t *testing.T) {
+	srv := server(t)
+	code, body := post(t, runURL(srv, "http://[::1", nil))
+	assert.NotEqual(t, http.StatusOK, code)
+	var reply struct {
+		Error     bool   `json:"error"`
+		Exception string `json:"exception"`
+	}
+	require.NoError(t, json.Unmarshal(body, &reply))
+	assert.True(t, reply.Error)
+	assert.Contains(t, reply.Exception, "missing ']'")
+}
+
+func TestNetInfoAndHealth(t *testing.T) {
+	srv := server(t)
+	resp, err := http.Get(srv.URL + NetInfoPath)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var ni NetInfo
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&ni))
+	assert.Equal(t, "v1.75.3", ni.Fortio)
+	assert.Positive(t, ni.Cores)
+	var lo *Interface
+	for i := range ni.Interfaces {
+		if ni.Interfaces[i].Name == "lo" {
+			lo = &ni.Interfaces[i]
+		}
+	}
+	require.NotNil(t, lo, "%+v", ni.Interfaces)
+	assert.Positive(t, lo.MTU)
+
+	resp, err = http.Get(srv.URL + HealthPath)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, "ok\n", string(b))
+}
+
+func TestFlags(t *testing.T) {
+	err := run([]string{"-loglevel", "loud"})
+	require.Error(t, err)
+	assert.True(t, strings.Contains(err.Error(), "-loglevel"), err.Error())
+	assert.Error(t, run([]string{"-listen", "256.0.0.1:0"}))
+}

@@ -1,0 +1,28 @@
+// Package kube is the target for any Kubernetes cluster reachable with a
+// rest.Config: a kind cluster meshbench created, or a remote one it only
+// borrows.
+//
+// New creates one namespace per arm (and, with the loadgen out of the mesh,
+// a third one for the loadgen), with a random suffix so that two runs never
+// collide; asks the mesh adapter to turn injection on in the meshed one;
+// deploys the workloads of fixtures/manifests in all of them at the same
+// time; and waits for them while watching their pods, failing within
+// seconds — with the pod's events and last log lines — on CrashLoopBackOff,
+// an image that cannot be pulled, a container that cannot be created, a
+// probe that keeps failing or a pod the admission controller rejects. It
+// then verifies both arms with the mesh adapter: proxies in every meshed
+// pod, none in the baseline.
+//
+// Run drives the loadgen replicas through client-go port-forwards and
+// fortio's REST API (cmd/mbloadgen): N replicas share the connections and
+// the rate, run concurrently, and their histograms are merged bucket by
+// bucket (never averaged). Around the measured window it reads every node's
+// kubelet through the API server's node proxy and turns the counter deltas
+// into CPU and memory per role: app, sidecar, node proxy, control plane,
+// loadgen. The path is proved with the nginx request counters of the
+// arm's frontend and backend and, in the meshed arm, the mesh's own mTLS
+// telemetry.
+//
+// Close deletes every namespace New created and waits until they are gone;
+// it is also called when New fails half-way.
+package kube

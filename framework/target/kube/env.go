@@ -1,0 +1,215 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// Node labels that reveal the CPU: node-feature-discovery's, and the
+// cloud instance type.
+const (
+	labelNFDVendor    = "feature.node.kubernetes.io/cpu-model.vendor_id"
+	labelNFDFamily    = "feature.node.kubernetes.io/cpu-model.family"
+	labelNFDModel     = "feature.node.kubernetes.io/cpu-model.id"
+	labelInstanceType = "node.kubernetes.io/instance-type"
+	labelInstanceBeta = "beta.kubernetes.io/instance-type"
+)
+
+func nodeInfo(n *corev1.Node) NodeInfo {
+	ni := n.Status.NodeInfo
+	out := NodeInfo{
+		Name:         n.Name,
+		Kernel:       ni.KernelVersion,
+		OSImage:      ni.OSImage,
+		Runtime:      ni.ContainerRuntimeVersion,
+		Kubelet:      ni.KubeletVersion,
+		ProviderID:   n.Spec.ProviderID,
+		InstanceType: orDefault(n.Labels[labelInstanceType], n.Labels[labelInstanceBeta]),
+	}
+	if q, ok := n.Status.Allocatable[corev1.ResourceCPU]; ok {
+		out.AllocatableCores = float64(q.MilliValue()) / 1000
+	}
+	if q, ok := n.Status.Allocatable[corev1.ResourceMemory]; ok {
+		out.AllocatableMiB = q.Value() >> 20
+	}
+	switch {
+	case n.Labels[labelNFDVendor] != "":
+		out.CPUModel = strings.TrimSpace(fmt.Sprintf("%s family %s model %s", n.Labels[labelNFDVendor], n.Labels[labelNFDFamily], n.Labels[labelNFDModel]))
+	case strings.HasPrefix(n.Spec.ProviderID, "kind://"):
+		// A kind node is a container on this machine: its CPU is ours.
+		if m := target.Host().CPUModel; m != "" {
+			out.CPUModel = m + " (kind node on this host)"
+		}
+	case out.InstanceType != "":
+		out.CPUModel = "instance type " + out.InstanceType
+	}
+	return out
+}
+
+// environment describes the cluster, the mesh and the workloads.
+func (t *Target) environment(ctx context.Context) target.Environment {
+	e := target.Environment{
+		Target:    t.o.Name,
+		GoVersion: runtime.Version(),
+		Nodes:     len(t.nodes),
+	}
+	if v, err := serverVersion(ctx, t.c); err == nil {
+		e.Kubernetes = v
+	}
+	var kernels, images, runtimes, models []string
+	for i, n := range t.nodes {
+		kernels, images, runtimes, models = appendNew(kernels, n.Kernel), appendNew(images, n.OSImage),
+			appendNew(runtimes, n.Runtime), appendNew(models, n.CPUModel)
+		cores := int(n.AllocatableCores)
+		if i == 0 || cores < e.Cores {
+			e.Cores = cores
+		}
+		if i == 0 || n.AllocatableMiB < e.MemoryMiB {
+			e.MemoryMiB = n.AllocatableMiB
+		}
+	}
+	e.Kernel, e.OSImage, e.Runtime, e.CPUModel = strings.Join(kernels, ", "), strings.Join(images, ", "),
+		strings.Join(runtimes, ", "), strings.Join(models, ", ")
+
+	info := t.meshInfo
+	e.Mesh.Name = t.o.Mesh.Name()
+	e.Mesh.Version = info.Version
+	if info.Threads.Mode == "fixed" {
+		e.Mesh.Threads = info.Threads.N
+	}
+	p := t.o.Workloads
+	_ = p.Normalize() // only for the defaults; validated by New
+	cfg := map[string]string{}
+	maps.Copy(cfg, info.Config)
+	cfg["threads"] = info.Threads.String()
+	if info.Namespace != "" {
+		cfg["controlPlaneNamespace"] = info.Namespace
+	}
+	cfg["placement"] = string(t.o.Placement)
+	cfg["loadgens"] = strconv.Itoa(t.o.Loadgens)
+	cfg["protocol"] = "http1"
+	cfg["responseSize"] = strconv.Itoa(p.ResponseSize)
+	cfg["nginxImage"] = orDefault(t.o.Workloads.Images.Nginx, manifests.DefaultImages.Nginx)
+	cfg["loadgenImage"] = orDefault(t.o.Workloads.Images.Loadgen, manifests.DefaultImages.Loadgen)
+	cfg["nginxWorkers"] = "auto"
+	if p.NginxWorkers > 0 {
+		cfg["nginxWorkers"] = strconv.Itoa(p.NginxWorkers)
+	}
+	cfg["namespaces"] = strings.Join(t.Namespaces(), ",")
+	for name, a := range t.arms {
+		if where := t.placement(ctx, a); where != "" {
+			cfg["nodes."+string(name)] = where
+		}
+	}
+	e.Mesh.Config = cfg
+
+	ni, err := t.loadgenNetInfo(ctx)
+	fortio := "fortio"
+	if err != nil {
+		t.o.Logf("kube target: pod MTU and fortio version unknown: %v", err)
+	} else {
+		e.MTU = ni.podMTU()
+		fortio += " " + ni.Fortio
+	}
+	where := "in each arm's namespace (in-mesh: in the meshed arm it has the mesh's outbound proxy, so one hop crosses two proxies)"
+	if t.o.Placement == OutOfMesh {
+		where = "in its own unmeshed namespace calling both arms (out-of-mesh: the first hop is plain text, only the server side is meshed)"
+	}
+	e.Loadgen = fmt.Sprintf("%d× mbloadgen (%s REST API over port-forward) %s", t.o.Loadgens, fortio, where)
+	return e
+}
+
+// placement says which node each workload of a runs on, e.g.
+// "backend=w1 frontend=w2 loadgen=w1,w2", and which share one.
+func (t *Target) placement(ctx context.Context, a *arm) string {
+	var parts []string
+	byNode := map[string][]string{}
+	for _, c := range manifests.Components {
+		ns := a.ns
+		if c == manifests.Loadgen {
+			ns = a.loadgenNS
+		}
+		pods, err := t.readyPods(ctx, ns, c)
+		if err != nil {
+			return ""
+		}
+		var nodes []string
+		for _, p := range pods {
+			nodes = appendNew(nodes, p.Spec.NodeName)
+			byNode[p.Spec.NodeName] = appendNew(byNode[p.Spec.NodeName], string(c))
+		}
+		parts = append(parts, string(c)+"="+strings.Join(nodes, ","))
+	}
+	var shared []string
+	for n, cs := range byNode {
+		if len(cs) > 1 {
+			shared = append(shared, n+" runs "+strings.Join(cs, "+"))
+		}
+	}
+	sort.Strings(shared)
+	if len(shared) > 0 {
+		parts = append(parts, "(not enough nodes to spread: "+strings.Join(shared, "; ")+")")
+	}
+	return strings.Join(parts, " ")
+}
+
+// loadgenNetInfo asks one meshed-arm loadgen for its pod's interfaces.
+func (t *Target) loadgenNetInfo(ctx context.Context) (netInfo, error) {
+	a := t.arms[target.Meshed]
+	pods, err := t.readyPods(ctx, a.loadgenNS, manifests.Loadgen)
+	if err != nil {
+		return netInfo{}, err
+	}
+	if len(pods) == 0 {
+		return netInfo{}, fmt.Errorf("no ready loadgen pod in %s", a.loadgenNS)
+	}
+	tn, err := t.fwd(ctx, a.loadgenNS, pods[0].Name, manifests.Port)
+	if err != nil {
+		return netInfo{}, err
+	}
+	defer tn.Close()
+	lg := &loadgen{pod: pods[0].Name, base: "http://" + tn.Addr, hc: t.hc}
+	return lg.netInfo(ctx)
+}
+
+// idleMemory reads every node's kubelet once, after the workloads are up
+// and before any load: each container's working set then is its idle
+// memory.
+func (t *Target) idleMemory(ctx context.Context) (map[kubelet.ContainerKey]float64, error) {
+	snaps, err := t.snapshots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[kubelet.ContainerKey]float64{}
+	for _, s := range snaps {
+		for k, c := range s.Containers {
+			out[k] = c.WorkingSetBytes.Value
+		}
+	}
+	return out, nil
+}
+
+func appendNew(l []string, s string) []string {
+	if s == "" {
+		return l
+	}
+	for _, x := range l {
+		if x == s {
+			return l
+		}
+	}
+	l = append(l, s)
+	sort.Strings(l)
+	return l
+}

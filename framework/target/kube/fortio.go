@@ -1,0 +1,265 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	fstats "fortio.org/fortio/stats"
+
+	"github.com/meshbench/meshbench/framework/load"
+)
+
+// fortio REST API paths, as cmd/mbloadgen serves them.
+const (
+	fortioRunPath  = "/fortio/rest/run"
+	fortioStopPath = "/fortio/rest/stop"
+	netInfoPath    = "/meshbench/netinfo"
+	healthPath     = "/healthz"
+)
+
+// percentiles fortio computes into its own JSON; meshbench recomputes
+// every percentile from the histogram, so these are for a human reading it.
+const percentiles = "50,90,99,99.9"
+
+// fortioResult is the part of fortio's HTTPRunnerResults JSON (periodic.
+// RunnerResults plus the HTTP runner's fields) the target reads. The
+// document is fortio's, so unknown fields are expected and ignored.
+type fortioResult struct {
+	// Error, Message and Exception are jrpc.ServerReply: set when the run
+	// could not start (a bad URL, an unknown host).
+	Error     bool   `json:"error"`
+	Message   string `json:"message"`
+	Exception string `json:"exception"`
+
+	RunType           string
+	Labels            string
+	StartTime         time.Time
+	RequestedQPS      string
+	RequestedDuration string
+	ActualQPS         float64
+	ActualDuration    time.Duration
+	NumThreads        int
+	Version           string
+	DurationHistogram *fstats.HistogramData
+	RetCodes          map[int]int64
+	SocketCount       int64
+	URL               string
+}
+
+// decodeResult reads one fortio REST answer.
+func decodeResult(r io.Reader) (*fortioResult, error) {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read fortio answer: %w", err)
+	}
+	var fr fortioResult
+	if err := json.Unmarshal(body, &fr); err != nil {
+		return nil, fmt.Errorf("decode fortio answer %q: %w", snippet(body), err)
+	}
+	if fr.Error {
+		return nil, fmt.Errorf("fortio: %s: %s", fr.Message, fr.Exception)
+	}
+	if fr.DurationHistogram == nil {
+		return nil, fmt.Errorf("fortio answer without a DurationHistogram: %q", snippet(body))
+	}
+	return &fr, nil
+}
+
+func snippet(b []byte) string {
+	const n = 300
+	s := strings.TrimSpace(string(b))
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// runQuery is the REST query and JSON body that run o for d on one loadgen.
+// fortio reads headers and the payload from the JSON body, the rest from
+// the query.
+func runQuery(o load.Options, d time.Duration) (url.Values, []byte, error) {
+	q := url.Values{}
+	q.Set("url", o.URL)
+	q.Set("c", strconv.Itoa(o.Concurrency))
+	qps := "-1" // fortio: max speed
+	if !o.ClosedLoop() {
+		qps = strconv.FormatFloat(o.QPS, 'g', -1, 64)
+	}
+	q.Set("qps", qps)
+	q.Set("t", d.String())
+	q.Set("r", strconv.FormatFloat(o.Resolution.Divider, 'g', -1, 64))
+	q.Set("p", percentiles)
+	q.Set("nocatchup", "on")
+	q.Set("timeout", o.Timeout.String())
+	if o.Labels != "" {
+		q.Set("labels", o.Labels)
+	}
+	body := map[string]any{}
+	if len(o.Headers) > 0 {
+		keys := make([]string, 0, len(o.Headers))
+		for k := range o.Headers {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		hs := make([]string, len(keys))
+		for i, k := range keys {
+			hs[i] = k + ": " + o.Headers[k]
+		}
+		body["headers"] = hs
+	}
+	if o.RequestSize > 0 {
+		body["payload"] = strings.Repeat("x", o.RequestSize)
+	}
+	if len(body) == 0 {
+		return q, nil, nil
+	}
+	b, err := json.Marshal(body)
+	return q, b, err
+}
+
+// loadgen is one mbloadgen replica, reached through a port-forward.
+type loadgen struct {
+	pod  string
+	node string
+	base string // http://127.0.0.1:port
+	hc   *http.Client
+}
+
+// run runs o for d on the replica and returns fortio's result. When ctx
+// ends first, the run is stopped on the replica, which otherwise would
+// keep loading the cluster.
+func (l *loadgen) run(ctx context.Context, o load.Options, d time.Duration) (*fortioResult, error) {
+	q, body, err := runQuery(o, d)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen %s: %w", l.pod, err)
+	}
+	// The answer comes when the run ends: allow for the run, the timeout of
+	// the last requests and fortio's own connection warm-up.
+	rctx, cancel := context.WithTimeout(ctx, d+o.Timeout+30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, l.base+fortioRunPath+"?"+q.Encode(), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("loadgen %s: %w", l.pod, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := l.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil || rctx.Err() != nil {
+			l.stop(context.WithoutCancel(ctx))
+		}
+		return nil, fmt.Errorf("loadgen %s: run against %s: %w", l.pod, o.URL, err)
+	}
+	defer resp.Body.Close()
+	fr, err := decodeResult(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen %s: run against %s (HTTP %s): %w", l.pod, o.URL, resp.Status, err)
+	}
+	return fr, nil
+}
+
+// stop stops every run on the replica; best effort.
+func (l *loadgen) stop(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.base+fortioStopPath, nil)
+	if err != nil {
+		return
+	}
+	if resp, err := l.hc.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// health checks that the replica answers, on the connection the next run
+// will use.
+func (l *loadgen) health(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base+healthPath, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := l.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("loadgen %s: %w", l.pod, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("loadgen %s: GET %s: %s", l.pod, healthPath, resp.Status)
+	}
+	return nil
+}
+
+// netInfo is what mbloadgen answers on /meshbench/netinfo.
+type netInfo struct {
+	Hostname   string `json:"hostname"`
+	Fortio     string `json:"fortio"`
+	Cores      int    `json:"cores"`
+	Interfaces []struct {
+		Name string `json:"name"`
+		MTU  int    `json:"mtu"`
+		Up   bool   `json:"up"`
+	} `json:"interfaces"`
+}
+
+// podMTU is the MTU of the pod's network: its eth0, else the first
+// interface that is up and not loopback.
+func (n netInfo) podMTU() int {
+	for _, i := range n.Interfaces {
+		if i.Name == "eth0" {
+			return i.MTU
+		}
+	}
+	for _, i := range n.Interfaces {
+		if i.Up && i.Name != "lo" {
+			return i.MTU
+		}
+	}
+	return 0
+}
+
+func (l *loadgen) netInfo(ctx context.Context) (netInfo, error) {
+	var n netInfo
+	err := getJSON(ctx, l.hc, l.base+netInfoPath, &n)
+	if err != nil {
+		return n, fmt.Errorf("loadgen %s: %w", l.pod, err)
+	}
+	return n, nil
+}
+
+func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %q", u, resp.Status, snippet(b))
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("GET %s: decode %q: %w", u, snippet(b), err)
+	}
+	return nil
+}

@@ -1,0 +1,544 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// Target runs both arms in namespaces of one cluster. It implements
+// target.Target.
+type Target struct {
+	o   Options
+	c   kubernetes.Interface
+	run string // random suffix shared by the run's namespaces
+
+	// Seams to the cluster, replaced in tests.
+	fwd   forwarder
+	fetch func(ctx context.Context, node string) (kubelet.Snapshot, error)
+	hc    *http.Client
+	now   func() time.Time
+
+	mu         sync.Mutex
+	created    []string // namespaces to delete, in creation order
+	closed     bool
+	arms       map[target.Arm]*arm
+	env        target.Environment
+	meshInfo   mesh.Info
+	nodes      []NodeInfo
+	idle       map[kubelet.ContainerKey]float64 // working set before any load
+	verified   map[target.Arm]mesh.Verification
+	lastMTLS   []mesh.Edge
+	mtlsReason string
+}
+
+// arm is one side's namespaces.
+type arm struct {
+	name target.Arm
+	// ns holds the backend and the frontend; loadgenNS the loadgen (ns
+	// itself in-mesh, the shared loadgen namespace out-of-mesh).
+	ns, loadgenNS string
+}
+
+func (a *arm) url(p target.Path) string {
+	svc := manifests.Backend
+	if p == target.TwoHop {
+		svc = manifests.Frontend
+	}
+	return fmt.Sprintf("http://%s.%s.svc:%d/", svc, a.ns, manifests.Port)
+}
+
+var _ target.Target = (*Target)(nil)
+
+// NodeInfo describes one node of the cluster.
+type NodeInfo struct {
+	Name             string  `json:"name"`
+	AllocatableCores float64 `json:"allocatableCores"`
+	AllocatableMiB   int64   `json:"allocatableMiB"`
+	Kernel           string  `json:"kernel"`
+	OSImage          string  `json:"osImage"`
+	Runtime          string  `json:"containerRuntime"`
+	Kubelet          string  `json:"kubelet"`
+	CPUModel         string  `json:"cpuModel,omitempty"`
+	InstanceType     string  `json:"instanceType,omitempty"`
+	ProviderID       string  `json:"providerID,omitempty"`
+}
+
+// New deploys both arms in the cluster cfg points at and waits until they
+// are ready and verified. On error everything created so far is deleted.
+func New(ctx context.Context, cfg *rest.Config, o Options) (*Target, error) {
+	if cfg == nil {
+		return nil, errors.New("kube target: no rest.Config")
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		// client-go's default (5 QPS) would delay the kubelet reads around
+		// a window behind the watcher's and the verifier's requests.
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube target: client for %s: %w", cfg.Host, err)
+	}
+	t, err := newTarget(c, o)
+	if err != nil {
+		return nil, err
+	}
+	t.fwd = spdyForwarder(cfg, c)
+	t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) { return kubelet.Fetch(ctx, c, node) }
+	if _, err := serverVersion(ctx, c); err != nil {
+		return nil, apiError(cfg.Host, err)
+	}
+	if err := t.setUp(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// newTarget builds a Target around a clientset without touching the cluster.
+func newTarget(c kubernetes.Interface, o Options) (*Target, error) {
+	if err := o.normalize(); err != nil {
+		return nil, fmt.Errorf("kube target: %w", err)
+	}
+	return &Target{
+		o:   o,
+		c:   c,
+		run: envconf.RandomName("", 6),
+		// No keep-alive: tunnels are per run, and a later tunnel may get the
+		// local port of an earlier one.
+		hc:       &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}},
+		now:      time.Now,
+		arms:     map[target.Arm]*arm{},
+		verified: map[target.Arm]mesh.Verification{},
+	}, nil
+}
+
+// serverVersion asks the API server its version, within 30s.
+func serverVersion(ctx context.Context, c kubernetes.Interface) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := discovery.ToServerVersionInterfaceWithContext(c.Discovery()).ServerVersionWithContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	return v.GitVersion, nil
+}
+
+// apiError explains a failed first contact with the API server.
+func apiError(host string, err error) error {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("kube target: the API server at %s rejected the credentials (expired token or wrong -context?): %w", host, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("kube target: the API server at %s refused the identity in use: %w", host, err)
+	}
+	return fmt.Errorf("kube target: the API server at %s is unreachable (check -kubeconfig/-context and that the cluster is running): %w", host, err)
+}
+
+func (t *Target) ns(role string) string {
+	return fmt.Sprintf("%s-%s-%s", t.o.NamespacePrefix, role, t.run)
+}
+
+// setUp does New's work after the API server answered; on error it deletes
+// what it created.
+func (t *Target) setUp(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.DeleteTimeout)
+			defer cancel()
+			if cerr := t.Close(cctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("clean-up: %w", cerr))
+			}
+		}
+	}()
+	m := t.o.Mesh
+	info, err := t.detectMesh(ctx)
+	if err != nil {
+		return err
+	}
+	t.meshInfo = info
+	if t.nodes, err = t.readNodes(ctx); err != nil {
+		return err
+	}
+	// Fail before deploying anything when the kubelets cannot be read.
+	if _, err := t.fetch(ctx, t.nodes[0].Name); err != nil {
+		return fmt.Errorf("kube target: kubelet metrics of node %s: %w", t.nodes[0].Name, err)
+	}
+
+	base := &arm{name: target.Baseline, ns: t.ns("baseline")}
+	meshed := &arm{name: target.Meshed, ns: t.ns("meshed")}
+	base.loadgenNS, meshed.loadgenNS = base.ns, meshed.ns
+	shared := ""
+	if t.o.Placement == OutOfMesh {
+		shared = t.ns("loadgen")
+		base.loadgenNS, meshed.loadgenNS = shared, shared
+	}
+	t.arms[target.Baseline], t.arms[target.Meshed] = base, meshed
+
+	// The restricted standard is enforced in the meshed namespace only when
+	// the mesh adds nothing to it: injected sidecars come with privileged
+	// init containers (istio-init, linkerd-init without their CNI), and
+	// waypoints are the mesh's own pods. Otherwise it is warned about.
+	_, injector := m.(mesh.Injector)
+	roles := m.Roles()
+	enforceMeshed := len(roles.Sidecars) == 0 && len(roles.Waypoints) == 0 && !injector
+	nss := []*corev1.Namespace{
+		manifests.Namespace(base.ns, string(target.Baseline), t.run, true),
+		manifests.Namespace(meshed.ns, string(target.Meshed), t.run, enforceMeshed),
+	}
+	if shared != "" {
+		nss = append(nss, manifests.Namespace(shared, manifests.ArmShared, t.run, true))
+	}
+	for _, ns := range nss {
+		if err := t.createNamespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	if err := m.Enable(ctx, t.c, meshed.ns); err != nil {
+		return fmt.Errorf("kube target: %s: enable injection in %s: %w", m.Name(), meshed.ns, err)
+	}
+
+	sets, wants, err := t.render(base, meshed, shared)
+	if err != nil {
+		return err
+	}
+	t.o.Logf("kube target: deploying %s in %s", strings.Join(componentsOf(wants), ", "), strings.Join(nsNames(nss), ", "))
+	if err := t.apply(ctx, sets); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, t.o.ReadyTimeout)
+	defer cancel()
+	start := t.now()
+	r := &readiness{c: t.c, run: t.run, wants: wants, probes: t.o.ProbeFailures, grace: t.o.UnschedulableGrace,
+		every: 2 * time.Second, now: t.now, logf: t.o.Logf, logLines: 20}
+	if err := r.wait(rctx); err != nil {
+		return fmt.Errorf("kube target: %w", err)
+	}
+	t.o.Logf("kube target: workloads ready in %v", t.now().Sub(start).Round(time.Second))
+
+	if err := t.verify(ctx); err != nil {
+		return err
+	}
+	t.idle, err = t.idleMemory(ctx)
+	if err != nil {
+		return err
+	}
+	t.env = t.environment(ctx)
+	return nil
+}
+
+func (t *Target) detectMesh(ctx context.Context) (mesh.Info, error) {
+	m := t.o.Mesh
+	info, err := m.Detect(ctx, t.c)
+	var ni *mesh.NotInstalledError
+	if errors.As(err, &ni) && t.o.InstallMesh {
+		inst, ok := m.(mesh.Installer)
+		if !ok {
+			return info, fmt.Errorf("kube target: %w; the %s adapter cannot install it, install it first", err, m.Name())
+		}
+		t.o.Logf("kube target: installing %s", m.Name())
+		if err := inst.Install(ctx, t.c); err != nil {
+			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
+		}
+		info, err = m.Detect(ctx, t.c)
+	}
+	if err != nil {
+		return info, fmt.Errorf("kube target: %w", err)
+	}
+	return info, nil
+}
+
+func (t *Target) readNodes(ctx context.Context) ([]NodeInfo, error) {
+	l, err := t.c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("kube target: listing nodes was forbidden: the identity in use needs RBAC list on nodes: %w", err)
+		}
+		return nil, fmt.Errorf("kube target: list nodes: %w", err)
+	}
+	if len(l.Items) == 0 {
+		return nil, errors.New("kube target: the cluster has no nodes")
+	}
+	out := make([]NodeInfo, 0, len(l.Items))
+	for _, n := range l.Items {
+		out = append(out, nodeInfo(&n))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (t *Target) createNamespace(ctx context.Context, ns *corev1.Namespace) error {
+	if _, err := t.c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("kube target: creating namespace %s was forbidden: the identity in use needs RBAC create on namespaces: %w", ns.Name, err)
+		}
+		return fmt.Errorf("kube target: create namespace %s: %w", ns.Name, err)
+	}
+	t.mu.Lock()
+	t.created = append(t.created, ns.Name)
+	t.mu.Unlock()
+	return nil
+}
+
+// render builds every namespace's objects and what readiness waits for.
+func (t *Target) render(base, meshed *arm, shared string) ([]*manifests.Set, []want, error) {
+	type job struct {
+		ns, armLabel string
+		comps        []manifests.Component
+		inject       bool
+	}
+	apps := []manifests.Component{manifests.Backend, manifests.Frontend}
+	if shared == "" {
+		apps = manifests.Components
+	}
+	jobs := []job{
+		{base.ns, string(target.Baseline), apps, false},
+		{meshed.ns, string(target.Meshed), apps, true},
+	}
+	if shared != "" {
+		jobs = append(jobs, job{shared, manifests.ArmShared, []manifests.Component{manifests.Loadgen}, false})
+	}
+	var sets []*manifests.Set
+	var wants []want
+	inj, _ := t.o.Mesh.(mesh.Injector)
+	for _, j := range jobs {
+		p := t.o.Workloads
+		p.Namespace, p.Arm, p.Run, p.Components, p.LoadgenReplicas = j.ns, j.armLabel, t.run, j.comps, t.o.Loadgens
+		s, err := manifests.Render(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kube target: %w", err)
+		}
+		if j.inject && inj != nil {
+			for _, d := range s.Deployments {
+				if err := inj.Inject(&d.Spec.Template); err != nil {
+					return nil, nil, fmt.Errorf("kube target: %s: inject into %s/%s: %w", t.o.Mesh.Name(), d.Namespace, d.Name, err)
+				}
+			}
+		}
+		for _, d := range s.Deployments {
+			wants = append(wants, want{Namespace: j.ns, Component: manifests.Component(d.Labels[manifests.LabelComponent]), Replicas: int(*d.Spec.Replicas)})
+		}
+		sets = append(sets, s)
+	}
+	return sets, wants, nil
+}
+
+// apply creates every set's objects, the namespaces concurrently, each in
+// creation order.
+func (t *Target) apply(ctx context.Context, sets []*manifests.Set) error {
+	errs := make([]error, len(sets))
+	var wg sync.WaitGroup
+	for i, s := range sets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, o := range s.Objects() {
+				if err := t.create(ctx, o); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (t *Target) create(ctx context.Context, o runtime.Object) error {
+	var err error
+	var kind, ns, name string
+	switch x := o.(type) {
+	case *corev1.ConfigMap:
+		kind, ns, name = "ConfigMap", x.Namespace, x.Name
+		_, err = t.c.CoreV1().ConfigMaps(ns).Create(ctx, x, metav1.CreateOptions{})
+	case *corev1.Service:
+		kind, ns, name = "Service", x.Namespace, x.Name
+		_, err = t.c.CoreV1().Services(ns).Create(ctx, x, metav1.CreateOptions{})
+	case *appsv1.Deployment:
+		kind, ns, name = "Deployment", x.Namespace, x.Name
+		_, err = t.c.AppsV1().Deployments(ns).Create(ctx, x, metav1.CreateOptions{})
+	default:
+		return fmt.Errorf("kube target: cannot create %T", o)
+	}
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("kube target: creating %s %s/%s was forbidden (RBAC, or an admission policy): %w", kind, ns, name, err)
+		}
+		return fmt.Errorf("kube target: create %s %s/%s: %w", kind, ns, name, err)
+	}
+	return nil
+}
+
+// verify checks, with the mesh adapter, that the meshed arm's pods carry
+// the mesh and that the baseline's (and the out-of-mesh loadgen's) do not.
+func (t *Target) verify(ctx context.Context) error {
+	var errs []error
+	for _, a := range []*arm{t.arms[target.Baseline], t.arms[target.Meshed]} {
+		v, err := t.o.Mesh.Verify(ctx, t.c, a.ns, a.name == target.Meshed)
+		t.mu.Lock()
+		t.verified[a.name] = v
+		t.mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, n := range v.Notes {
+			t.o.Logf("kube target: %s arm: %s", a.name, n)
+		}
+	}
+	if sh := t.arms[target.Meshed].loadgenNS; sh != t.arms[target.Meshed].ns {
+		if _, err := t.o.Mesh.Verify(ctx, t.c, sh, false); err != nil {
+			errs = append(errs, fmt.Errorf("out-of-mesh loadgen: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kube target: the arms are not what they claim: %w", err)
+	}
+	return nil
+}
+
+// Name implements target.Target: "kind" or "remote".
+func (t *Target) Name() string { return t.o.Name }
+
+// Environment implements target.Target.
+func (t *Target) Environment() target.Environment { return t.env }
+
+// Nodes describes every node of the cluster, as New found them.
+func (t *Target) Nodes() []NodeInfo { return append([]NodeInfo(nil), t.nodes...) }
+
+// Namespaces returns the namespaces of the run: baseline, meshed and, out
+// of mesh, the loadgen's.
+func (t *Target) Namespaces() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.created...)
+}
+
+// Evidence is what the target verified about the arms.
+type Evidence struct {
+	// Verifications are the mesh adapter's checks of each arm's pods.
+	Verifications map[target.Arm]mesh.Verification `json:"verifications"`
+	// MTLS are the meshed arm's source → destination pairs as the mesh's
+	// telemetry reported them after the last meshed run; nil when the mesh
+	// has no such telemetry.
+	MTLS []mesh.Edge `json:"mtls,omitempty"`
+	// MTLSNote says why there is no MTLS table, when there is none.
+	MTLSNote string `json:"mtlsNote,omitempty"`
+}
+
+// Evidence returns the latest verification of the arms, for the report's
+// SRC / DST / SECURED table (mesh.PrintEdges).
+func (t *Target) Evidence() Evidence {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := make(map[target.Arm]mesh.Verification, len(t.verified))
+	for k, x := range t.verified {
+		v[k] = x
+	}
+	return Evidence{Verifications: v, MTLS: append([]mesh.Edge(nil), t.lastMTLS...), MTLSNote: t.mtlsReason}
+}
+
+// Close deletes every namespace the target created and waits until they
+// are gone, or ctx ends (without a deadline, Options.DeleteTimeout bounds
+// it). It may be called again, after a failure too.
+func (t *Target) Close(ctx context.Context) error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	nss := append([]string(nil), t.created...)
+	t.mu.Unlock()
+	if len(nss) == 0 {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.o.DeleteTimeout)
+		defer cancel()
+	}
+	var errs []error
+	for _, ns := range nss {
+		err := t.c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete namespace %s: %w", ns, err))
+		}
+	}
+	t.o.Logf("kube target: deleting namespaces %s", strings.Join(nss, ", "))
+	var left []string
+	var lastErr error
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		left, lastErr = nil, nil
+		for _, ns := range nss {
+			_, err := t.c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				left, lastErr = append(left, ns), err // transient, or the API server is gone: poll on
+			default:
+				left = append(left, ns)
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		msg := fmt.Sprintf("namespaces %s still there (Terminating?): %v", strings.Join(left, ", "), err)
+		if lastErr != nil {
+			msg += fmt.Sprintf("; the API server said: %v", lastErr)
+		}
+		errs = append(errs, errors.New(msg))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kube target: close: %w", err)
+	}
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	return nil
+}
+
+func nsNames(nss []*corev1.Namespace) []string {
+	out := make([]string, len(nss))
+	for i, n := range nss {
+		out[i] = n.Name
+	}
+	return out
+}
+
+func componentsOf(ws []want) []string {
+	seen := map[string]int{}
+	var order []string
+	for _, w := range ws {
+		if _, ok := seen[string(w.Component)]; !ok {
+			order = append(order, string(w.Component))
+		}
+		seen[string(w.Component)] = max(seen[string(w.Component)], w.Replicas)
+	}
+	for i, c := range order {
+		if seen[c] > 1 {
+			order[i] = strconv.Itoa(seen[c]) + "×" + c
+		}
+	}
+	return order
+}

@@ -1,0 +1,141 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/mesh"
+)
+
+// Placement is where the loadgen runs.
+type Placement string
+
+// Placements.
+const (
+	// InMesh puts a loadgen in each arm's namespace: in the meshed arm it
+	// gets the mesh's outbound proxy, so "one hop" crosses two proxies, as a
+	// meshed client's request does.
+	InMesh Placement = "in-mesh"
+	// OutOfMesh puts one loadgen in a separate, unmeshed namespace that
+	// calls both arms' Services: only the server side is meshed, and the
+	// first hop is plain text by design.
+	OutOfMesh Placement = "out-of-mesh"
+)
+
+// ParsePlacement turns a flag value into a Placement.
+func ParsePlacement(s string) (Placement, error) {
+	switch p := Placement(s); p {
+	case InMesh, OutOfMesh:
+		return p, nil
+	case "":
+		return InMesh, nil
+	}
+	return "", fmt.Errorf("unknown loadgen placement %q: want %s or %s", s, InMesh, OutOfMesh)
+}
+
+// Options configure the target. The zero value of every field means its
+// documented default, filled in by New.
+type Options struct {
+	// Name is what Target.Name returns: "kind" or "remote". Default "remote".
+	Name string
+	// Mesh is the meshed arm's mesh adapter. Default mesh "none" (an A/A run).
+	Mesh mesh.Mesh
+	// InstallMesh installs the mesh when Detect does not find it, if the
+	// adapter can (mesh.Installer). Default false: a missing mesh is an error.
+	InstallMesh bool
+	// Placement of the loadgen. Default InMesh.
+	Placement Placement
+	// Loadgens is the number of loadgen replicas a run's connections and
+	// rate are split over. Default 1.
+	Loadgens int
+	// Workloads sets images, response size and resources (see
+	// manifests.Params; Namespace, Arm, Run, Components and LoadgenReplicas
+	// are set by the target).
+	Workloads manifests.Params
+	// NamespacePrefix starts every namespace name. Default "meshbench".
+	NamespacePrefix string
+	// ReadyTimeout bounds the wait for the workloads. Default 5m.
+	ReadyTimeout time.Duration
+	// DeleteTimeout bounds the wait for the namespaces to go. Default 3m.
+	DeleteTimeout time.Duration
+	// CounterWait bounds how long Run waits after the window for every
+	// kubelet to refresh its counters, so that the counter window covers
+	// the whole measured window. Default 30s; negative: do not wait.
+	CounterWait time.Duration
+	// ProbeFailures is the number of failed probes of one pod that fails
+	// the start-up. Default 3.
+	ProbeFailures int
+	// UnschedulableGrace is how long a pod may stay unschedulable before
+	// the start-up fails. Default 30s.
+	UnschedulableGrace time.Duration
+	// Logf prints progress. Default: discard.
+	Logf func(format string, args ...any)
+}
+
+func (o *Options) normalize() error {
+	var errs []error
+	if o.Name == "" {
+		o.Name = "remote"
+	}
+	if o.Mesh == nil {
+		m, err := mesh.New("none")
+		if err != nil {
+			return err
+		}
+		o.Mesh = m
+	}
+	p, err := ParsePlacement(string(o.Placement))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	o.Placement = p
+	if o.Loadgens == 0 {
+		o.Loadgens = 1
+	}
+	if o.Loadgens < 0 {
+		errs = append(errs, fmt.Errorf("loadgens %d: must be >= 1", o.Loadgens))
+	}
+	if o.NamespacePrefix == "" {
+		o.NamespacePrefix = "meshbench"
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 5 * time.Minute
+	}
+	if o.DeleteTimeout == 0 {
+		o.DeleteTimeout = 3 * time.Minute
+	}
+	if o.CounterWait == 0 {
+		o.CounterWait = 30 * time.Second
+	}
+	if o.ProbeFailures == 0 {
+		o.ProbeFailures = 3
+	}
+	if o.UnschedulableGrace == 0 {
+		o.UnschedulableGrace = 30 * time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	// Check the workload parameters the target does not set itself.
+	w := o.Workloads
+	w.Namespace, w.Arm, w.Run, w.LoadgenReplicas, w.Components = "check", "check", "check", o.Loadgens, nil
+	if err := w.Normalize(); err != nil {
+		errs = append(errs, fmt.Errorf("workloads: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// supported reports what the kube target cannot do with a load's options.
+func supported(o load.Options) error {
+	var errs []error
+	if o.Protocol != load.HTTP1 {
+		errs = append(errs, fmt.Errorf("protocol %s: the kube target's nginx workloads speak HTTP/1.1 only", o.Protocol))
+	}
+	if o.Resolution.Offset != 0 {
+		errs = append(errs, fmt.Errorf("resolution offset %gs: fortio's REST API has no offset parameter", o.Resolution.Offset))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,419 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/mesh"
+)
+
+// Throttling limits: a container that spent more of its CFS periods
+// throttled than this measured its CPU limit, not its work.
+const (
+	throttledWarn    = 0.01 // warning for any container of a role
+	throttledInvalid = 0.05 // invalid for a loadgen or a proxy
+)
+
+// minCoverage is the fraction of the counter window that must lie under
+// load for the per-role CPU figures to go without a warning.
+const minCoverage = 0.9
+
+// snapshots reads every node's kubelet concurrently.
+func (t *Target) snapshots(ctx context.Context) (map[string]kubelet.Snapshot, error) {
+	names := make([]string, len(t.nodes))
+	for i, n := range t.nodes {
+		names[i] = n.Name
+	}
+	return t.snapshotNodes(ctx, names)
+}
+
+func (t *Target) snapshotNodes(ctx context.Context, nodes []string) (map[string]kubelet.Snapshot, error) {
+	out := make([]kubelet.Snapshot, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = t.fetch(ctx, n)
+			out[i].Node = n
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("kubelet metrics: %w", err)
+	}
+	m := make(map[string]kubelet.Snapshot, len(nodes))
+	for i, n := range nodes {
+		m[n] = out[i]
+	}
+	return m, nil
+}
+
+// snapshotsAfter reads every node at the end of the window, then re-reads
+// the nodes whose kubelet has not refreshed its counters since before —
+// the node's samples, or those of any container that matters, still carry
+// their old timestamps — until it has, for at most Options.CounterWait.
+func (t *Target) snapshotsAfter(ctx context.Context, before map[string]kubelet.Snapshot, matters func(kubelet.ContainerKey) bool) (map[string]kubelet.Snapshot, error) {
+	after, err := t.snapshots(ctx)
+	if err != nil || t.o.CounterWait < 0 {
+		return after, err
+	}
+	stale := func() []string {
+		var out []string
+		for n, a := range after {
+			if staleNode(before[n], a, matters) {
+				out = append(out, n)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	if len(stale()) == 0 {
+		return after, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, t.o.CounterWait)
+	defer cancel()
+	err = wait.PollUntilContextCancel(wctx, time.Second, false, func(ctx context.Context) (bool, error) {
+		s := stale()
+		if len(s) == 0 {
+			return true, nil
+		}
+		fresh, err := t.snapshotNodes(ctx, s)
+		if err != nil {
+			return false, err
+		}
+		for n, snap := range fresh {
+			after[n] = snap
+		}
+		return len(stale()) == 0, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return nil, err
+	}
+	return after, nil // what is still stale shows up as WindowErrors in Delta
+}
+
+// staleNode reports whether a, read after b, still carries b's samples for
+// the node or for a container that matters (and is in both reads).
+func staleNode(b, a kubelet.Snapshot, matters func(kubelet.ContainerKey) bool) bool {
+	if !a.NodeCPUSeconds.Time.After(b.NodeCPUSeconds.Time) {
+		return true
+	}
+	for k, bc := range b.Containers {
+		if !matters(k) {
+			continue
+		}
+		if ac, ok := a.Containers[k]; ok && !ac.CPUSeconds.Time.After(bc.CPUSeconds.Time) {
+			return true
+		}
+	}
+	return false
+}
+
+// roleOf classifies the containers of the cluster for a run of arm: the
+// mesh's control plane and node proxies whatever the arm; the arm's own
+// (and its loadgen's) sidecars, apps and loadgen; everything else,
+// including the idle other arm, as "other".
+func (t *Target) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
+	r := t.o.Mesh.Roles()
+	var rules []kubelet.RoleRule
+	add := func(role measure.Role, ws []mesh.Workload) {
+		for _, w := range ws {
+			rules = append(rules, kubelet.RoleRule{Role: role, Namespace: w.Namespace, PodLabels: w.Labels, Container: w.Container})
+		}
+	}
+	add(measure.RoleControlPlane, r.ControlPlane)
+	add(measure.RoleNodeProxy, r.NodeProxies)
+	for _, other := range t.arms {
+		if other != a && other.ns != a.ns {
+			rules = append(rules, kubelet.RoleRule{Role: kubelet.RoleOther, Namespace: other.ns})
+			if other.loadgenNS != a.loadgenNS {
+				rules = append(rules, kubelet.RoleRule{Role: kubelet.RoleOther, Namespace: other.loadgenNS})
+			}
+		}
+	}
+	add(kubelet.RoleWaypoint, r.Waypoints)
+	mine := []string{a.ns}
+	if a.loadgenNS != a.ns {
+		mine = append(mine, a.loadgenNS)
+	}
+	for _, ns := range mine {
+		for _, s := range r.Sidecars {
+			rules = append(rules, kubelet.RoleRule{Role: measure.RoleSidecar, Namespace: ns, Container: s})
+		}
+		rules = append(rules,
+			kubelet.RoleRule{Role: measure.RoleLoadgen, Namespace: ns, PodLabels: map[string]string{manifests.LabelComponent: string(manifests.Loadgen)}},
+			kubelet.RoleRule{Role: measure.RoleApp, Namespace: ns, PodLabels: map[string]string{manifests.LabelComponent: string(manifests.Backend)}},
+			kubelet.RoleRule{Role: measure.RoleApp, Namespace: ns, PodLabels: map[string]string{manifests.LabelComponent: string(manifests.Frontend)}},
+		)
+	}
+	return kubelet.RolesFromPods(pods, kubelet.RoleOther, rules...)
+}
+
+// window turns two reads of every node into the run's measure.Window, and
+// says what a reader must know about it.
+type windowReport struct {
+	Window   measure.Window
+	Usages   []kubelet.Usage
+	Warnings []string
+	Invalid  []string
+}
+
+// resourceWindow computes usage per container and role over the window.
+// loaded is the span the cluster was under load (warm-up included), used to
+// say how much of the counters' own window it covers.
+func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time) windowReport {
+	var rep windowReport
+	relevant := func(k kubelet.ContainerKey) bool {
+		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
+	}
+	alloc := map[string]float64{}
+	for _, n := range t.nodes {
+		alloc[n.Name] = n.AllocatableCores
+	}
+	nodes := make([]string, 0, len(after))
+	for n := range after {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		b, ok := before[n]
+		if !ok {
+			continue
+		}
+		u, err := kubelet.Delta(b, after[n])
+		rep.Invalid = append(rep.Invalid, restartsOf(err, relevant)...)
+		rep.Warnings = append(rep.Warnings, windowProblems(err, relevant)...)
+		var kept []kubelet.ContainerKey
+		for _, k := range u.Appeared {
+			if relevant(k) {
+				kept = append(kept, k)
+			}
+		}
+		u.Appeared = kept
+		rep.Usages = append(rep.Usages, u)
+		if u.NodeWindow > 0 {
+			from := b.NodeCPUSeconds.Time
+			to := from.Add(u.NodeWindow)
+			if c := coverage(from, to, loadedFrom, loadedTo); c < minCoverage {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("node %s: the kubelet's counters span %v, of which %.0f%% were under load: per-role CPU is diluted by idle time; use a window and a warm-up longer than the kubelet's refresh interval (10-15 s)",
+					n, u.NodeWindow.Round(100*time.Millisecond), c*100))
+			}
+		}
+	}
+	w := kubelet.Window(roleOf, alloc, rep.Usages...)
+	w.Start = loadedFrom
+	for i := range w.Usage {
+		if idle, ok := t.idle[containerKey(w.Usage[i].Name)]; ok {
+			w.Usage[i].IdleRSS = int64(idle)
+		}
+	}
+	// Drop the containers of no role of ours: they are reported as node
+	// utilisation, not per container.
+	usage := w.Usage[:0]
+	for _, u := range w.Usage {
+		if u.Role != kubelet.RoleOther {
+			usage = append(usage, u)
+		}
+	}
+	w.Usage = usage
+	rep.Window = w
+	for _, u := range rep.Usages {
+		for _, c := range u.Containers {
+			role := roleOf(c.Container.Namespace, c.Container.Pod, c.Container.Container)
+			if role == kubelet.RoleOther || !c.HasCFS || c.ThrottledRatio < throttledWarn {
+				continue
+			}
+			msg := fmt.Sprintf("%s (%s) was CPU-throttled in %.0f%% of its CFS periods (limit %.2g cores): it measured its limit, not its work",
+				c.Container, role, c.ThrottledRatio*100, c.LimitCores)
+			if c.ThrottledRatio >= throttledInvalid && (role == measure.RoleLoadgen || role == measure.RoleSidecar || role == measure.RoleNodeProxy || role == kubelet.RoleWaypoint) {
+				rep.Invalid = append(rep.Invalid, msg)
+			} else {
+				rep.Warnings = append(rep.Warnings, msg)
+			}
+		}
+	}
+	return rep
+}
+
+// containerKey parses kubelet.ContainerKey.String().
+func containerKey(s string) kubelet.ContainerKey {
+	parts := strings.SplitN(s, "/", 3)
+	if len(parts) != 3 {
+		return kubelet.ContainerKey{}
+	}
+	return kubelet.ContainerKey{Namespace: parts[0], Pod: parts[1], Container: parts[2]}
+}
+
+// coverage is the fraction of [from, to] inside [lf, lt].
+func coverage(from, to, lf, lt time.Time) float64 {
+	d := to.Sub(from)
+	if d <= 0 {
+		return 0
+	}
+	s, e := from, to
+	if lf.After(s) {
+		s = lf
+	}
+	if lt.Before(e) {
+		e = lt
+	}
+	if !e.After(s) {
+		return 0
+	}
+	return float64(e.Sub(s)) / float64(d)
+}
+
+// restartsOf lists the counter resets of containers that matter.
+func restartsOf(err error, relevant func(kubelet.ContainerKey) bool) []string {
+	var out []string
+	for _, e := range flatten(err) {
+		var cr *kubelet.CounterResetError
+		if errors.As(e, &cr) && relevant(cr.Container) {
+			out = append(out, "restart during the window: "+cr.Error())
+		}
+	}
+	return out
+}
+
+// windowProblems lists the other Delta errors: samples the kubelet had not
+// refreshed, a node counter that went backwards.
+func windowProblems(err error, relevant func(kubelet.ContainerKey) bool) []string {
+	var out []string
+	for _, e := range flatten(err) {
+		var cr *kubelet.CounterResetError
+		var we *kubelet.WindowError
+		switch {
+		case errors.As(e, &cr):
+		case errors.As(e, &we):
+			if we.What == "node" || relevant(containerKey(we.What)) {
+				out = append(out, "CPU not measured: "+we.Error())
+			}
+		default:
+			out = append(out, "CPU: "+e.Error())
+		}
+	}
+	return out
+}
+
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// allPods lists the pods the roles are read from: the whole cluster, or,
+// without the right to list it, the run's and the mesh's namespaces.
+func (t *Target) allPods(ctx context.Context) ([]corev1.Pod, error) {
+	l, err := t.c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err == nil {
+		return l.Items, nil
+	}
+	nss := map[string]bool{}
+	for _, a := range t.arms {
+		nss[a.ns], nss[a.loadgenNS] = true, true
+	}
+	r := t.o.Mesh.Roles()
+	for _, ws := range [][]mesh.Workload{r.ControlPlane, r.NodeProxies, r.Waypoints} {
+		for _, w := range ws {
+			if w.Namespace != "" {
+				nss[w.Namespace] = true
+			}
+		}
+	}
+	var out []corev1.Pod
+	for ns := range nss {
+		l, err := t.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("list pods in %s: %w", ns, err)
+		}
+		out = append(out, l.Items...)
+	}
+	return out, nil
+}
+
+// readyPods lists the ready pods of component c in ns, by name.
+func (t *Target) readyPods(ctx context.Context, ns string, c manifests.Component) ([]corev1.Pod, error) {
+	l, err := t.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: manifests.LabelComponent + "=" + string(c) + "," + manifests.LabelRun + "=" + t.run,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s pods in %s: %w", c, ns, err)
+	}
+	var out []corev1.Pod
+	for _, p := range l.Items {
+		if p.DeletionTimestamp == nil && podReady(&p) {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// loadgenBudget is the CPU the used loadgen pods may burn, in millicores:
+// per node, the sum of their CPU limits, or the node's allocatable cores
+// when any of them has no limit (pods of one node share its cores).
+func (t *Target) loadgenBudget(pods []corev1.Pod) float64 {
+	alloc := map[string]float64{}
+	for _, n := range t.nodes {
+		alloc[n.Name] = n.AllocatableCores * 1000
+	}
+	limits := map[string]float64{}
+	unlimited := map[string]bool{}
+	for _, p := range pods {
+		for _, c := range p.Spec.Containers {
+			if c.Name != string(manifests.Loadgen) {
+				continue
+			}
+			if q, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+				limits[p.Spec.NodeName] += float64(q.MilliValue())
+			} else {
+				unlimited[p.Spec.NodeName] = true
+			}
+		}
+	}
+	var total float64
+	for n := range mergeKeys(limits, unlimited) {
+		if unlimited[n] || limits[n] > alloc[n] {
+			total += alloc[n]
+		} else {
+			total += limits[n]
+		}
+	}
+	return total
+}
+
+func mergeKeys(a map[string]float64, b map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}

@@ -1,0 +1,148 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+var (
+	appKey    = kubelet.ContainerKey{Namespace: "mb-meshed", Pod: "backend-0", Container: "backend"}
+	systemKey = kubelet.ContainerKey{Namespace: "kube-system", Pod: "coredns-0", Container: "coredns"}
+)
+
+func snap(node string, at time.Time, cpu float64, containers map[kubelet.ContainerKey]time.Time) kubelet.Snapshot {
+	s := kubelet.Snapshot{Node: node, NodeCPUSeconds: kubelet.Sample{Value: cpu, Time: at}, Containers: map[kubelet.ContainerKey]kubelet.Container{}}
+	for k, t := range containers {
+		s.Containers[k] = kubelet.Container{CPUSeconds: kubelet.Sample{Value: cpu / 10, Time: t}}
+	}
+	return s
+}
+
+// The kubelet refreshes containers on their own schedule: the read after
+// the window is repeated until every container that matters has moved on.
+func TestSnapshotsAfterWaitsForTheContainersThatMatter(t *testing.T) {
+	tg, err := newTarget(fake.NewClientset(), Options{CounterWait: 10 * time.Second})
+	require.NoError(t, err)
+	tg.nodes = []NodeInfo{{Name: "n1", AllocatableCores: 2}}
+	t0 := time.Unix(1000, 0)
+	before := map[string]kubelet.Snapshot{"n1": snap("n1", t0, 1, map[kubelet.ContainerKey]time.Time{appKey: t0, systemKey: t0})}
+	var reads atomic.Int32
+	tg.fetch = func(context.Context, string) (kubelet.Snapshot, error) {
+		n := reads.Add(1)
+		app := t0 // the app's samples are refreshed on the third read only
+		if n >= 3 {
+			app = t0.Add(10 * time.Second)
+		}
+		return snap("n1", t0.Add(8*time.Second), 5, map[kubelet.ContainerKey]time.Time{appKey: app, systemKey: t0}), nil
+	}
+	matters := func(k kubelet.ContainerKey) bool { return k.Namespace == "mb-meshed" }
+	after, err := tg.snapshotsAfter(context.Background(), before, matters)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, reads.Load(), "kube-system's stale sample is not waited for")
+	assert.Equal(t, t0.Add(10*time.Second), after["n1"].Containers[appKey].CPUSeconds.Time)
+
+	// Without a refresh, it gives up after CounterWait and Delta says so.
+	tg.o.CounterWait = 1500 * time.Millisecond
+	tg.fetch = func(context.Context, string) (kubelet.Snapshot, error) { return before["n1"], nil }
+	start := time.Now()
+	after, err = tg.snapshotsAfter(context.Background(), before, matters)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	_, derr := kubelet.Delta(before["n1"], after["n1"])
+	assert.Error(t, derr)
+}
+
+func TestResourceWindowRolesAndVerdicts(t *testing.T) {
+	tg, err := newTarget(fake.NewClientset(), Options{})
+	require.NoError(t, err)
+	m, err := mesh.New("linkerd")
+	require.NoError(t, err)
+	tg.o.Mesh = m
+	tg.nodes = []NodeInfo{{Name: "n1", AllocatableCores: 2}}
+	base := &arm{name: target.Baseline, ns: "mb-baseline", loadgenNS: "mb-baseline"}
+	meshed := &arm{name: target.Meshed, ns: "mb-meshed", loadgenNS: "mb-meshed"}
+	tg.arms = map[target.Arm]*arm{target.Baseline: base, target.Meshed: meshed}
+	pod := func(ns, name string, c manifests.Component) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{manifests.LabelComponent: string(c)}}}
+	}
+	pods := []corev1.Pod{
+		pod("mb-meshed", "backend-0", manifests.Backend), pod("mb-meshed", "loadgen-0", manifests.Loadgen),
+		pod("mb-baseline", "backend-0", manifests.Backend),
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "linkerd", Name: "linkerd-destination-0", Labels: map[string]string{"linkerd.io/control-plane-component": "destination"}}},
+	}
+	k := func(ns, pod, c string) kubelet.ContainerKey {
+		return kubelet.ContainerKey{Namespace: ns, Pod: pod, Container: c}
+	}
+	t0 := time.Unix(1000, 0)
+	t1 := t0.Add(10 * time.Second)
+	mk := func(at time.Time, cpu float64, throttled float64) kubelet.Snapshot {
+		s := kubelet.Snapshot{Node: "n1", NodeCPUSeconds: kubelet.Sample{Value: 10 * cpu, Time: at}, Containers: map[kubelet.ContainerKey]kubelet.Container{}}
+		for _, key := range []kubelet.ContainerKey{
+			k("mb-meshed", "backend-0", "backend"), k("mb-meshed", "backend-0", "linkerd-proxy"),
+			k("mb-meshed", "loadgen-0", "loadgen"), k("mb-meshed", "loadgen-0", "linkerd-proxy"),
+			k("mb-baseline", "backend-0", "backend"), k("kube-system", "coredns-0", "coredns"),
+		} {
+			c := kubelet.Container{CPUSeconds: kubelet.Sample{Value: cpu, Time: at}, WorkingSetBytes: kubelet.Sample{Value: 1 << 20, Time: at}}
+			if key.Container == "linkerd-proxy" && key.Pod == "backend-0" {
+				c.Throttling = &kubelet.Throttling{Periods: kubelet.Sample{Value: 100 * cpu}, ThrottledPeriods: kubelet.Sample{Value: throttled * cpu}, LimitCores: 0.5}
+			}
+			s.Containers[key] = c
+		}
+		return s
+	}
+	before := map[string]kubelet.Snapshot{"n1": mk(t0, 1, 10)}
+	after := map[string]kubelet.Snapshot{"n1": mk(t1, 6, 10)}
+	tg.idle = map[kubelet.ContainerKey]float64{k("mb-meshed", "backend-0", "backend"): 512 << 10}
+	rep := tg.resourceWindow(tg.roleOf(meshed, pods), before, after, t0.Add(-time.Second), t1)
+
+	roles := map[string]measure.Role{}
+	for _, u := range rep.Window.Usage {
+		roles[u.Name] = u.Role
+		assert.InDelta(t, 500, u.MilliCores, 1e-6, u.Name)
+	}
+	assert.Equal(t, map[string]measure.Role{
+		"mb-meshed/backend-0/backend":       measure.RoleApp,
+		"mb-meshed/backend-0/linkerd-proxy": measure.RoleSidecar,
+		"mb-meshed/loadgen-0/loadgen":       measure.RoleLoadgen,
+		"mb-meshed/loadgen-0/linkerd-proxy": measure.RoleSidecar,
+	}, roles, "the idle baseline arm and kube-system are not the run's")
+	assert.InDelta(t, 250, rep.Window.NodeUtilisation["n1"], 1e-6, "5 cores-s over 10 s on 2 cores")
+	for _, u := range rep.Window.Usage {
+		if u.Name == "mb-meshed/backend-0/backend" {
+			assert.EqualValues(t, 512<<10, u.IdleRSS, "idle memory from before any load")
+			assert.EqualValues(t, 1<<20, u.LoadRSS)
+		}
+	}
+	require.Len(t, rep.Invalid, 1, "a throttled proxy measured its limit")
+	assert.Contains(t, rep.Invalid[0], "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled in 10%")
+	assert.Empty(t, rep.Warnings)
+
+	// A restart of one of the run's containers invalidates it; one in the
+	// other arm does not.
+	restarted := mk(t1, 6, 10)
+	c := restarted.Containers[k("mb-meshed", "loadgen-0", "loadgen")]
+	c.CPUSeconds.Value = 0.1
+	restarted.Containers[k("mb-meshed", "loadgen-0", "loadgen")] = c
+	c = restarted.Containers[k("mb-baseline", "backend-0", "backend")]
+	c.CPUSeconds.Value = 0.1
+	restarted.Containers[k("mb-baseline", "backend-0", "backend")] = c
+	rep = tg.resourceWindow(tg.roleOf(meshed, pods), before, map[string]kubelet.Snapshot{"n1": restarted}, t0, t1)
+	all := strings.Join(rep.Invalid, "\n")
+	assert.Contains(t, all, "restart during the window: container mb-meshed/loadgen-0/loadgen")
+	assert.NotContains(t, all, "mb-baseline")
+}

@@ -1,0 +1,466 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/meshbench/meshbench/fixtures/manifests"
+)
+
+// PodError is a workload that cannot become ready: the pod (empty when
+// the pod could not even be created), the container, the reason as the
+// kubelet or the controller reports it, and what a reader needs to fix it.
+type PodError struct {
+	Namespace string
+	Pod       string
+	Container string
+	// Reason is the kubelet's or controller's reason: CrashLoopBackOff,
+	// ImagePullBackOff, ErrImagePull, CreateContainerError, StartError,
+	// OOMKilled, Unhealthy (a probe that keeps failing), Unschedulable,
+	// FailedCreate (the ReplicaSet could not create the pod), ...
+	Reason  string
+	Message string
+	// Events are the pod's (or ReplicaSet's) events, oldest first.
+	Events []string
+	// Logs are the container's last log lines (of the previous instance
+	// when it restarted).
+	Logs string
+}
+
+func (e *PodError) Error() string {
+	var b strings.Builder
+	who := e.Namespace + "/" + e.Pod
+	if e.Pod == "" {
+		who = "namespace " + e.Namespace
+	}
+	if e.Container != "" {
+		who += " container " + e.Container
+	}
+	fmt.Fprintf(&b, "%s: %s", who, e.Reason)
+	if e.Message != "" {
+		fmt.Fprintf(&b, ": %s", e.Message)
+	}
+	if len(e.Events) > 0 {
+		b.WriteString("\nevents:\n  " + strings.Join(e.Events, "\n  "))
+	}
+	if e.Logs != "" {
+		b.WriteString("\nlast log lines:\n  " + strings.ReplaceAll(strings.TrimRight(e.Logs, "\n"), "\n", "\n  "))
+	}
+	return b.String()
+}
+
+// failWaiting are the waiting reasons that do not resolve themselves.
+var failWaiting = map[string]bool{
+	"CrashLoopBackOff":           true,
+	"ImagePullBackOff":           true,
+	"ErrImagePull":               true,
+	"ErrImageNeverPull":          true,
+	"InvalidImageName":           true,
+	"CreateContainerError":       true,
+	"CreateContainerConfigError": true,
+	"RunContainerError":          true,
+	"PreStartHookError":          true,
+	"PostStartHookError":         true,
+}
+
+// failTerminated are the termination reasons that fail at once: the
+// container will not run however often it is restarted.
+var failTerminated = map[string]bool{
+	"OOMKilled":          true,
+	"StartError":         true, // e.g. the command is missing from a distroless image
+	"ContainerCannotRun": true,
+}
+
+// podProblem returns why p can never become ready, or nil. An
+// unschedulable pod fails only after grace: a cluster can be briefly short
+// of a node.
+func podProblem(p *corev1.Pod, now time.Time, grace time.Duration) *PodError {
+	if p.DeletionTimestamp != nil {
+		return nil
+	}
+	e := &PodError{Namespace: p.Namespace, Pod: p.Name}
+	if p.Status.Phase == corev1.PodFailed {
+		e.Reason, e.Message = orDefault(p.Status.Reason, "Failed"), p.Status.Message
+		return e
+	}
+	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+	for _, s := range statuses {
+		if w := s.State.Waiting; w != nil && failWaiting[w.Reason] {
+			e.Container, e.Reason, e.Message = s.Name, w.Reason, w.Message
+			if t := s.LastTerminationState.Terminated; t != nil {
+				e.Message = strings.TrimSpace(fmt.Sprintf("%s (last exit code %d, %s: %s)", e.Message, t.ExitCode, t.Reason, strings.TrimSpace(t.Message)))
+			}
+			return e
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
+			if t != nil && failTerminated[t.Reason] {
+				e.Container, e.Reason = s.Name, t.Reason
+				e.Message = strings.TrimSpace(fmt.Sprintf("exit code %d %s", t.ExitCode, strings.TrimSpace(t.Message)))
+				return e
+			}
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
+			!c.LastTransitionTime.IsZero() && now.Sub(c.LastTransitionTime.Time) >= grace {
+			e.Reason = c.Reason
+			e.Message = fmt.Sprintf("%s (for %v)", c.Message, now.Sub(c.LastTransitionTime.Time).Round(time.Second))
+			return e
+		}
+	}
+	return nil
+}
+
+// eventProblem returns a problem that only events show: a pod whose probes
+// failed at least probes times while it is not ready, or a ReplicaSet that
+// cannot create its pods (a Pod Security violation at once; anything else,
+// such as the namespace's service account not existing yet, after 5 tries).
+func eventProblem(events []corev1.Event, pods map[string]*corev1.Pod, probes int) *PodError {
+	events = append([]corev1.Event(nil), events...)
+	sortEvents(events)
+	fails := map[string]int{}
+	for i := range events {
+		ev := &events[i]
+		n := int(max(ev.Count, 1))
+		if ev.Series != nil {
+			n = int(max(ev.Series.Count, int32(n)))
+		}
+		switch {
+		case ev.Reason == "Unhealthy" && ev.InvolvedObject.Kind == "Pod":
+			p, ok := pods[ev.InvolvedObject.Name]
+			if !ok || podReady(p) || p.DeletionTimestamp != nil {
+				continue
+			}
+			fails[p.Name] += n
+			if fails[p.Name] >= probes {
+				return &PodError{Namespace: ev.Namespace, Pod: p.Name, Container: containerOf(ev.InvolvedObject.FieldPath),
+					Reason: "Unhealthy", Message: fmt.Sprintf("%d failed probes, the last: %s", fails[p.Name], ev.Message)}
+			}
+		case ev.Reason == "FailedCreate" && ev.InvolvedObject.Kind == "ReplicaSet":
+			if strings.Contains(ev.Message, "violates PodSecurity") || n >= 5 {
+				return &PodError{Namespace: ev.Namespace, Reason: "FailedCreate",
+					Message: fmt.Sprintf("ReplicaSet %s cannot create pods (%d times): %s", ev.InvolvedObject.Name, n, ev.Message)}
+			}
+		}
+	}
+	return nil
+}
+
+// containerOf reads "spec.containers{nginx}" as "nginx".
+func containerOf(fieldPath string) string {
+	if i := strings.Index(fieldPath, "{"); i >= 0 && strings.HasSuffix(fieldPath, "}") {
+		return fieldPath[i+1 : len(fieldPath)-1]
+	}
+	return ""
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func sortEvents(evs []corev1.Event) {
+	sort.SliceStable(evs, func(i, j int) bool { return eventTime(&evs[i]).Before(eventTime(&evs[j])) })
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}
+
+// want is the number of ready pods expected of one component in one namespace.
+type want struct {
+	Namespace string
+	Component manifests.Component
+	Replicas  int
+}
+
+// readiness waits for the workloads of a run while watching their pods.
+type readiness struct {
+	c        kubernetes.Interface
+	run      string // value of manifests.LabelRun
+	wants    []want
+	probes   int
+	grace    time.Duration
+	every    time.Duration // how often events are read and everything re-listed
+	now      func() time.Time
+	logf     func(string, ...any)
+	logLines int64
+}
+
+// wait returns nil when every wanted pod is ready, a *PodError as soon as
+// one cannot become ready, and ctx's error, with what is not ready, when
+// ctx ends first.
+func (r *readiness) wait(ctx context.Context) error {
+	nss := r.namespaces()
+	nudge := make(chan struct{}, 1)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	for _, ns := range nss {
+		go r.watch(wctx, ns, nudge)
+	}
+	tick := time.NewTicker(r.every)
+	defer tick.Stop()
+	withEvents := true
+	for {
+		pods, err := r.list(ctx, nss)
+		if err != nil {
+			return err
+		}
+		if e := r.problem(ctx, pods, withEvents); e != nil {
+			return r.explain(ctx, e)
+		}
+		if r.ready(pods) {
+			return nil
+		}
+		withEvents = false
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("workloads not ready: %w: %s", ctx.Err(), r.pending(pods))
+		case <-nudge:
+		case <-tick.C:
+			withEvents = true
+		}
+	}
+}
+
+func (r *readiness) namespaces() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range r.wants {
+		if !seen[w.Namespace] {
+			seen[w.Namespace] = true
+			out = append(out, w.Namespace)
+		}
+	}
+	return out
+}
+
+func (r *readiness) selector() string { return manifests.LabelRun + "=" + r.run }
+
+// watch nudges the waiter on every change of a pod of the run in ns, and
+// re-establishes the watch when the API server closes it, until ctx ends.
+func (r *readiness) watch(ctx context.Context, ns string, nudge chan<- struct{}) {
+	for ctx.Err() == nil {
+		w, err := r.c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: r.selector()})
+		if err != nil {
+			// The periodic re-list carries on; try the watch again later.
+			select {
+			case <-ctx.Done():
+			case <-time.After(r.every):
+			}
+			continue
+		}
+		r.forward(ctx, w, nudge)
+		w.Stop()
+	}
+}
+
+// forward nudges on every event of w until w ends, fails, or ctx ends.
+func (r *readiness) forward(ctx context.Context, w watch.Interface, nudge chan<- struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return
+			}
+			select {
+			case nudge <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (r *readiness) list(ctx context.Context, nss []string) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	for _, ns := range nss {
+		l, err := r.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: r.selector()})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("workloads not ready: %w", ctx.Err())
+			}
+			return nil, fmt.Errorf("list pods in %s: %w", ns, err)
+		}
+		out = append(out, l.Items...)
+	}
+	return out, nil
+}
+
+func (r *readiness) problem(ctx context.Context, pods []corev1.Pod, withEvents bool) *PodError {
+	now := r.now()
+	for i := range pods {
+		if e := podProblem(&pods[i], now, r.grace); e != nil {
+			return e
+		}
+	}
+	if !withEvents {
+		return nil
+	}
+	for _, ns := range r.namespaces() {
+		evs, err := r.c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			r.logf("kube target: cannot read events in %s (probe failures will only show as a timeout): %v", ns, err)
+			continue
+		}
+		byName := map[string]*corev1.Pod{}
+		for i := range pods {
+			if pods[i].Namespace == ns {
+				byName[pods[i].Name] = &pods[i]
+			}
+		}
+		if e := eventProblem(evs.Items, byName, r.probes); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// ready reports whether every wanted component has its ready pods.
+func (r *readiness) ready(pods []corev1.Pod) bool {
+	got := map[want]int{}
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp == nil && podReady(p) {
+			got[want{Namespace: p.Namespace, Component: manifests.Component(p.Labels[manifests.LabelComponent])}]++
+		}
+	}
+	for _, w := range r.wants {
+		if got[want{Namespace: w.Namespace, Component: w.Component}] < w.Replicas {
+			return false
+		}
+	}
+	return true
+}
+
+// pending describes the pods that are not ready.
+func (r *readiness) pending(pods []corev1.Pod) string {
+	var out []string
+	for i := range pods {
+		p := &pods[i]
+		if podReady(p) {
+			continue
+		}
+		s := fmt.Sprintf("%s/%s %s", p.Namespace, p.Name, p.Status.Phase)
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil {
+				s += fmt.Sprintf(" %s:%s", cs.Name, w.Reason)
+			} else if !cs.Ready {
+				s += fmt.Sprintf(" %s:not-ready", cs.Name)
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Status == corev1.ConditionFalse && c.Message != "" {
+				s += fmt.Sprintf(" (%s: %s)", c.Type, c.Message)
+			}
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return "no pod created yet (see the ReplicaSets' events)"
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
+}
+
+// explain adds the pod's events and its container's last log lines to e.
+func (r *readiness) explain(ctx context.Context, e *PodError) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	e.Events = describeEvents(ctx, r.c, e.Namespace, e.Pod)
+	if e.Pod == "" || e.Container == "" {
+		return e
+	}
+	if p, err := r.c.CoreV1().Pods(e.Namespace).Get(ctx, e.Pod, metav1.GetOptions{}); err == nil && !ran(p, e.Container) {
+		return e // no logs to read: the container never started
+	}
+	logs, err := tailLogs(ctx, r.c, e.Namespace, e.Pod, e.Container, r.logLines)
+	if err != nil {
+		e.Logs = "(logs unavailable: " + err.Error() + ")"
+	} else {
+		e.Logs = logs
+	}
+	return e
+}
+
+// ran reports whether container of p has ever run.
+func ran(p *corev1.Pod, container string) bool {
+	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if s.Name == container {
+			return s.State.Running != nil || s.State.Terminated != nil || s.LastTerminationState.Terminated != nil || s.RestartCount > 0
+		}
+	}
+	return true // no status: try
+}
+
+// describeEvents lists the events of one object (or, with name empty, of
+// the namespace) as one line each, oldest first.
+func describeEvents(ctx context.Context, c kubernetes.Interface, ns, name string) []string {
+	opts := metav1.ListOptions{}
+	if name != "" {
+		opts.FieldSelector = "involvedObject.name=" + name
+	}
+	evs, err := c.CoreV1().Events(ns).List(ctx, opts)
+	if err != nil {
+		return []string{"(events unavailable: " + err.Error() + ")"}
+	}
+	sortEvents(evs.Items)
+	var out []string
+	for _, ev := range evs.Items {
+		if name != "" && ev.InvolvedObject.Name != name {
+			continue // the fake clientset ignores field selectors
+		}
+		if name == "" && ev.Type == corev1.EventTypeNormal {
+			continue
+		}
+		n := ""
+		if ev.Count > 1 {
+			n = fmt.Sprintf(" (x%d)", ev.Count)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s/%s: %s%s", ev.Type, ev.Reason, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, strings.TrimSpace(ev.Message), n))
+	}
+	return out
+}
+
+// tailLogs reads a container's last lines: of its previous instance when
+// there is one (the one that crashed), else of the current one.
+func tailLogs(ctx context.Context, c kubernetes.Interface, ns, pod, container string, lines int64) (string, error) {
+	get := func(previous bool) (string, error) {
+		b, err := c.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &lines, Previous: previous}).Do(ctx).Raw()
+		return string(b), err
+	}
+	if s, err := get(true); err == nil && strings.TrimSpace(s) != "" {
+		return s, nil
+	}
+	s, err := get(false)
+	if err != nil {
+		return "", fmt.Errorf("logs of %s/%s %s: %w", ns, pod, container, err)
+	}
+	return s, nil
+}
