@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/mesh"
 )
 
 // Config is the harness settings, set by flags. Every field's default is
@@ -33,7 +35,17 @@ type Config struct {
 	Sidecar        string        `json:"sidecar"`
 	SidecarThreads int           `json:"sidecarThreads"`
 	ResultsDir     string        `json:"resultsDir"`
-	Thresholds     string        `json:"thresholds"`
+	// Kubernetes targets.
+	Mesh         string `json:"mesh,omitempty"`
+	Placement    string `json:"placement,omitempty"`
+	Loadgens     int    `json:"loadgens,omitempty"`
+	NginxImage   string `json:"nginxImage,omitempty"`
+	LoadgenImage string `json:"loadgenImage,omitempty"`
+	KindCluster  string `json:"kindCluster,omitempty"`
+	KindConfig   string `json:"kindConfig,omitempty"`
+	NodeImage    string `json:"nodeImage,omitempty"`
+	KeepCluster  bool   `json:"keepCluster,omitempty"`
+	Thresholds   string `json:"thresholds"`
 	// DefaultRepeats is used for -count when the user does not set it.
 	DefaultRepeats int `json:"defaultRepeats"`
 	// Repeats, when > 0, is the number of interleaved pairs per
@@ -101,7 +113,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	}
 	fs.StringVar(&c.Target, "target", "", "where to run: local (default: processes on loopback with real sidecars); kind; remote (the default when -kubeconfig or $KUBECONFIG is set)")
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
-	fs.DurationVar(&c.Duration, "duration", 3*time.Second, "measured window of each run")
+	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run (default 3s local, 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
 	fs.DurationVar(&c.Warmup, "warmup", time.Second, "warm-up before each window, thrown away")
 	fs.Float64Var(&c.QPS, "qps", 0, "open-loop target rate in req/s per run; 0 is closed loop at maximum rate")
 	fs.Float64Var(&c.RateTolerance, "rate-tolerance", 0.05, "fraction by which an open-loop run may miss -qps and stay valid")
@@ -110,6 +122,15 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.RequestSize, "request-size", 0, "request body size in bytes (non-zero sends POSTs)")
 	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or nginx or haproxy when on PATH")
 	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")
+	fs.StringVar(&c.Mesh, "mesh", "", "kind/remote: the meshed arm's mesh: none, linkerd, istio, istio-ambient, cilium, sidecar (default sidecar on kind; required on remote)")
+	fs.StringVar(&c.Placement, "placement", "in-mesh", "kind/remote: loadgen placement, in-mesh or out-of-mesh")
+	fs.IntVar(&c.Loadgens, "loadgens", 1, "kind/remote: loadgen replicas a run is sharded over (histograms merged)")
+	fs.StringVar(&c.NginxImage, "nginx-image", manifests.DefaultImages.Nginx, "kind/remote: backend and frontend image")
+	fs.StringVar(&c.LoadgenImage, "loadgen-image", manifests.DefaultImages.Loadgen, "kind/remote: loadgen image (built from ./cmd/mbloadgen)")
+	fs.StringVar(&c.KindCluster, "kind-cluster", "meshbench", "kind: cluster name; an existing cluster of that name is reused and kept")
+	fs.StringVar(&c.KindConfig, "kind-config", "", "kind: cluster config (default <module>/kind-config.yaml)")
+	fs.StringVar(&c.NodeImage, "node-image", "", "kind: node image (default the offline image when built, else kind's)")
+	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "kind: keep the cluster this run creates")
 	fs.StringVar(&c.ResultsDir, "results", "", "results directory (default <module>/results)")
 	fs.StringVar(&c.Thresholds, "thresholds", "", "threshold fixture (default <module>/fixtures/thresholds/<target>.yaml; none turns the gate off)")
 	return c
@@ -129,15 +150,27 @@ func (c *Config) Normalize() error {
 	}
 	switch c.Target {
 	case "local":
-	case "kind", "remote":
-		errs = append(errs, fmt.Errorf("-target=%s: not available in this build yet; the Kubernetes targets are in progress (run with -target=local, or unset KUBECONFIG)", c.Target))
+	case "kind":
+		if c.Mesh == "" {
+			c.Mesh = "sidecar"
+		}
+	case "remote":
+		if c.Mesh == "" {
+			errs = append(errs, fmt.Errorf("-mesh: required with a remote cluster (%s): one of %s", c.Kubeconfig, strings.Join(mesh.Names(), ", ")))
+		}
 	default:
 		errs = append(errs, fmt.Errorf("-target=%s: want local, kind or remote", c.Target))
 	}
 	if len(c.Concurrency) == 0 {
 		errs = append(errs, errors.New("-concurrency: empty"))
 	}
-	if c.Duration <= 0 {
+	if c.Duration == 0 {
+		c.Duration = 3 * time.Second
+		if c.Target != "local" {
+			c.Duration = 10 * time.Second
+		}
+	}
+	if c.Duration < 0 {
 		errs = append(errs, fmt.Errorf("-duration=%v: must be > 0", c.Duration))
 	}
 	if c.Warmup < 0 {
@@ -165,8 +198,16 @@ func (c *Config) Normalize() error {
 	if c.ResultsDir == "" {
 		c.ResultsDir = filepath.Join(root, "results")
 	}
+	if c.KindConfig == "" {
+		c.KindConfig = filepath.Join(root, "kind-config.yaml")
+	}
 	if c.Thresholds == "" {
-		c.Thresholds = filepath.Join(root, "fixtures", "thresholds", c.Target+".yaml")
+		// One fixture per target; on a remote cluster, one per mesh.
+		name := c.Target
+		if c.Target == "remote" {
+			name = c.Mesh
+		}
+		c.Thresholds = filepath.Join(root, "fixtures", "thresholds", name+".yaml")
 	}
 	return nil
 }

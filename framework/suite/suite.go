@@ -204,6 +204,9 @@ func (s *Suite) target() (target.Target, error) {
 }
 
 func defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error) {
+	if c.Target != "local" {
+		return kubeTarget(ctx, c, logf)
+	}
 	tg, err := local.New(ctx, local.Options{
 		Sidecar:            c.Sidecar,
 		SidecarThreads:     c.SidecarThreads,
