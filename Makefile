@@ -5,7 +5,7 @@ BENCHFLAGS ?=
 BENCHSTAT ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test unit bench benchstat lint tools clean
+.PHONY: test e2e unit bench benchstat lint tools clean
 
 ## test: build, vet and run every test: unit tests on recorded data, then the
 ## lifecycle and short-sweep tests against real local processes.
@@ -14,6 +14,22 @@ test: tools
 	$(GO) build $(PKGS) && $(GO) vet $(PKGS) && \
 	$(GO) test -count=1 -timeout 30m $(PKGS); rc=$$?; \
 	echo "make test: $$(( $$(date +%s) - start ))s"; exit $$rc
+
+## e2e: the offline kind end-to-end run (needs root): starts dockerd,
+## builds or reuses the kind node, nginx and loadgen images (cold: about
+## 35 minutes on 2 cores; cached in $$MESHBENCH_CACHE after), creates a 3-node
+## cluster, sweeps both paths at c=1 and c=8, baseline against the
+## bring-your-own sidecar mesh, checks fixtures/thresholds/kind.yaml and
+## deletes the cluster.
+e2e:
+	@start=$$(date +%s); set -e; \
+	hack/offline/docker.sh; \
+	hack/offline/node-image.sh; \
+	nginx=$$(hack/offline/images.sh nginx | tail -n 1); \
+	hack/offline/images.sh go meshbench/mbloadgen:dev ./cmd/mbloadgen >/dev/null; \
+	MESHBENCH_KIND_E2E=1 MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev \
+		$(GO) test -count=1 -timeout 40m -run TestKindE2E -v ./framework/suite; \
+	echo "make e2e: $$(( $$(date +%s) - start ))s"
 
 ## unit: the fast tests only (no processes started).
 unit:

@@ -3,6 +3,7 @@ package verdict
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -123,14 +124,21 @@ func TestLoadGoodFixture(t *testing.T) {
 
 // The shipped fixture loads and covers both paths at every concurrency of
 // the default sweep and beyond.
-func TestShippedLocalFixture(t *testing.T) {
-	th, err := Load("../../fixtures/thresholds/local.yaml")
+// TestShippedFixtures loads every fixture in fixtures/thresholds: each is
+// named for its target and covers both paths at every concurrency.
+func TestShippedFixtures(t *testing.T) {
+	files, err := filepath.Glob("../../fixtures/thresholds/*.yaml")
 	require.NoError(t, err)
-	assert.Equal(t, "local", th.Target)
-	for _, p := range []Path{OneHop, TwoHop} {
-		for _, c := range []int{1, 2, 3, 4, 5, 8, 16, 32, 64, 1000} {
-			_, ok := th.Match(p, c)
-			assert.True(t, ok, "no rule for %s at c=%d", p, c)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		th, err := Load(f)
+		require.NoError(t, err)
+		assert.Equal(t, strings.TrimSuffix(filepath.Base(f), ".yaml"), th.Target, f)
+		for _, p := range []Path{OneHop, TwoHop} {
+			for _, c := range []int{1, 2, 3, 4, 5, 8, 16, 32, 64, 1000} {
+				_, ok := th.Match(p, c)
+				assert.True(t, ok, "%s: no rule for %s at c=%d", f, p, c)
+			}
 		}
 	}
 }
