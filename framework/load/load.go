@@ -232,12 +232,14 @@ func Measure(ctx context.Context, o Options) (*Result, error) {
 			res.Errors += n
 		}
 	}
-	res.Invalid = o.judge(res)
+	res.Invalid = o.Judge(res)
 	return res, nil
 }
 
-// judge lists the reasons a result is invalid.
-func (o Options) judge(r *Result) []string {
+// Judge lists the reasons a result measured with o is invalid: no request,
+// too many errors, or an open-loop run that missed its rate. Targets that
+// merge several loadgens judge the merged result with it.
+func (o Options) Judge(r *Result) []string {
 	var why []string
 	if r.Requests == 0 {
 		why = append(why, "no request completed")

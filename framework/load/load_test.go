@@ -63,15 +63,15 @@ func TestJudge(t *testing.T) {
 	o := Options{URL: "http://x:1/", QPS: 1000}
 	require.NoError(t, o.Normalize())
 	ok := &Result{Requests: 1000, AchievedQPS: 960, Codes: map[int]int64{200: 1000}}
-	assert.Empty(t, o.judge(ok), "4% under target is within the 5% tolerance")
+	assert.Empty(t, o.Judge(ok), "4% under target is within the 5% tolerance")
 	slow := &Result{Requests: 1000, AchievedQPS: 940, Codes: map[int]int64{200: 1000}}
-	assert.Equal(t, []string{"missed target rate: achieved 940.0 req/s of 1000.0 (tolerance 5%); the loadgen slowed down with the system, so latency is understated (coordinated omission)"}, o.judge(slow))
+	assert.Equal(t, []string{"missed target rate: achieved 940.0 req/s of 1000.0 (tolerance 5%); the loadgen slowed down with the system, so latency is understated (coordinated omission)"}, o.Judge(slow))
 	errs := &Result{Requests: 1000, Errors: 3, AchievedQPS: 1000, Codes: map[int]int64{200: 997, 503: 2, -1: 1}}
-	assert.Equal(t, []string{"errors: 3 of 1000 requests failed (codes -1:1 200:997 503:2)"}, o.judge(errs))
-	assert.Equal(t, []string{"no request completed"}, o.judge(&Result{AchievedQPS: 1000}))
+	assert.Equal(t, []string{"errors: 3 of 1000 requests failed (codes -1:1 200:997 503:2)"}, o.Judge(errs))
+	assert.Equal(t, []string{"no request completed"}, o.Judge(&Result{AchievedQPS: 1000}))
 	closed := Options{URL: "http://x:1/"}
 	require.NoError(t, closed.Normalize())
-	assert.Empty(t, closed.judge(&Result{Requests: 5, AchievedQPS: 1}), "a closed loop has no target rate to miss")
+	assert.Empty(t, closed.Judge(&Result{Requests: 5, AchievedQPS: 1}), "a closed loop has no target rate to miss")
 }
 
 // TestRunAgainstRealServer runs a short real load against a server on port
