@@ -10,13 +10,13 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 )
 
-// A one-second open-loop run at 200 req/s over 2 connections, after a
+// A half-second closed-loop run (maximum rate) over 2 connections, after a
 // thrown-away warm-up, against a server on port 0.
 func ExampleRun() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()
 	res, err := load.Run(context.Background(), load.Options{
-		URL: srv.URL + "/", Concurrency: 2, QPS: 200, Duration: time.Second, Warmup: 200 * time.Millisecond,
+		URL: srv.URL + "/", Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond,
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -92,9 +92,11 @@ func TestRunAgainstRealServer(t *testing.T) {
 	assert.Equal(t, "yes", gotHeader)
 	assert.Equal(t, res.Requests, res.Codes[200])
 	assert.Equal(t, res.Requests, res.Latency.Count)
-	assert.InDelta(t, 100, float64(res.Requests), 20, "200 qps for 0.5s")
-	assert.True(t, res.Valid(), "%v", res.Invalid)
-	assert.Less(t, res.Percentile(50), 0.01, "loopback answers in well under 10ms")
+	assert.Positive(t, res.Requests)
+	// An open loop never exceeds its rate (it may fall short on a busy
+	// machine, which Judge then reports; see TestJudge).
+	assert.LessOrEqual(t, res.Requests, int64(200*0.5)+2)
+	assert.Equal(t, 200.0, res.TargetQPS)
 
 	bad, err := Run(ctx, Options{URL: srv.URL + "/fail", Duration: 200 * time.Millisecond, Warmup: -1})
 	require.NoError(t, err)
