@@ -105,16 +105,33 @@ func TestSidecar(t *testing.T) {
 	_, err = s.Verify(ctx, clientset(namespace("mb", nil, nil), meshedPod), "mb", false)
 	assert.ErrorContains(t, err, `pod hello-5d6f7-fghij has proxy container "mb-sidecar"`)
 
-	_, err = s.(MTLSChecker).MTLS(ctx, c, "mb")
-	assert.EqualError(t, err, "sidecar: no mTLS evidence for mb: the harness must supply it with WithMTLSEvidence")
+	// Without WithMTLSEvidence the harness wires the proxy and MTLS reads
+	// the inbound sidecars' logs of verified peers: there are none here.
+	assert.True(t, s.(SidecarProxy).Wired())
+	edges, err := s.(MTLSChecker).MTLS(ctx, c, "mb")
+	require.NoError(t, err)
+	assert.Empty(t, edges)
 	withEvidence := newMesh(t, "sidecar", WithMTLSEvidence(func(context.Context, kubernetes.Interface, string) ([]Edge, error) {
 		return []Edge{{Src: "mb/frontend", Dst: "mb/backend", Secured: true, Evidence: "peer certificate CN=backend"}}, nil
 	}))
-	edges, err := withEvidence.(MTLSChecker).MTLS(ctx, c, "mb")
+	assert.False(t, withEvidence.(SidecarProxy).Wired(), "the user's proxy brings its own wiring")
+	edges, err = withEvidence.(MTLSChecker).MTLS(ctx, c, "mb")
 	require.NoError(t, err)
 	assert.Equal(t, []Edge{{Src: "mb/frontend", Dst: "mb/backend", Secured: true, Evidence: "peer certificate CN=backend"}}, edges)
 
-	assert.EqualError(t, newMesh(t, "sidecar").(Injector).Inject(&d.Spec.Template), "sidecar: no proxy image (use WithSidecar)")
+	plain := loadOne[*appsv1.Deployment](t, "istio/deployment-plain.yaml")
+	assert.EqualError(t, newMesh(t, "sidecar").(Injector).Inject(&plain.Spec.Template), "sidecar: no proxy image (use WithSidecar)")
+	assert.NoError(t, newMesh(t, "sidecar").(Injector).Inject(&d.Spec.Template), "a template the harness wired already has the proxy")
+}
+
+func TestCountPeers(t *testing.T) {
+	// nginx's $ssl_client_s_dn, one line per verified request.
+	log := "CN=loadgen,O=meshbench\nCN=loadgen,O=meshbench\nCN=frontend,O=meshbench\n-\n\n"
+	assert.Equal(t, map[string]int64{"loadgen": 2, "frontend": 1, "": 1}, CountPeers(log))
+	assert.Equal(t, "backend", commonName("/O=meshbench/CN=backend"))
+	assert.Equal(t, []Edge{{Src: "mb/loadgen", Dst: "mb/backend", Peer: "loadgen", Secured: true, Requests: 5, Evidence: "a; b"}},
+		sumPeers([]Edge{{Src: "mb/loadgen", Dst: "mb/backend", Peer: "loadgen", Secured: true, Requests: 2, Evidence: "a"},
+			{Src: "mb/loadgen", Dst: "mb/backend", Peer: "loadgen", Secured: true, Requests: 3, Evidence: "b"}}))
 }
 
 func TestMergeEdges(t *testing.T) {

@@ -52,6 +52,9 @@ type Target struct {
 	verified   map[target.Arm]mesh.Verification
 	lastMTLS   []mesh.Edge
 	mtlsReason string
+	// sidecar is the bring-your-own sidecar mesh's wiring of the meshed
+	// arm (certificates made at set-up), nil for every other mesh.
+	sidecar *manifests.Sidecar
 }
 
 // arm is one side's namespaces.
@@ -60,12 +63,18 @@ type arm struct {
 	// ns holds the backend and the frontend; loadgenNS the loadgen (ns
 	// itself in-mesh, the shared loadgen namespace out-of-mesh).
 	ns, loadgenNS string
+	// sidecar: the arm's pods are wired through the bring-your-own
+	// sidecar; the loadgen calls its own sidecar's outbound listeners.
+	sidecar bool
 }
 
 func (a *arm) url(p target.Path) string {
 	svc := manifests.Backend
 	if p == target.TwoHop {
 		svc = manifests.Frontend
+	}
+	if a.sidecar {
+		return fmt.Sprintf("http://127.0.0.1:%d/", manifests.OutboundPort(svc))
 	}
 	return fmt.Sprintf("http://%s.%s.svc:%d/", svc, a.ns, manifests.Port)
 }
@@ -196,14 +205,24 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 		base.loadgenNS, meshed.loadgenNS = shared, shared
 	}
 	t.arms[target.Baseline], t.arms[target.Meshed] = base, meshed
+	if sp, ok := m.(mesh.SidecarProxy); ok && sp.Wired() {
+		if shared != "" {
+			return errors.New("kube target: the sidecar mesh requires every caller to present a certificate (strict mTLS): use the in-mesh loadgen placement")
+		}
+		if t.sidecar, err = newSidecar(sp, t.o.Workloads.NginxWorkers); err != nil {
+			return err
+		}
+		meshed.sidecar = true
+	}
 
 	// The restricted standard is enforced in the meshed namespace only when
 	// the mesh adds nothing to it: injected sidecars come with privileged
 	// init containers (istio-init, linkerd-init without their CNI), and
 	// waypoints are the mesh's own pods. Otherwise it is warned about.
+	// The bring-your-own sidecar, as the target wires it, is restricted too.
 	_, injector := m.(mesh.Injector)
 	roles := m.Roles()
-	enforceMeshed := len(roles.Sidecars) == 0 && len(roles.Waypoints) == 0 && !injector
+	enforceMeshed := len(roles.Sidecars) == 0 && len(roles.Waypoints) == 0 && !injector || t.sidecar != nil && len(t.sidecar.Args) == 0
 	nss := []*corev1.Namespace{
 		manifests.Namespace(base.ns, string(target.Baseline), t.run, true),
 		manifests.Namespace(meshed.ns, string(target.Meshed), t.run, enforceMeshed),
@@ -326,6 +345,9 @@ func (t *Target) render(base, meshed *arm, shared string) ([]*manifests.Set, []w
 	for _, j := range jobs {
 		p := t.o.Workloads
 		p.Namespace, p.Arm, p.Run, p.Components, p.LoadgenReplicas = j.ns, j.armLabel, t.run, j.comps, t.o.Loadgens
+		if j.inject && t.sidecar != nil {
+			p.Sidecar = t.sidecar
+		}
 		s, err := manifests.Render(p)
 		if err != nil {
 			return nil, nil, fmt.Errorf("kube target: %w", err)
@@ -373,6 +395,9 @@ func (t *Target) create(ctx context.Context, o runtime.Object) error {
 	case *corev1.ConfigMap:
 		kind, ns, name = "ConfigMap", x.Namespace, x.Name
 		_, err = t.c.CoreV1().ConfigMaps(ns).Create(ctx, x, metav1.CreateOptions{})
+	case *corev1.Secret:
+		kind, ns, name = "Secret", x.Namespace, x.Name
+		_, err = t.c.CoreV1().Secrets(ns).Create(ctx, x, metav1.CreateOptions{})
 	case *corev1.Service:
 		kind, ns, name = "Service", x.Namespace, x.Name
 		_, err = t.c.CoreV1().Services(ns).Create(ctx, x, metav1.CreateOptions{})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/target/kind"
@@ -94,33 +96,55 @@ func TestKubeTargetOnCluster(t *testing.T) {
 	env := tg.Environment()
 	t.Logf("environment: %+v", env)
 
-	o := load.Options{Concurrency: 4, Duration: 5 * time.Second, Warmup: 2 * time.Second}
-	for _, arm := range target.Arms {
-		for _, p := range []target.Path{target.OneHop, target.TwoHop} {
-			run, err := tg.Run(ctx, arm, p, o)
-			require.NoError(t, err, "%s %s", arm, p)
-			var b strings.Builder
-			fmt.Fprintf(&b, "%s %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, %d requests over %d shards\n", arm, p,
-				run.Load.AchievedQPS, run.Load.Percentile(50)*1e3, run.Load.Percentile(99)*1e3, run.Load.Requests, len(run.Shards))
-			target.PrintEdges(&b, run.Edges)
-			for _, r := range run.Resources.ByRole() {
-				fmt.Fprintf(&b, "  %-13s %6.0fm  %d containers, max working set %d MiB\n", r.Role, r.MilliCores, r.Count, r.MaxLoadRSS>>20)
-			}
-			for n, u := range run.Resources.NodeUtilisation {
-				fmt.Fprintf(&b, "  node %s at %.0f%%\n", n, u)
-			}
-			for _, w := range run.Warnings {
-				fmt.Fprintf(&b, "  warning: %s\n", w)
-			}
-			for _, w := range run.Invalid {
-				fmt.Fprintf(&b, "  invalid: %s\n", w)
-			}
-			t.Log(b.String())
-			assert.Positive(t, run.Load.Requests)
-			assert.Empty(t, run.Load.Invalid)
-			for _, e := range run.Edges {
-				if e.Src != "unknown" {
-					assert.GreaterOrEqual(t, e.Requests, run.Load.Requests, "%+v", e)
+	var conc []int
+	for _, f := range strings.Split(orEnv("MESHBENCH_CONCURRENCY", "4"), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		require.NoError(t, err, "MESHBENCH_CONCURRENCY")
+		conc = append(conc, n)
+	}
+	for _, c := range conc {
+		o := load.Options{Concurrency: c, Duration: 5 * time.Second, Warmup: 2 * time.Second}
+		for _, arm := range target.Arms {
+			for _, p := range []target.Path{target.OneHop, target.TwoHop} {
+				run, err := tg.Run(ctx, arm, p, o)
+				require.NoError(t, err, "%s %s c=%d", arm, p, c)
+				var b strings.Builder
+				fmt.Fprintf(&b, "c=%d %s %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, %d requests over %d shards\n", c, arm, p,
+					run.Load.AchievedQPS, run.Load.Percentile(50)*1e3, run.Load.Percentile(99)*1e3, run.Load.Requests, len(run.Shards))
+				target.PrintEdges(&b, run.Edges)
+				for _, r := range run.Resources.ByRole() {
+					fmt.Fprintf(&b, "  %-13s %6.0fm  %d containers, max working set %d MiB\n", r.Role, r.MilliCores, r.Count, r.MaxLoadRSS>>20)
+				}
+				for n, u := range run.Resources.NodeUtilisation {
+					fmt.Fprintf(&b, "  node %s at %.0f%%\n", n, u)
+				}
+				for _, w := range run.Warnings {
+					fmt.Fprintf(&b, "  warning: %s\n", w)
+				}
+				for _, w := range run.Invalid {
+					fmt.Fprintf(&b, "  invalid: %s\n", w)
+				}
+				t.Log(b.String())
+				assert.Positive(t, run.Load.Requests)
+				assert.Empty(t, run.Load.Invalid)
+				for _, e := range run.Edges {
+					if e.Src != "unknown" {
+						assert.GreaterOrEqual(t, e.Requests, run.Load.Requests, "%+v", e)
+					}
+				}
+				if m.Name() == "sidecar" {
+					// The harness-wired sidecar: every hop of the meshed arm
+					// verified by mTLS, none in the baseline, the sidecars'
+					// CPU measured, and nothing invalid.
+					assert.Empty(t, run.Invalid, "%s %s c=%d", arm, p, c)
+					for _, e := range run.Edges {
+						assert.Equal(t, arm == target.Meshed, e.Secured, "%s %s c=%d: %+v", arm, p, c, e)
+					}
+					sidecarCPU := false
+					for _, r := range run.Resources.ByRole() {
+						sidecarCPU = sidecarCPU || r.Role == measure.RoleSidecar && r.MilliCores > 0
+					}
+					assert.Equal(t, arm == target.Meshed, sidecarCPU, "%s %s c=%d: sidecar CPU", arm, p, c)
 				}
 			}
 		}

@@ -74,6 +74,13 @@ func (t *Target) Run(ctx context.Context, armName target.Arm, p target.Path, o l
 	if err != nil {
 		return fail(err)
 	}
+	var peers0 []mesh.Edge
+	if a.sidecar {
+		// The verified peers so far: the run's are the difference.
+		if peers0, err = t.peerCounts(ctx, a); err != nil {
+			return fail(err)
+		}
+	}
 	loadedFrom := t.now()
 	if o.Warmup > 0 {
 		if _, err := runShards(ctx, lgs, shardOpts, o.Warmup); err != nil {
@@ -141,8 +148,23 @@ func (t *Target) Run(ctx context.Context, armName target.Arm, p target.Path, o l
 		cnt.Pods[comp] = len(ts)
 		cnt.Allowance[comp] = probeAllowance(len(ts), countWindow)
 	}
-	mtls, why := t.mtls(ctx, a)
-	run.Edges = pathEdges(a, p, cnt, mtls)
+	var mtls []mesh.Edge
+	why := ""
+	if a.sidecar {
+		// The sidecars' logs are buffered for up to a second.
+		if d := time.Until(loadedTo.Add(1500 * time.Millisecond)); d > 0 && t.o.CounterWait >= 0 {
+			select {
+			case <-ctx.Done():
+				return fail(ctx.Err())
+			case <-time.After(d):
+			}
+		}
+		mtls, why = t.mtls(ctx, a)
+		run.Edges = sidecarEdges(p, cnt, peers0, mtls)
+	} else {
+		mtls, why = t.mtls(ctx, a)
+		run.Edges = pathEdges(a, p, cnt, mtls)
+	}
 	checkArm := armName
 	if t.o.Mesh.Name() == "none" {
 		checkArm = target.Baseline // an A/A run: both arms must be unmeshed
