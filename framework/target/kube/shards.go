@@ -58,7 +58,7 @@ func shardResult(o load.Options, fr *fortioResult) *load.Result {
 			r.Errors += n
 		}
 	}
-	r.Invalid = judge(o, r)
+	r.Invalid = o.Judge(r)
 	if r.Elapsed < o.Duration*9/10 {
 		r.Invalid = append(r.Invalid, fmt.Sprintf("stopped early: ran %v of %v", r.Elapsed.Round(time.Millisecond), o.Duration))
 	}
@@ -103,7 +103,7 @@ func merge(o load.Options, shards []*load.Result, names []string) (*load.Result,
 		}
 	}
 	m.Start, m.Elapsed = first, end.Sub(first)
-	m.Invalid = judge(o, m)
+	m.Invalid = o.Judge(m)
 	if len(shards) > 1 {
 		for i, s := range shards {
 			for _, why := range s.Invalid {
@@ -117,22 +117,4 @@ func merge(o load.Options, shards []*load.Result, names []string) (*load.Result,
 		}
 	}
 	return m, nil
-}
-
-// judge lists the reasons a load result is invalid, by the rules of
-// package load (its own judge is unexported): no request, too many errors,
-// or an open-loop run that missed its rate.
-func judge(o load.Options, r *load.Result) []string {
-	var why []string
-	if r.Requests == 0 {
-		why = append(why, "no request completed")
-	}
-	if r.Errors > 0 && float64(r.Errors) > o.MaxErrorRate*float64(r.Requests) {
-		why = append(why, fmt.Sprintf("errors: %d of %d requests failed (codes %s)", r.Errors, r.Requests, load.FormatCodes(r.Codes)))
-	}
-	if !o.ClosedLoop() && r.AchievedQPS < o.QPS*(1-o.RateTolerance) {
-		why = append(why, fmt.Sprintf("missed target rate: achieved %.1f req/s of %.1f (tolerance %.0f%%); the loadgen slowed down with the system, so latency is understated (coordinated omission)",
-			r.AchievedQPS, o.QPS, o.RateTolerance*100))
-	}
-	return why
 }
