@@ -216,24 +216,31 @@ func Measure(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return NewResult(o, start, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram), nil
+}
+
+// NewResult builds the judged Result of one fortio window, in-process or
+// read back from a remote fortio's JSON: its start, length, achieved rate,
+// responses per status code and latency histogram (seconds).
+func NewResult(o Options, start time.Time, elapsed time.Duration, achievedQPS float64, codes map[int]int64, latency *fstats.HistogramData) *Result {
 	res := &Result{
 		Options:     o,
 		Start:       start,
-		Elapsed:     fr.ActualDuration,
+		Elapsed:     elapsed,
 		TargetQPS:   o.QPS,
-		AchievedQPS: fr.ActualQPS,
+		AchievedQPS: achievedQPS,
 		Codes:       map[int]int64{},
-		Latency:     fr.DurationHistogram,
+		Latency:     latency,
 	}
-	for code, n := range fr.RetCodes {
-		res.Codes[code] = n
+	for code, n := range codes {
+		res.Codes[code] += n
 		res.Requests += n
 		if code != 200 {
 			res.Errors += n
 		}
 	}
 	res.Invalid = o.Judge(res)
-	return res, nil
+	return res
 }
 
 // Judge lists the reasons a result measured with o is invalid: no request,

@@ -42,23 +42,7 @@ func split(o load.Options, n int) []load.Options {
 // shardResult turns one loadgen's fortio result into a load.Result for
 // the shard's options o.
 func shardResult(o load.Options, fr *fortioResult) *load.Result {
-	r := &load.Result{
-		Options:     o,
-		Start:       fr.StartTime,
-		Elapsed:     fr.ActualDuration,
-		TargetQPS:   o.QPS,
-		AchievedQPS: fr.ActualQPS,
-		Codes:       map[int]int64{},
-		Latency:     fr.DurationHistogram,
-	}
-	for code, n := range fr.RetCodes {
-		r.Codes[code] += n
-		r.Requests += n
-		if code != 200 {
-			r.Errors += n
-		}
-	}
-	r.Invalid = o.Judge(r)
+	r := load.NewResult(o, fr.StartTime, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram)
 	if r.Elapsed < o.Duration*9/10 {
 		r.Invalid = append(r.Invalid, fmt.Sprintf("stopped early: ran %v of %v", r.Elapsed.Round(time.Millisecond), o.Duration))
 	}
