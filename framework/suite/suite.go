@@ -238,7 +238,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	per := s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
 	total := len(s.Config.Concurrency) * len(target.Arms) * reps
 	s.logf("%s: %s, c=%v, %d interleaved pairs each: %d runs, about %v",
-		b.Name(), sc.Path, s.Config.Concurrency, reps, total, (time.Duration(total) * per).Round(time.Second))
+		label(b, sc), sc.Path, s.Config.Concurrency, reps, total, (time.Duration(total) * per).Round(time.Second))
 	done := 0
 	for _, c := range s.Config.Concurrency {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
@@ -249,11 +249,11 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			for rep := range reps {
 				for _, arm := range target.Arms {
 					done++
-					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", b.Name(), arm, rep+1, reps, done, total,
+					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, reps, done, total,
 						(time.Duration(total-done+1) * per).Round(time.Second))
 					run, err := s.measure(b, tg, sc, c, arm, rep)
 					if err != nil {
-						b.Fatalf("%s/arm=%s: %v", b.Name(), arm, err)
+						b.Fatalf("%s/arm=%s: %v", label(b, sc), arm, err)
 					}
 					runs[arm] = append(runs[arm], run)
 				}
@@ -263,6 +263,15 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			}
 		})
 	}
+}
+
+// label names b for people: under testing.Benchmark the top level has no
+// name, so the scenario's stands in.
+func label(b *testing.B, sc Scenario) string {
+	if n := b.Name(); n != "" && !strings.HasPrefix(n, "/") {
+		return n
+	}
+	return sc.Name + b.Name()
 }
 
 // measure runs one load and records it.
@@ -283,7 +292,7 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 	s.recs = append(s.recs, report.Record{Benchmark: top, Concurrency: c, Repeat: rep, Run: run})
 	s.mu.Unlock()
 	for _, w := range run.Warnings {
-		s.logf("%s/arm=%s: warning: %s", b.Name(), arm, w)
+		s.logf("%s/arm=%s: warning: %s", label(b, sc), arm, w)
 	}
 	return run, nil
 }
