@@ -71,6 +71,9 @@ type Suite struct {
 	mu    sync.Mutex
 	recs  []report.Record
 	calls map[string]int // leaf sub-benchmark → run1 calls so far (one per -count)
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New registers meshbench's flags on flag.CommandLine and returns the suite.
@@ -404,17 +407,20 @@ func (s *Suite) Finish() error {
 	return errors.Join(werr, verr, s.close())
 }
 
-// close tears the target down once.
+// close tears the target down once. A second caller (Finish racing the
+// Ctrl-C handler) waits for the first teardown to end, so the process never
+// exits while a cluster is half deleted.
 func (s *Suite) close() error {
-	s.mu.Lock()
-	tg := s.tg
-	s.tg = nil
-	s.mu.Unlock()
-	if tg == nil {
-		return nil
-	}
-	start := time.Now()
-	err := tg.Close(context.Background())
-	s.logf("target %s torn down in %v", tg.Name(), time.Since(start).Round(time.Millisecond))
-	return err
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		tg := s.tg
+		s.mu.Unlock()
+		if tg == nil {
+			return
+		}
+		start := time.Now()
+		s.closeErr = tg.Close(context.Background())
+		s.logf("target %s torn down in %v", tg.Name(), time.Since(start).Round(time.Millisecond))
+	})
+	return s.closeErr
 }

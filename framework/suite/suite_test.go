@@ -27,7 +27,7 @@ func newSuite(t *testing.T, args ...string) (*suite.Suite, **local.Target) {
 	t.Helper()
 	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
 	cfg := suite.RegisterFlags(fs)
-	require.NoError(t, fs.Parse(append([]string{"-results", t.TempDir()}, args...)))
+	require.NoError(t, fs.Parse(append([]string{"-target", "local", "-results", t.TempDir()}, args...)))
 	require.NoError(t, cfg.Normalize())
 	s := suite.NewWithConfig(cfg)
 	s.Log = testWriter{t}
