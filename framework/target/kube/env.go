@@ -85,6 +85,10 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	info := t.meshInfo
 	e.Mesh.Name = t.o.Mesh.Name()
 	e.Mesh.Version = info.Version
+	if e.Mesh.Version == "" && e.Mesh.Name == "sidecar" {
+		// The bring-your-own proxy defaults to the workloads' nginx image.
+		e.Mesh.Version = orDefault(t.o.Workloads.Images.Nginx, manifests.DefaultImages.Nginx)
+	}
 	if info.Threads.Mode == "fixed" {
 		e.Mesh.Threads = info.Threads.N
 	}
