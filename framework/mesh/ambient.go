@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -25,11 +26,7 @@ const (
 type ambient struct{ ns, waypoint string }
 
 func newAmbient(cfg config) *ambient {
-	ns := cfg.namespace
-	if ns == "" {
-		ns = "istio-system"
-	}
-	return &ambient{ns: ns, waypoint: cfg.waypoint}
+	return &ambient{ns: cmp.Or(cfg.namespace, "istio-system"), waypoint: cfg.waypoint}
 }
 
 func (a *ambient) Name() string { return "istio-ambient" }

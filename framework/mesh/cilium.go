@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -28,11 +29,7 @@ var ciliumConfigKeys = []string{
 type cilium struct{ ns string }
 
 func newCilium(cfg config) *cilium {
-	ns := cfg.namespace
-	if ns == "" {
-		ns = "kube-system"
-	}
-	return &cilium{ns: ns}
+	return &cilium{ns: cmp.Or(cfg.namespace, "kube-system")}
 }
 
 func (ci *cilium) Name() string { return "cilium" }

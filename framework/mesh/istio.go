@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,11 +28,7 @@ const (
 type istio struct{ ns, rev string }
 
 func newIstio(cfg config) *istio {
-	ns := cfg.namespace
-	if ns == "" {
-		ns = "istio-system"
-	}
-	return &istio{ns: ns, rev: cfg.revision}
+	return &istio{ns: cmp.Or(cfg.namespace, "istio-system"), rev: cfg.revision}
 }
 
 func (i *istio) Name() string { return "istio" }

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -26,11 +27,7 @@ const (
 type linkerd struct{ ns string }
 
 func newLinkerd(cfg config) *linkerd {
-	ns := cfg.namespace
-	if ns == "" {
-		ns = "linkerd"
-	}
-	return &linkerd{ns: ns}
+	return &linkerd{ns: cmp.Or(cfg.namespace, "linkerd")}
 }
 
 func (l *linkerd) Name() string { return "linkerd" }

@@ -202,7 +202,8 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	// namespace is the control-plane namespace; "" means the mesh's default.
+	// namespace is the control-plane namespace; "" means the mesh's default
+	// (each constructor fills it in with cmp.Or).
 	namespace string
 	// revision is an Istio revision (istio.io/rev); "" means the default
 	// injector (istio-injection=enabled).

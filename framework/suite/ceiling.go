@@ -67,13 +67,7 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 		runs []ceilingRun
 	}{{"fortio", fortio}, {"wrk", wrks}} {
 		b.Run("loadgen="+side.name, func(b *testing.B) {
-			s.mu.Lock()
-			i := s.calls[b.Name()]
-			if b.N == 1 {
-				s.calls[b.Name()]++
-			}
-			s.mu.Unlock()
-			r := side.runs[min(i, len(side.runs)-1)]
+			r := side.runs[min(s.repeatIndex(b), len(side.runs)-1)]
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(r.qps, "req/s")
 			b.ReportMetric(r.milli, "loadgen-mcpu")

@@ -305,19 +305,26 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 // only a user's -benchtime causes, report the same run again. No leaf call
 // ever starts a load.
 func (s *Suite) report(b *testing.B, runs []*target.Run) {
+	run := runs[min(s.repeatIndex(b), len(runs)-1)]
+	if !run.Valid() {
+		b.Errorf("INVALID run: %s", strings.Join(run.Invalid, "; "))
+	}
+	reportMetrics(b, run)
+}
+
+// repeatIndex is which -count iteration a leaf call reports: its i-th call
+// with b.N == 1 is iteration i; a call with a larger b.N (only a user's
+// -benchtime causes one) repeats the previous iteration.
+func (s *Suite) repeatIndex(b *testing.B) int {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	i := s.calls[b.Name()]
 	if b.N == 1 {
 		s.calls[b.Name()]++
 	} else if i > 0 {
 		i--
 	}
-	s.mu.Unlock()
-	run := runs[min(i, len(runs)-1)]
-	if !run.Valid() {
-		b.Errorf("INVALID run: %s", strings.Join(run.Invalid, "; "))
-	}
-	reportMetrics(b, run)
+	return i
 }
 
 // reportMetrics reports one run with benchstat-friendly units.

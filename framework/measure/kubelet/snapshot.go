@@ -107,6 +107,16 @@ type Snapshot struct {
 	Pods        map[PodKey]Pod             `json:"-"`
 }
 
+// each applies set to the entry of every series of fam in into, keyed by key.
+func each[K comparable, V any](fam *dto.MetricFamily, key func(*dto.Metric) K, into map[K]V, set func(*V, *dto.Metric)) {
+	for _, m := range fam.GetMetric() {
+		k := key(m)
+		v := into[k]
+		set(&v, m)
+		into[k] = v
+	}
+}
+
 // ParseResource parses a kubelet /metrics/resource exposition into a
 // Snapshot. Families it does not use are ignored.
 func ParseResource(r io.Reader) (Snapshot, error) {
@@ -115,18 +125,8 @@ func ParseResource(r io.Reader) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("parse /metrics/resource: %w", err)
 	}
 	s := Snapshot{Containers: map[ContainerKey]Container{}, Pods: map[PodKey]Pod{}}
-	for _, m := range fams[MetricContainerCPU].GetMetric() {
-		k := containerKey(m)
-		c := s.Containers[k]
-		c.CPUSeconds = sampleOf(m)
-		s.Containers[k] = c
-	}
-	for _, m := range fams[MetricContainerWorkingSet].GetMetric() {
-		k := containerKey(m)
-		c := s.Containers[k]
-		c.WorkingSetBytes = sampleOf(m)
-		s.Containers[k] = c
-	}
+	each(fams[MetricContainerCPU], containerKey, s.Containers, func(c *Container, m *dto.Metric) { c.CPUSeconds = sampleOf(m) })
+	each(fams[MetricContainerWorkingSet], containerKey, s.Containers, func(c *Container, m *dto.Metric) { c.WorkingSetBytes = sampleOf(m) })
 	for _, m := range fams[MetricContainerStartTime].GetMetric() {
 		k := containerKey(m)
 		c, ok := s.Containers[k]
@@ -136,18 +136,8 @@ func ParseResource(r io.Reader) (Snapshot, error) {
 		c.StartTime = secondsToTime(valueOf(m))
 		s.Containers[k] = c
 	}
-	for _, m := range fams[MetricPodCPU].GetMetric() {
-		k := podKey(m)
-		p := s.Pods[k]
-		p.CPUSeconds = sampleOf(m)
-		s.Pods[k] = p
-	}
-	for _, m := range fams[MetricPodWorkingSet].GetMetric() {
-		k := podKey(m)
-		p := s.Pods[k]
-		p.WorkingSetBytes = sampleOf(m)
-		s.Pods[k] = p
-	}
+	each(fams[MetricPodCPU], podKey, s.Pods, func(p *Pod, m *dto.Metric) { p.CPUSeconds = sampleOf(m) })
+	each(fams[MetricPodWorkingSet], podKey, s.Pods, func(p *Pod, m *dto.Metric) { p.WorkingSetBytes = sampleOf(m) })
 	if ms := fams[MetricNodeCPU].GetMetric(); len(ms) > 0 {
 		s.NodeCPUSeconds = sampleOf(ms[0])
 	}
