@@ -245,3 +245,32 @@ func sharedNode(a, b map[string]bool) string {
 	}
 	return shared[0]
 }
+
+// ciliumRepo is Cilium's Helm repository.
+const ciliumRepo = "https://helm.cilium.io/"
+
+func (ci *cilium) defaultVersion() string { return "1.18.2" }
+
+// Charts installs Cilium as the cluster's CNI with WireGuard encryption
+// between nodes, the setting that makes its arm differ from the baseline
+// (Verify refuses a Cilium that encrypts nothing). Cilium replaces the
+// cluster's CNI: pods started before it keep their old network until they
+// restart, so install it on a cluster created without one.
+func (ci *cilium) Charts(o InstallOptions) ([]Chart, error) {
+	v, err := o.version("cilium", ci.defaultVersion())
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]any{}
+	set(values, "encryption.enabled", true)
+	set(values, "encryption.type", "wireguard")
+	set(values, "ipam.mode", "kubernetes")
+	set(values, "image.pullPolicy", "IfNotPresent")
+	if r := o.Registry; r != "" {
+		for key, image := range map[string]string{"image": "cilium", "operator.image": "operator", "envoy.image": "cilium-envoy"} {
+			set(values, key+".repository", r+"/"+image)
+			set(values, key+".useDigest", false)
+		}
+	}
+	return []Chart{{Release: "cilium", Namespace: ci.ns, Name: "cilium", Repo: ciliumRepo, Version: v, Values: values}}, nil
+}

@@ -244,3 +244,43 @@ func istioObservation(s series, authoritative bool) observation {
 		evidence:      describe(s, "reporter", "connection_security_policy"),
 	}
 }
+
+// istioRepo is the official Istio Helm repository.
+const istioRepo = "https://istio-release.storage.googleapis.com/charts"
+
+func (i *istio) defaultVersion() string { return "1.28.0" }
+
+// Charts installs Istio in sidecar mode: base (CRDs, cluster roles) and
+// istiod, of revision rev when the adapter has one.
+func (i *istio) Charts(o InstallOptions) ([]Chart, error) {
+	return istioCharts("istio", i.ns, i.rev, i.defaultVersion(), o, nil)
+}
+
+// istioCharts returns base and istiod, then the extra charts (ambient's).
+// Every chart gets the registry as its hub.
+func istioCharts(mesh, ns, rev, def string, o InstallOptions, profile map[string]any) ([]Chart, error) {
+	v, err := o.version(mesh, def)
+	if err != nil {
+		return nil, err
+	}
+	chart := func(release, name string, values map[string]any) Chart {
+		if values == nil {
+			values = map[string]any{}
+		}
+		if o.Registry != "" {
+			set(values, "global.hub", o.Registry)
+		}
+		for k, v := range profile {
+			set(values, k, v)
+		}
+		return Chart{Release: release, Namespace: ns, Name: name, Repo: istioRepo, Version: v, Values: values}
+	}
+	base := chart("istio-base", "base", nil)
+	base.Values["defaultRevision"] = cmp.Or(rev, "default")
+	istiod := chart("istiod", "istiod", nil)
+	if rev != "" {
+		istiod.Release = "istiod-" + rev
+		istiod.Values["revision"] = rev
+	}
+	return []Chart{base, istiod}, nil
+}

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/meshbench/meshbench/framework/pki"
 )
 
 // Linkerd names.
@@ -244,4 +247,39 @@ func linkerdDst(l map[string]string) string {
 		return "addr:" + a
 	}
 	return "unknown"
+}
+
+// linkerdRepo is Linkerd's Helm repository of edge releases, the open
+// source releases since 2.15.
+const linkerdRepo = "https://helm.linkerd.io/edge"
+
+func (l *linkerd) defaultVersion() string { return "2025.10.1" }
+
+// Charts installs linkerd-crds and linkerd-control-plane. Helm installs
+// cannot generate Linkerd's identity, so a run-scoped trust anchor and
+// issuer (valid 7 days) are made here and passed as values.
+func (l *linkerd) Charts(o InstallOptions) ([]Chart, error) {
+	v, err := o.version("linkerd", l.defaultVersion())
+	if err != nil {
+		return nil, err
+	}
+	chain, err := pki.NewChain("root.linkerd.cluster.local", "identity.linkerd.cluster.local", 7*24*time.Hour)
+	if err != nil {
+		return nil, fmt.Errorf("linkerd: identity certificates: %w", err)
+	}
+	cp := map[string]any{}
+	set(cp, "identityTrustAnchorsPEM", string(chain.RootPEM))
+	set(cp, "identity.issuer.tls.crtPEM", string(chain.IssuerPEM))
+	set(cp, "identity.issuer.tls.keyPEM", string(chain.IssuerKeyPEM))
+	if r := o.Registry; r != "" {
+		set(cp, "controllerImage", r+"/controller")
+		set(cp, "proxy.image.name", r+"/proxy")
+		set(cp, "proxyInit.image.name", r+"/proxy-init")
+		set(cp, "policyController.image.name", r+"/policy-controller")
+		set(cp, "debugContainer.image.name", r+"/debug")
+	}
+	return []Chart{
+		{Release: "linkerd-crds", Namespace: l.ns, Name: "linkerd-crds", Repo: linkerdRepo, Version: v, Values: map[string]any{}},
+		{Release: "linkerd-control-plane", Namespace: l.ns, Name: "linkerd-control-plane", Repo: linkerdRepo, Version: v, Values: cp},
+	}, nil
 }

@@ -38,11 +38,6 @@ type Mesh interface {
 	Verify(ctx context.Context, c kubernetes.Interface, namespace string, meshed bool) (Verification, error)
 }
 
-// Installer is a mesh that can install itself on request.
-type Installer interface {
-	Install(ctx context.Context, c kubernetes.Interface) error
-}
-
 // MTLSChecker is a mesh that can show, from its own telemetry or
 // configuration, whether traffic between the workloads of a namespace is
 // mutually authenticated and encrypted.

@@ -152,3 +152,68 @@ func serial() *big.Int {
 	}
 	return n
 }
+
+// Chain is a root certificate and an intermediate issuer signed by it, for
+// meshes that run their own identity service and take an issuer on install
+// (Linkerd's trust anchor and identity issuer). Keys are ECDSA P-256, the
+// issuer's PEM encoded as "EC PRIVATE KEY".
+type Chain struct {
+	RootPEM      []byte
+	IssuerPEM    []byte
+	IssuerKeyPEM []byte
+}
+
+// NewChain makes a root named rootCN and an issuer named issuerCN, both
+// valid for lifetime (24h when zero), the issuer allowed to sign workload
+// certificates only.
+func NewChain(rootCN, issuerCN string, lifetime time.Duration) (Chain, error) {
+	if lifetime <= 0 {
+		lifetime = 24 * time.Hour
+	}
+	now := time.Now()
+	rootKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Chain{}, fmt.Errorf("generate root key: %w", err)
+	}
+	root := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: rootCN},
+		NotBefore:             now.Add(-time.Minute),
+		NotAfter:              now.Add(lifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLen:            1,
+	}
+	rootDER, err := x509.CreateCertificate(rand.Reader, root, root, &rootKey.PublicKey, rootKey)
+	if err != nil {
+		return Chain{}, fmt.Errorf("self-sign root %s: %w", rootCN, err)
+	}
+	issuerKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Chain{}, fmt.Errorf("generate issuer key: %w", err)
+	}
+	issuer := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: issuerCN},
+		NotBefore:             now.Add(-time.Minute),
+		NotAfter:              now.Add(lifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	issuerDER, err := x509.CreateCertificate(rand.Reader, issuer, root, &issuerKey.PublicKey, rootKey)
+	if err != nil {
+		return Chain{}, fmt.Errorf("sign issuer %s: %w", issuerCN, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(issuerKey)
+	if err != nil {
+		return Chain{}, fmt.Errorf("encode issuer key: %w", err)
+	}
+	return Chain{
+		RootPEM:      pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rootDER}),
+		IssuerPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: issuerDER}),
+		IssuerKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}, nil
+}

@@ -103,6 +103,9 @@ func kubeTarget(ctx context.Context, c *Config, logf func(string, ...any)) (_ ta
 		Placement:       placement,
 		Loadgens:        c.Loadgens,
 		NamespacePrefix: c.Namespace,
+		InstallMesh:     c.MeshInstall,
+		Install:         mesh.InstallOptions{Version: c.MeshVersion, Registry: c.MeshRegistry},
+		ChartDir:        c.MeshCharts,
 		Workloads: manifests.Params{
 			Images:       manifests.Images{Nginx: c.NginxImage, Loadgen: c.LoadgenImage},
 			ResponseSize: c.ResponseSize,

@@ -45,6 +45,12 @@ type Config struct {
 	KindConfig   string `json:"kindConfig,omitempty"`
 	NodeImage    string `json:"nodeImage,omitempty"`
 	KeepCluster  bool   `json:"keepCluster,omitempty"`
+	// MeshInstall installs the mesh from its Helm charts when it is not
+	// there, and uninstalls it at the end.
+	MeshInstall  bool   `json:"meshInstall,omitempty"`
+	MeshVersion  string `json:"meshVersion,omitempty"`
+	MeshCharts   string `json:"meshCharts,omitempty"`
+	MeshRegistry string `json:"meshRegistry,omitempty"`
 	Thresholds   string `json:"thresholds"`
 	// DefaultRepeats is used for -count when the user does not set it.
 	DefaultRepeats int `json:"defaultRepeats"`
@@ -123,6 +129,10 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or nginx or haproxy when on PATH")
 	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")
 	fs.StringVar(&c.Mesh, "mesh", "", "kind/remote: the meshed arm's mesh: none, linkerd, istio, istio-ambient, cilium, sidecar (default sidecar on kind; required on remote)")
+	fs.BoolVar(&c.MeshInstall, "mesh-install", false, "kind/remote: install the mesh from its Helm charts when it is missing, and uninstall it at the end")
+	fs.StringVar(&c.MeshVersion, "mesh-version", "", "kind/remote: with -mesh-install, the mesh release (chart version) to install (default: the adapter's pinned one)")
+	fs.StringVar(&c.MeshCharts, "mesh-charts", "", "kind/remote: with -mesh-install, a directory holding the charts (air-gapped; default: download from the mesh's Helm repository)")
+	fs.StringVar(&c.MeshRegistry, "mesh-registry", "", "kind/remote: with -mesh-install, the registry to pull the mesh's images from (default upstream)")
 	fs.StringVar(&c.Placement, "placement", "in-mesh", "kind/remote: loadgen placement, in-mesh or out-of-mesh")
 	fs.IntVar(&c.Loadgens, "loadgens", 1, "kind/remote: loadgen replicas a run is sharded over (histograms merged)")
 	fs.StringVar(&c.NginxImage, "nginx-image", manifests.DefaultImages.Nginx, "kind/remote: backend and frontend image")
@@ -160,6 +170,19 @@ func (c *Config) Normalize() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("-target=%s: want local, kind or remote", c.Target))
+	}
+	for _, f := range []struct{ name, value string }{{"mesh-version", c.MeshVersion}, {"mesh-charts", c.MeshCharts}, {"mesh-registry", c.MeshRegistry}} {
+		if f.value != "" && !c.MeshInstall {
+			errs = append(errs, fmt.Errorf("-%s=%s: only used with -mesh-install", f.name, f.value))
+		}
+	}
+	if c.MeshInstall && c.Target == "local" {
+		errs = append(errs, errors.New("-mesh-install: the local target has no mesh to install; use -target=kind or a kubeconfig"))
+	}
+	if c.MeshCharts != "" {
+		if st, err := os.Stat(c.MeshCharts); err != nil || !st.IsDir() {
+			errs = append(errs, fmt.Errorf("-mesh-charts=%s: not a directory", c.MeshCharts))
+		}
 	}
 	if len(c.Concurrency) == 0 {
 		errs = append(errs, errors.New("-concurrency: empty"))

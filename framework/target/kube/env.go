@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
@@ -111,6 +112,21 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		cfg["nginxWorkers"] = strconv.Itoa(p.NginxWorkers)
 	}
 	cfg["namespaces"] = strings.Join(t.Namespaces(), ",")
+	if inst := t.Installed(); len(inst) > 0 {
+		// Installed by this run: which charts, from where, with which values
+		// (certificates shown by their length only).
+		cfg["installedBy"] = "meshbench"
+		for _, r := range inst {
+			src := r.Repo
+			if r.From != "" {
+				src = r.From
+			}
+			cfg["helm."+r.Release] = r.Loaded + " from " + src
+			if vs := mesh.FlattenValues(r.Values); len(vs) > 0 {
+				cfg["helm."+r.Release+".values"] = strings.Join(vs, " ")
+			}
+		}
+	}
 	for name, a := range t.arms {
 		if where := t.placement(ctx, a); where != "" {
 			cfg["nodes."+string(name)] = where

@@ -55,6 +55,10 @@ type Target struct {
 	// sidecar is the bring-your-own sidecar mesh's wiring of the meshed
 	// arm (certificates made at set-up), nil for every other mesh.
 	sidecar *manifests.Sidecar
+	// restCfg is what New was given; helm is the mesh's installer when the
+	// run installed it.
+	restCfg *rest.Config
+	helm    *helmInstaller
 }
 
 // arm is one side's namespaces.
@@ -115,6 +119,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.restCfg = cfg
 	t.fwd = spdyForwarder(cfg, c)
 	t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) { return kubelet.Fetch(ctx, c, node) }
 	if _, err := serverVersion(ctx, c); err != nil {
@@ -277,16 +282,41 @@ func (t *Target) detectMesh(ctx context.Context) (mesh.Info, error) {
 		if !ok {
 			return info, fmt.Errorf("kube target: %w; the %s adapter cannot install it, install it first", err, m.Name())
 		}
-		t.o.Logf("kube target: installing %s", m.Name())
-		if err := inst.Install(ctx, t.c); err != nil {
+		charts, err := inst.Charts(t.o.Install)
+		if err != nil {
 			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
 		}
+		start := t.now()
+		t.o.Logf("kube target: %s is not installed (%s): installing it from %d Helm chart(s)", m.Name(), ni.Looked, len(charts))
+		t.mu.Lock()
+		t.helm = &helmInstaller{cfg: t.restCfg, c: t.c, chartDir: t.o.ChartDir, timeout: t.o.InstallTimeout,
+			grace: t.o.UnschedulableGrace, logf: t.o.Logf}
+		t.mu.Unlock()
+		if err := t.helm.install(ctx, charts); err != nil {
+			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
+		}
+		t.o.Logf("kube target: %s installed in %v", m.Name(), t.now().Sub(start).Round(time.Second))
 		info, err = m.Detect(ctx, t.c)
+		if err != nil {
+			return info, fmt.Errorf("kube target: %s installed but not detected: %w", m.Name(), err)
+		}
+		return info, nil
 	}
 	if err != nil {
 		return info, fmt.Errorf("kube target: %w", err)
 	}
 	return info, nil
+}
+
+// Installed lists the Helm releases the target installed (and uninstalls
+// on Close); empty when the mesh was already there.
+func (t *Target) Installed() []Installed {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.helm == nil {
+		return nil
+	}
+	return append([]Installed(nil), t.helm.installed...)
 }
 
 func (t *Target) readNodes(ctx context.Context) ([]NodeInfo, error) {
@@ -494,14 +524,40 @@ func (t *Target) Close(ctx context.Context) error {
 		return nil
 	}
 	nss := append([]string(nil), t.created...)
+	helm := t.helm
 	t.mu.Unlock()
-	if len(nss) == 0 {
+	if len(nss) == 0 && (helm == nil || len(helm.installed) == 0 && len(helm.createdNS) == 0) {
 		return nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.o.DeleteTimeout)
+		ctx, cancel = context.WithTimeout(ctx, t.o.DeleteTimeout+t.o.InstallTimeout)
 		defer cancel()
+	}
+	errs := t.deleteNamespaces(ctx, nss)
+	// The mesh goes after the workloads it served, and only when the run
+	// installed it.
+	if helm != nil {
+		start := t.now()
+		if err := helm.uninstall(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("uninstall %s: %w", t.o.Mesh.Name(), err))
+		} else {
+			t.o.Logf("kube target: %s uninstalled in %v", t.o.Mesh.Name(), t.now().Sub(start).Round(time.Second))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kube target: close: %w", err)
+	}
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	return nil
+}
+
+// deleteNamespaces deletes nss and waits until they are gone.
+func (t *Target) deleteNamespaces(ctx context.Context, nss []string) []error {
+	if len(nss) == 0 {
+		return nil
 	}
 	var errs []error
 	for _, ns := range nss {
@@ -534,13 +590,7 @@ func (t *Target) Close(ctx context.Context) error {
 		}
 		errs = append(errs, errors.New(msg))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("kube target: close: %w", err)
-	}
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
-	return nil
+	return errs
 }
 
 func nsNames(nss []*corev1.Namespace) []string {

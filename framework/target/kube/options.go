@@ -43,9 +43,19 @@ type Options struct {
 	Name string
 	// Mesh is the meshed arm's mesh adapter. Default mesh "none" (an A/A run).
 	Mesh mesh.Mesh
-	// InstallMesh installs the mesh when Detect does not find it, if the
-	// adapter can (mesh.Installer). Default false: a missing mesh is an error.
+	// InstallMesh installs the mesh from its Helm charts when Detect does
+	// not find it, if the adapter can (mesh.Installer), and uninstalls it
+	// when the target closes. Default false: a missing mesh is an error.
 	InstallMesh bool
+	// Install says which release to install and with which registry.
+	Install mesh.InstallOptions
+	// ChartDir, when set, is where the charts are looked for (by their
+	// Chart.yaml name, or <name>-<version>.tgz) instead of downloading them
+	// from their Helm repositories: for air-gapped clusters.
+	ChartDir string
+	// InstallTimeout bounds each release's install and rollout, and its
+	// uninstall. Default 5m.
+	InstallTimeout time.Duration
 	// Placement of the loadgen. Default InMesh.
 	Placement Placement
 	// Loadgens is the number of loadgen replicas a run's connections and
@@ -103,6 +113,9 @@ func (o *Options) normalize() error {
 	}
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 5 * time.Minute
+	}
+	if o.InstallTimeout == 0 {
+		o.InstallTimeout = 5 * time.Minute
 	}
 	if o.DeleteTimeout == 0 {
 		o.DeleteTimeout = 3 * time.Minute

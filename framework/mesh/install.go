@@ -1,0 +1,115 @@
+package mesh
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Installer is a mesh that can install itself on request. It does not touch
+// the cluster: Charts returns the Helm releases that install the mesh, in
+// install order, and the kube target installs them (and uninstalls them, in
+// reverse, when the run ends). An adapter is an Installer when its mesh has
+// official Helm charts.
+type Installer interface {
+	Charts(o InstallOptions) ([]Chart, error)
+}
+
+// InstallOptions say which mesh release to install and from where.
+type InstallOptions struct {
+	// Version is the mesh release, which is also its charts' version. ""
+	// installs the adapter's pinned default (DefaultVersion).
+	Version string `json:"version,omitempty"`
+	// Registry replaces the upstream image registry (e.g. "registry.local:5000/istio")
+	// for clusters that cannot pull from the internet. "" keeps upstream.
+	Registry string `json:"registry,omitempty"`
+}
+
+// Chart is one Helm release of a mesh's installation.
+type Chart struct {
+	// Release is the Helm release name.
+	Release string `json:"release"`
+	// Namespace is the release's namespace; it is created when missing.
+	Namespace string `json:"namespace"`
+	// Name is the chart's name in Repo (and in its Chart.yaml).
+	Name string `json:"chart"`
+	// Repo is the URL of the Helm repository that serves the chart.
+	Repo string `json:"repo"`
+	// Version is the chart version.
+	Version string `json:"version"`
+	// Values are the release's values, over the chart's defaults.
+	Values map[string]any `json:"values,omitempty"`
+}
+
+func (c Chart) String() string {
+	return fmt.Sprintf("%s/%s (%s %s from %s)", c.Namespace, c.Release, c.Name, c.Version, c.Repo)
+}
+
+// DefaultVersion is the release an adapter installs when
+// InstallOptions.Version is empty; "" when the adapter cannot install.
+func DefaultVersion(m Mesh) string {
+	if d, ok := m.(interface{ defaultVersion() string }); ok {
+		return d.defaultVersion()
+	}
+	return ""
+}
+
+// chartVersion matches what Helm accepts as a chart version (SemVer 2, with
+// or without a leading v; Linkerd's edge charts are dated, 2025.10.1).
+var chartVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+
+// version returns o.Version or def, or an error naming the bad version.
+func (o InstallOptions) version(mesh, def string) (string, error) {
+	if o.Version == "" {
+		return def, nil
+	}
+	if !chartVersion.MatchString(o.Version) {
+		return "", fmt.Errorf("%s: install version %q is not a chart version (want e.g. %s)", mesh, o.Version, def)
+	}
+	return strings.TrimPrefix(o.Version, "v"), nil
+}
+
+// set writes value at the dotted path into values, creating the maps on the
+// way: set(v, "global.hub", "r") is Helm's --set global.hub=r.
+func set(values map[string]any, path string, value any) {
+	keys := strings.Split(path, ".")
+	m := values
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[keys[len(keys)-1]] = value
+}
+
+// FlattenValues turns nested values into sorted "a.b.c=value" lines, for
+// logs and the results file. Values longer than 64 characters (keys and
+// certificates) are shown by their length only.
+func FlattenValues(values map[string]any) []string {
+	var out []string
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				p := k
+				if prefix != "" {
+					p = prefix + "." + k
+				}
+				walk(p, m[k])
+			}
+			return
+		}
+		s := fmt.Sprint(v)
+		if len(s) > 64 {
+			s = fmt.Sprintf("<%d bytes>", len(s))
+		}
+		out = append(out, prefix+"="+s)
+	}
+	walk("", values)
+	return out
+}

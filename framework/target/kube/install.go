@@ -1,0 +1,408 @@
+package kube
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/cli"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/meshbench/meshbench/framework/mesh"
+)
+
+// Installed is one Helm release the run installed: what Helm was asked for
+// and the chart it loaded (a local chart directory may hold another version
+// than the one asked for).
+type Installed struct {
+	mesh.Chart
+	// Loaded is the loaded chart's name and version, from its Chart.yaml.
+	Loaded string `json:"loaded"`
+	// From is the chart's path when it came from a local directory.
+	From string `json:"from,omitempty"`
+}
+
+// helmInstaller installs and uninstalls a mesh's charts with Helm's Go SDK
+// (no helm binary), watching the releases' pods so that an image that
+// cannot be pulled or a crashing control plane stops the install within
+// seconds instead of at a timeout.
+type helmInstaller struct {
+	cfg *rest.Config
+	c   kubernetes.Interface
+	// chartDir, when set, is searched for the charts (by the name in their
+	// Chart.yaml, or <name>-<version>.tgz) instead of their repositories.
+	chartDir string
+	timeout  time.Duration
+	grace    time.Duration
+	logf     func(string, ...any)
+
+	installed []Installed
+	createdNS []string
+}
+
+// install installs charts in order and waits for each release's
+// Deployments, DaemonSets and StatefulSets to be rolled out. Every release
+// that was created, even one whose workloads then failed, is remembered for
+// uninstall.
+func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error {
+	for _, ch := range charts {
+		start := time.Now()
+		if err := h.ensureNamespace(ctx, ch.Namespace); err != nil {
+			return err
+		}
+		loaded, from, err := h.load(ch)
+		if err != nil {
+			return err
+		}
+		got := loaded.Metadata.Name + " " + loaded.Metadata.Version
+		if from != "" && loaded.Metadata.Version != ch.Version {
+			h.logf("kube target: helm: %s: %s holds version %s, not %s: installing it as it is", ch.Release, from, loaded.Metadata.Version, ch.Version)
+		}
+		h.logf("kube target: helm: installing %s", ch)
+		for _, kv := range mesh.FlattenValues(ch.Values) {
+			h.logf("kube target: helm:   %s", kv)
+		}
+		cfg, err := h.config(ch.Namespace)
+		if err != nil {
+			return err
+		}
+		in := action.NewInstall(cfg)
+		in.ReleaseName, in.Namespace, in.Timeout = ch.Release, ch.Namespace, h.timeout
+		rel, err := in.RunWithContext(ctx, loaded, ch.Values)
+		if rel != nil || err == nil || !strings.Contains(err.Error(), "cannot re-use a name") {
+			// A failed install may still have created objects: uninstall it too.
+			h.installed = append(h.installed, Installed{Chart: ch, Loaded: got, From: from})
+		}
+		if err != nil {
+			return fmt.Errorf("helm install %s: %w", ch, err)
+		}
+		if err := h.rollout(ctx, ch, rel.Manifest); err != nil {
+			return fmt.Errorf("helm install %s: %w", ch, err)
+		}
+		h.logf("kube target: helm: %s ready in %.1fs", ch.Release, time.Since(start).Seconds())
+	}
+	return nil
+}
+
+// uninstall removes the releases in reverse order, waiting for their
+// objects to go, then the namespaces the install created.
+func (h *helmInstaller) uninstall(ctx context.Context) error {
+	var errs []error
+	for i := len(h.installed) - 1; i >= 0; i-- {
+		ch := h.installed[i]
+		cfg, err := h.config(ch.Namespace)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		un := action.NewUninstall(cfg)
+		un.Wait, un.Timeout, un.IgnoreNotFound = true, h.timeout, true
+		if d, ok := ctx.Deadline(); ok {
+			un.Timeout = min(un.Timeout, time.Until(d))
+		}
+		h.logf("kube target: helm: uninstalling %s/%s", ch.Namespace, ch.Release)
+		if _, err := un.Run(ch.Release); err != nil {
+			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", ch.Namespace, ch.Release, err))
+			continue
+		}
+		h.installed = h.installed[:i]
+	}
+	for _, ns := range h.createdNS {
+		err := h.c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete namespace %s: %w", ns, err))
+		}
+	}
+	for _, ns := range h.createdNS {
+		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := h.c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s still there: %w", ns, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	h.createdNS = nil
+	return nil
+}
+
+func (h *helmInstaller) ensureNamespace(ctx context.Context, ns string) error {
+	_, err := h.c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get namespace %s: %w", ns, err)
+	}
+	_, err = h.c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	if err == nil {
+		h.createdNS = append(h.createdNS, ns)
+	}
+	return nil
+}
+
+// load finds the chart in chartDir, or downloads it from its repository
+// into Helm's cache ($HELM_CACHE_HOME, default ~/.cache/helm).
+func (h *helmInstaller) load(ch mesh.Chart) (*chart.Chart, string, error) {
+	if h.chartDir != "" {
+		path, err := findChart(h.chartDir, ch.Name, ch.Version)
+		if err != nil {
+			return nil, "", err
+		}
+		c, err := loader.Load(path)
+		if err != nil {
+			return nil, "", fmt.Errorf("load chart %s: %w", path, err)
+		}
+		return c, path, nil
+	}
+	opts := action.ChartPathOptions{RepoURL: ch.Repo, Version: ch.Version}
+	path, err := opts.LocateChart(ch.Name, cli.New())
+	if err != nil {
+		return nil, "", fmt.Errorf("fetch chart %s %s from %s (offline? pass -mesh-charts with a directory of charts): %w", ch.Name, ch.Version, ch.Repo, err)
+	}
+	c, err := loader.Load(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("load chart %s: %w", path, err)
+	}
+	return c, "", nil
+}
+
+// findChart looks in dir, four levels deep, for <name>-<version>.tgz or a
+// directory whose Chart.yaml is named name; an archive of the wanted
+// version wins over a directory.
+func findChart(dir, name, version string) (string, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("-mesh-charts %s: %w", dir, err)
+	}
+	var dirs []string
+	var tgz string
+	root := filepath.Clean(dir)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable corners do not hide the rest
+		}
+		if d.IsDir() && strings.Count(strings.TrimPrefix(path, root), string(filepath.Separator)) > 4 {
+			return filepath.SkipDir
+		}
+		switch {
+		case !d.IsDir() && d.Name() == name+"-"+version+".tgz":
+			tgz = path
+		case !d.IsDir() && d.Name() == "Chart.yaml":
+			b, err := os.ReadFile(path)
+			if err == nil && chartName(b) == name {
+				dirs = append(dirs, filepath.Dir(path))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("-mesh-charts %s: %w", dir, err)
+	}
+	if tgz != "" {
+		return tgz, nil
+	}
+	if len(dirs) == 0 {
+		return "", fmt.Errorf("-mesh-charts %s: no chart %s (neither %s-%s.tgz nor a directory whose Chart.yaml says name: %s)", dir, name, name, version, name)
+	}
+	sort.Strings(dirs)
+	return dirs[0], nil
+}
+
+// chartName reads the name field of a Chart.yaml.
+func chartName(b []byte) string {
+	var c struct {
+		Name string `json:"name"`
+	}
+	if err := utilyaml.Unmarshal(b, &c); err != nil {
+		return ""
+	}
+	return c.Name
+}
+
+// workload is a Deployment, DaemonSet or StatefulSet of a release.
+type workload struct{ Kind, Namespace, Name string }
+
+// releaseWorkloads lists the workloads in a release's rendered manifest.
+func releaseWorkloads(manifest, namespace string) ([]workload, error) {
+	d := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	var out []workload
+	for {
+		var obj struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Metadata   metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := d.Decode(&obj); err != nil {
+			if err == io.EOF {
+				return out, nil
+			}
+			return nil, fmt.Errorf("read release manifest: %w", err)
+		}
+		if obj.APIVersion != "apps/v1" {
+			continue
+		}
+		switch obj.Kind {
+		case "Deployment", "DaemonSet", "StatefulSet":
+			out = append(out, workload{Kind: obj.Kind, Namespace: cmp.Or(obj.Metadata.Namespace, namespace), Name: obj.Metadata.Name})
+		}
+	}
+}
+
+// rollout waits until every workload of the release is rolled out, and
+// fails as soon as one of their pods cannot become ready, with its events
+// and last log lines.
+func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest string) error {
+	ws, err := releaseWorkloads(manifest, ch.Namespace)
+	if err != nil {
+		return err
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	r := &readiness{c: h.c, logf: h.logf, logLines: 20}
+	var pending []string
+	err = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		pending = pending[:0]
+		for _, w := range ws {
+			done, selector, err := h.rolledOut(ctx, w)
+			if err != nil {
+				return false, err
+			}
+			if done {
+				continue
+			}
+			pending = append(pending, w.Kind+" "+w.Namespace+"/"+w.Name)
+			if selector == nil {
+				continue
+			}
+			pods, err := h.c.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(selector)})
+			if err != nil {
+				return false, fmt.Errorf("list pods of %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+			}
+			for i := range pods.Items {
+				if e := podProblem(&pods.Items[i], time.Now(), h.grace); e != nil {
+					return false, r.explain(ctx, e)
+				}
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("not rolled out after %v: %s: %w", h.timeout, strings.Join(pending, ", "), err)
+	}
+	return err
+}
+
+// rolledOut reports whether w is fully rolled out, and its pod selector.
+func (h *helmInstaller) rolledOut(ctx context.Context, w workload) (bool, *metav1.LabelSelector, error) {
+	apps := h.c.AppsV1()
+	var err error
+	switch w.Kind {
+	case "Deployment":
+		var d *appsv1.Deployment
+		if d, err = apps.Deployments(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{}); err == nil {
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			s := d.Status
+			return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas >= want && s.AvailableReplicas >= want, d.Spec.Selector, nil
+		}
+	case "DaemonSet":
+		var d *appsv1.DaemonSet
+		if d, err = apps.DaemonSets(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{}); err == nil {
+			s := d.Status
+			return s.ObservedGeneration >= d.Generation && s.DesiredNumberScheduled > 0 && s.UpdatedNumberScheduled >= s.DesiredNumberScheduled &&
+				s.NumberAvailable >= s.DesiredNumberScheduled, d.Spec.Selector, nil
+		}
+	case "StatefulSet":
+		var d *appsv1.StatefulSet
+		if d, err = apps.StatefulSets(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{}); err == nil {
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			return d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas >= want, d.Spec.Selector, nil
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil, nil // not created yet
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("get %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+	}
+	return true, nil, nil
+}
+
+// config is a Helm action configuration for namespace, storing releases as
+// Secrets there (Helm's default driver).
+func (h *helmInstaller) config(namespace string) (*action.Configuration, error) {
+	cfg := new(action.Configuration)
+	getter := &restGetter{cfg: h.cfg, namespace: namespace}
+	if err := cfg.Init(getter, namespace, "secret", func(format string, v ...any) {}); err != nil {
+		return nil, fmt.Errorf("helm: configure for namespace %s: %w", namespace, err)
+	}
+	return cfg, nil
+}
+
+// restGetter gives Helm the run's own rest.Config, so that a kind cluster
+// created in-process (no kubeconfig file) and a remote one work alike.
+type restGetter struct {
+	cfg       *rest.Config
+	namespace string
+}
+
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
+
+func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(g.cfg))
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	return memory.NewMemCacheClient(dc), nil
+}
+
+func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	dc, err := g.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	m := restmapper.NewDeferredDiscoveryRESTMapper(dc)
+	return restmapper.NewShortcutExpander(m, dc, func(string) {}), nil
+}
+
+func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), &clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: g.namespace}})
+}
