@@ -4,6 +4,9 @@ PKGS      ?= ./...
 BENCHFLAGS ?=
 BENCHSTAT ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Istio's Helm charts, read from its Go module (the module proxy serves it
+# where no chart repository is reachable), for the mesh-install e2e test.
+ISTIO_CHARTS ?= istio.io/istio@v0.0.0-20260827124520-eed52ebb66ad
 
 .PHONY: test e2e unit bench benchstat lint tools clean
 
@@ -20,7 +23,8 @@ test: tools
 ## 35 minutes on 2 cores; cached in $$MESHBENCH_CACHE after), creates a 3-node
 ## cluster, sweeps both paths at c=1 and c=8, baseline against the
 ## bring-your-own sidecar mesh, checks fixtures/thresholds/kind.yaml and
-## deletes the cluster.
+## deletes the cluster; then, on a one-node cluster, installs and uninstalls
+## a stand-in mesh chart and Istio's own charts with the Helm installer.
 e2e:
 	@start=$$(date +%s); set -e; \
 	hack/offline/docker.sh; \
@@ -29,6 +33,9 @@ e2e:
 	hack/offline/images.sh go meshbench/mbloadgen:dev ./cmd/mbloadgen >/dev/null; \
 	MESHBENCH_KIND_E2E=1 MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev \
 		$(GO) test -count=1 -timeout 40m -run TestKindE2E -v ./framework/suite; \
+	charts=$$($(GO) mod download -json $(ISTIO_CHARTS) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/manifests/charts; \
+	MESHBENCH_KUBE_E2E=kind MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_ISTIO_CHARTS=$$charts \
+		$(GO) test -count=1 -timeout 20m -run TestMeshInstallOnCluster -v ./framework/target/kube; \
 	echo "make e2e: $$(( $$(date +%s) - start ))s"
 
 ## unit: the fast tests only (no processes started).

@@ -22,10 +22,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -62,6 +64,8 @@ type helmInstaller struct {
 
 	installed []Installed
 	createdNS []string
+	// kept are the objects of each release that Helm leaves on uninstall.
+	kept map[string][]object
 }
 
 // install installs charts in order and waits for each release's
@@ -82,7 +86,11 @@ func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error 
 		if from != "" && loaded.Metadata.Version != ch.Version {
 			h.logf("kube target: helm: %s: %s holds version %s, not %s: installing it as it is", ch.Release, from, loaded.Metadata.Version, ch.Version)
 		}
-		h.logf("kube target: helm: installing %s", ch)
+		desc := ch.String()
+		if from != "" {
+			desc = fmt.Sprintf("%s/%s (%s from %s)", ch.Namespace, ch.Release, got, from)
+		}
+		h.logf("kube target: helm: installing %s", desc)
 		for _, kv := range mesh.FlattenValues(ch.Values) {
 			h.logf("kube target: helm:   %s", kv)
 		}
@@ -97,11 +105,25 @@ func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error 
 			// A failed install may still have created objects: uninstall it too.
 			h.installed = append(h.installed, Installed{Chart: ch, Loaded: got, From: from})
 		}
+		if rel != nil {
+			objs, perr := manifestObjects(rel.Manifest)
+			if perr != nil {
+				return fmt.Errorf("helm install %s: %w", desc, perr)
+			}
+			for _, o := range objs {
+				if o.Keep {
+					if h.kept == nil {
+						h.kept = map[string][]object{}
+					}
+					h.kept[ch.Release] = append(h.kept[ch.Release], o)
+				}
+			}
+		}
 		if err != nil {
-			return fmt.Errorf("helm install %s: %w", ch, err)
+			return fmt.Errorf("helm install %s: %w", desc, err)
 		}
 		if err := h.rollout(ctx, ch, rel.Manifest); err != nil {
-			return fmt.Errorf("helm install %s: %w", ch, err)
+			return fmt.Errorf("helm install %s: %w", desc, err)
 		}
 		h.logf("kube target: helm: %s ready in %.1fs", ch.Release, time.Since(start).Seconds())
 	}
@@ -129,6 +151,11 @@ func (h *helmInstaller) uninstall(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", ch.Namespace, ch.Release, err))
 			continue
 		}
+		if err := h.deleteKept(ctx, ch.Namespace, h.kept[ch.Release]); err != nil {
+			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", ch.Namespace, ch.Release, err))
+			continue
+		}
+		delete(h.kept, ch.Release)
 		h.installed = h.installed[:i]
 	}
 	for _, ns := range h.createdNS {
@@ -249,13 +276,25 @@ func chartName(b []byte) string {
 	return c.Name
 }
 
-// workload is a Deployment, DaemonSet or StatefulSet of a release.
-type workload struct{ Kind, Namespace, Name string }
+// object is one object of a release's rendered manifest.
+type object struct {
+	APIVersion, Kind, Namespace, Name string
+	// Keep is set for objects Helm leaves behind on uninstall
+	// (helm.sh/resource-policy: keep), such as Istio's CRDs.
+	Keep bool
+}
 
-// releaseWorkloads lists the workloads in a release's rendered manifest.
-func releaseWorkloads(manifest, namespace string) ([]workload, error) {
+func (o object) String() string {
+	if o.Namespace == "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
+// manifestObjects lists the objects of a release's rendered manifest.
+func manifestObjects(manifest string) ([]object, error) {
 	d := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	var out []workload
+	var out []object
 	for {
 		var obj struct {
 			APIVersion string            `json:"apiVersion"`
@@ -268,14 +307,96 @@ func releaseWorkloads(manifest, namespace string) ([]workload, error) {
 			}
 			return nil, fmt.Errorf("read release manifest: %w", err)
 		}
-		if obj.APIVersion != "apps/v1" {
+		if obj.Kind == "" {
+			continue // an empty document
+		}
+		out = append(out, object{APIVersion: obj.APIVersion, Kind: obj.Kind, Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name,
+			Keep: obj.Metadata.Annotations["helm.sh/resource-policy"] == "keep"})
+	}
+}
+
+// workload is a Deployment, DaemonSet or StatefulSet of a release.
+type workload struct{ Kind, Namespace, Name string }
+
+// releaseWorkloads lists the workloads in a release's rendered manifest.
+func releaseWorkloads(manifest, namespace string) ([]workload, error) {
+	objs, err := manifestObjects(manifest)
+	if err != nil {
+		return nil, err
+	}
+	var out []workload
+	for _, o := range objs {
+		if o.APIVersion != "apps/v1" {
 			continue
 		}
-		switch obj.Kind {
+		switch o.Kind {
 		case "Deployment", "DaemonSet", "StatefulSet":
-			out = append(out, workload{Kind: obj.Kind, Namespace: cmp.Or(obj.Metadata.Namespace, namespace), Name: obj.Metadata.Name})
+			out = append(out, workload{Kind: o.Kind, Namespace: cmp.Or(o.Namespace, namespace), Name: o.Name})
 		}
 	}
+	return out, nil
+}
+
+// deleteKept deletes what Helm keeps on uninstall. The run installed the
+// mesh on a cluster that did not have it, and Helm refuses to install over
+// objects it does not own, so these objects are the run's own: deleting
+// them gives the cluster back as it was. It waits until they are gone.
+func (h *helmInstaller) deleteKept(ctx context.Context, ns string, kept []object) error {
+	if len(kept) == 0 {
+		return nil
+	}
+	getter := &restGetter{cfg: h.cfg, namespace: ns}
+	mapper, err := getter.ToRESTMapper()
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(h.cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	var errs []error
+	type pending struct {
+		ri dynamic.ResourceInterface
+		o  object
+	}
+	var left []pending
+	for _, o := range kept {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o, err))
+			continue
+		}
+		m, err := mapper.RESTMapping(gv.WithKind(o.Kind).GroupKind(), gv.Version)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o, err))
+			continue
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(cmp.Or(o.Namespace, ns))
+		}
+		err = ri.Delete(ctx, o.Name, metav1.DeleteOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("delete kept %s: %w", o, err))
+		default:
+			left = append(left, pending{ri, o})
+		}
+	}
+	for _, p := range left {
+		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := p.ri.Get(ctx, p.o.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kept %s still there: %w", p.o, err))
+		}
+	}
+	if len(left) > 0 {
+		h.logf("kube target: helm: deleted %d object(s) Helm keeps on uninstall (resource-policy keep)", len(left))
+	}
+	return errors.Join(errs...)
 }
 
 // rollout waits until every workload of the release is rolled out, and

@@ -1,0 +1,144 @@
+package mesh
+
+import (
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/pem"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// plan is a chart list without values, for exact comparison.
+func plan(cs []Chart) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Namespace+"/"+c.Release+"="+c.Name+"@"+c.Version+" "+c.Repo)
+	}
+	return out
+}
+
+func charts(t *testing.T, m Mesh, o InstallOptions) []Chart {
+	t.Helper()
+	inst, ok := m.(Installer)
+	require.True(t, ok, "%s is not an Installer", m.Name())
+	cs, err := inst.Charts(o)
+	require.NoError(t, err)
+	return cs
+}
+
+func TestWhoInstalls(t *testing.T) {
+	for _, n := range Names() {
+		_, ok := newMesh(t, n).(Installer)
+		want := n != "none" && n != "sidecar"
+		assert.Equal(t, want, ok, n)
+		assert.Equal(t, want, DefaultVersion(newMesh(t, n)) != "", n)
+	}
+}
+
+func TestIstioCharts(t *testing.T) {
+	cs := charts(t, newMesh(t, "istio"), InstallOptions{})
+	assert.Equal(t, []string{
+		"istio-system/istio-base=base@1.28.0 https://istio-release.storage.googleapis.com/charts",
+		"istio-system/istiod=istiod@1.28.0 https://istio-release.storage.googleapis.com/charts",
+	}, plan(cs))
+	assert.Equal(t, []string{"defaultRevision=default"}, FlattenValues(cs[0].Values))
+	assert.Empty(t, FlattenValues(cs[1].Values))
+
+	m, err := New("istio", WithRevision("canary"), WithNamespace("mesh"))
+	require.NoError(t, err)
+	cs = charts(t, m, InstallOptions{Version: "v1.27.3", Registry: "registry.local/istio"})
+	assert.Equal(t, []string{
+		"mesh/istio-base=base@1.27.3 https://istio-release.storage.googleapis.com/charts",
+		"mesh/istiod-canary=istiod@1.27.3 https://istio-release.storage.googleapis.com/charts",
+	}, plan(cs))
+	assert.Equal(t, []string{"defaultRevision=canary", "global.hub=registry.local/istio"}, FlattenValues(cs[0].Values))
+	assert.Equal(t, []string{"global.hub=registry.local/istio", "revision=canary"}, FlattenValues(cs[1].Values))
+}
+
+func TestAmbientCharts(t *testing.T) {
+	cs := charts(t, newMesh(t, "istio-ambient"), InstallOptions{Registry: "r.local"})
+	assert.Equal(t, []string{
+		"istio-system/istio-base=base@1.28.0 https://istio-release.storage.googleapis.com/charts",
+		"istio-system/istiod=istiod@1.28.0 https://istio-release.storage.googleapis.com/charts",
+		"istio-system/istio-cni=cni@1.28.0 https://istio-release.storage.googleapis.com/charts",
+		"istio-system/ztunnel=ztunnel@1.28.0 https://istio-release.storage.googleapis.com/charts",
+	}, plan(cs))
+	assert.Equal(t, []string{"defaultRevision=default", "global.hub=r.local", "profile=ambient"}, FlattenValues(cs[0].Values))
+	assert.Equal(t, []string{"global.hub=r.local", "profile=ambient"}, FlattenValues(cs[1].Values))
+	assert.Equal(t, []string{"global.hub=r.local", "profile=ambient"}, FlattenValues(cs[2].Values))
+	assert.Equal(t, []string{"hub=r.local", "profile=ambient"}, FlattenValues(cs[3].Values))
+}
+
+func TestLinkerdChartsCarryAValidIdentity(t *testing.T) {
+	cs := charts(t, newMesh(t, "linkerd"), InstallOptions{Version: "2025.11.2"})
+	assert.Equal(t, []string{
+		"linkerd/linkerd-crds=linkerd-crds@2025.11.2 https://helm.linkerd.io/edge",
+		"linkerd/linkerd-control-plane=linkerd-control-plane@2025.11.2 https://helm.linkerd.io/edge",
+	}, plan(cs))
+	v := cs[1].Values
+	root := parseCert(t, v["identityTrustAnchorsPEM"].(string))
+	tls := v["identity"].(map[string]any)["issuer"].(map[string]any)["tls"].(map[string]any)
+	issuer := parseCert(t, tls["crtPEM"].(string))
+	assert.Equal(t, "identity.linkerd.cluster.local", issuer.Subject.CommonName)
+	assert.True(t, issuer.IsCA)
+	pool := x509.NewCertPool()
+	pool.AddCert(root)
+	_, err := issuer.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	require.NoError(t, err, "the issuer must chain to the trust anchor")
+	b, _ := pem.Decode([]byte(tls["keyPEM"].(string)))
+	require.NotNil(t, b)
+	assert.Equal(t, "EC PRIVATE KEY", b.Type)
+	key, err := x509.ParseECPrivateKey(b.Bytes)
+	require.NoError(t, err)
+	assert.True(t, key.PublicKey.Equal(issuer.PublicKey.(*ecdsa.PublicKey)), "the key must be the issuer's")
+	// The values log shows certificates by their length, never their bytes.
+	for _, kv := range FlattenValues(v) {
+		assert.NotContains(t, kv, "BEGIN")
+	}
+
+	cs = charts(t, newMesh(t, "linkerd"), InstallOptions{Registry: "r.local/l5d"})
+	assert.Equal(t, "r.local/l5d/proxy", cs[1].Values["proxy"].(map[string]any)["image"].(map[string]any)["name"])
+	assert.Equal(t, "r.local/l5d/controller", cs[1].Values["controllerImage"])
+}
+
+func TestCiliumCharts(t *testing.T) {
+	cs := charts(t, newMesh(t, "cilium"), InstallOptions{Registry: "r.local/cilium"})
+	assert.Equal(t, []string{"kube-system/cilium=cilium@1.18.2 https://helm.cilium.io/"}, plan(cs))
+	assert.Equal(t, []string{
+		"encryption.enabled=true", "encryption.type=wireguard",
+		"envoy.image.repository=r.local/cilium/cilium-envoy", "envoy.image.useDigest=false",
+		"image.pullPolicy=IfNotPresent", "image.repository=r.local/cilium/cilium", "image.useDigest=false",
+		"ipam.mode=kubernetes",
+		"operator.image.repository=r.local/cilium/operator", "operator.image.useDigest=false",
+	}, FlattenValues(cs[0].Values))
+	// What the chart installs is what Verify accepts as an encrypting Cilium.
+	assert.True(t, ciliumEncrypts(map[string]string{"enable-wireguard": "true"}))
+}
+
+func TestInstallVersionIsChecked(t *testing.T) {
+	for _, n := range []string{"istio", "istio-ambient", "linkerd", "cilium"} {
+		_, err := newMesh(t, n).(Installer).Charts(InstallOptions{Version: "latest"})
+		require.Error(t, err, n)
+		assert.Contains(t, err.Error(), n+`: install version "latest" is not a chart version (want e.g. `+DefaultVersion(newMesh(t, n))+")")
+	}
+}
+
+func TestFlattenValues(t *testing.T) {
+	v := map[string]any{}
+	set(v, "b.c", 1)
+	set(v, "a", "x")
+	set(v, "b.d.e", true)
+	set(v, "k", string(make([]byte, 65)))
+	assert.Equal(t, []string{"a=x", "b.c=1", "b.d.e=true", "k=<65 bytes>"}, FlattenValues(v))
+}
+
+func parseCert(t *testing.T, s string) *x509.Certificate {
+	t.Helper()
+	b, _ := pem.Decode([]byte(s))
+	require.NotNil(t, b, "no PEM block")
+	c, err := x509.ParseCertificate(b.Bytes)
+	require.NoError(t, err)
+	return c
+}

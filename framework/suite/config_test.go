@@ -1,0 +1,38 @@
+package suite_test
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/suite"
+)
+
+func normalize(t *testing.T, args ...string) (*suite.Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg := suite.RegisterFlags(fs)
+	require.NoError(t, fs.Parse(args))
+	return cfg, cfg.Normalize()
+}
+
+func TestMeshInstallFlags(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := normalize(t, "-target", "kind", "-mesh", "istio", "-mesh-install", "-mesh-version", "1.27.3", "-mesh-charts", dir, "-mesh-registry", "r.local/istio")
+	require.NoError(t, err)
+	assert.True(t, cfg.MeshInstall)
+	assert.Equal(t, "1.27.3", cfg.MeshVersion)
+	assert.Equal(t, dir, cfg.MeshCharts)
+	assert.Equal(t, "r.local/istio", cfg.MeshRegistry)
+
+	_, err = normalize(t, "-target", "kind", "-mesh", "istio", "-mesh-version", "1.27.3", "-mesh-registry", "r.local")
+	assert.EqualError(t, err, "-mesh-version=1.27.3: only used with -mesh-install\n-mesh-registry=r.local: only used with -mesh-install")
+	_, err = normalize(t, "-mesh-install")
+	assert.EqualError(t, err, "-mesh-install: the local target has no mesh to install; use -target=kind or a kubeconfig")
+	_, err = normalize(t, "-target", "kind", "-mesh-install", "-mesh-charts", dir+"/absent")
+	assert.EqualError(t, err, "-mesh-charts="+dir+"/absent: not a directory")
+}
