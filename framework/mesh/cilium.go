@@ -249,7 +249,7 @@ func sharedNode(a, b map[string]bool) string {
 // ciliumRepo is Cilium's Helm repository.
 const ciliumRepo = "https://helm.cilium.io/"
 
-func (ci *cilium) defaultVersion() string { return "1.18.2" }
+func (ci *cilium) defaultVersion() string { return "1.19.3" }
 
 // Charts installs Cilium as the cluster's CNI with WireGuard encryption
 // between nodes, the setting that makes its arm differ from the baseline

@@ -105,7 +105,7 @@ func TestLinkerdChartsCarryAValidIdentity(t *testing.T) {
 
 func TestCiliumCharts(t *testing.T) {
 	cs := charts(t, newMesh(t, "cilium"), InstallOptions{Registry: "r.local/cilium"})
-	assert.Equal(t, []string{"kube-system/cilium=cilium@1.18.2 https://helm.cilium.io/"}, plan(cs))
+	assert.Equal(t, []string{"kube-system/cilium=cilium@1.19.3 https://helm.cilium.io/"}, plan(cs))
 	assert.Equal(t, []string{
 		"encryption.enabled=true", "encryption.type=wireguard",
 		"envoy.image.repository=r.local/cilium/cilium-envoy", "envoy.image.useDigest=false",
