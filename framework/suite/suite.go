@@ -73,6 +73,9 @@ type Suite struct {
 	calls map[string]int // leaf sub-benchmark → run1 calls so far (one per -count)
 
 	closeOnce sync.Once
+	// settingUp is closed when the target's set-up has returned, having
+	// deleted what it created when it failed (or was interrupted).
+	settingUp chan struct{}
 	closeErr  error
 }
 
@@ -193,10 +196,15 @@ func (s *Suite) target() (target.Target, error) {
 		}
 		start := time.Now()
 		s.logf("setting up the %s target", s.Config.Target)
+		done := make(chan struct{})
+		s.mu.Lock()
+		s.settingUp = done
+		s.mu.Unlock()
 		tg, err := mk(s.ctx, s.Config, s.logf)
 		s.mu.Lock()
 		s.tg, s.tgErr = tg, err
 		s.mu.Unlock()
+		close(done)
 		if err == nil {
 			env := tg.Environment()
 			s.logf("target %s ready in %v: %s %s, %d cores, %s", tg.Name(), time.Since(start).Round(time.Millisecond),
@@ -419,6 +427,21 @@ func (s *Suite) Finish() error {
 // exits while a cluster is half deleted.
 func (s *Suite) close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		setup := s.settingUp
+		s.mu.Unlock()
+		if setup != nil {
+			// Interrupted while the target was being set up: the set-up sees
+			// its context end and deletes what it made (namespaces, the
+			// mesh it installed, the kind cluster); exiting first would
+			// leave them behind.
+			select {
+			case <-setup:
+			default:
+				s.logf("waiting for the target's set-up to stop and delete what it created")
+				<-setup
+			}
+		}
 		s.mu.Lock()
 		tg := s.tg
 		s.mu.Unlock()
