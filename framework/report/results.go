@@ -26,6 +26,8 @@ type Results struct {
 	// Records are the individual runs, raw histograms included.
 	Records     []Record     `json:"records"`
 	Comparisons []Comparison `json:"comparisons"`
+	// Proofs are the edges each arm's requests went through, per path.
+	Proofs []Proof `json:"proofs,omitempty"`
 	// Thresholds is the fixture file checked ("" when the gate was off),
 	// Breaches the limits the run broke, one line each.
 	Thresholds string   `json:"thresholds,omitempty"`

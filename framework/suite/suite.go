@@ -383,7 +383,7 @@ func (s *Suite) Finish() error {
 	cs := report.Compare(recs)
 	res := &report.Results{
 		Schema: report.Schema, Started: s.started, Finished: time.Now(), Command: os.Args,
-		Settings: s.Config, Records: recs, Comparisons: cs,
+		Settings: s.Config, Records: recs, Comparisons: cs, Proofs: report.Proofs(recs),
 	}
 	if s.tg != nil {
 		res.Environment = s.tg.Environment()
@@ -411,6 +411,7 @@ func (s *Suite) Finish() error {
 	fmt.Fprintf(os.Stdout, progressPrefix+"summary: %s, %s %s, %d runs (medians over repeats; intervals in parentheses)\n",
 		res.Environment.Target, res.Environment.Mesh.Name, res.Environment.Mesh.Version, len(recs))
 	report.PrintSummary(os.Stdout, cs)
+	report.PrintProofs(os.Stdout, progressPrefix, res.Proofs)
 	if werr == nil {
 		fmt.Fprintf(os.Stdout, progressPrefix+"results: %s\n", path)
 	}

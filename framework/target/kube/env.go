@@ -103,7 +103,10 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	}
 	cfg["placement"] = string(t.o.Placement)
 	cfg["loadgens"] = strconv.Itoa(t.o.Loadgens)
-	cfg["protocol"] = "http1"
+	// The protocol of each run is in its load settings; what the workloads
+	// offer is this. nginx proxies in HTTP/1.1 only, so with h2 only the
+	// loadgen's hop is HTTP/2.
+	cfg["protocols"] = fmt.Sprintf("http1 :%d, h2c :%d (loadgen hop only)", manifests.Port, manifests.H2Port)
 	cfg["responseSize"] = strconv.Itoa(p.ResponseSize)
 	cfg["nginxImage"] = orDefault(t.o.Workloads.Images.Nginx, manifests.DefaultImages.Nginx)
 	cfg["loadgenImage"] = orDefault(t.o.Workloads.Images.Loadgen, manifests.DefaultImages.Loadgen)

@@ -100,6 +100,9 @@ func runQuery(o load.Options, d time.Duration) (url.Values, []byte, error) {
 	q.Set("p", percentiles)
 	q.Set("nocatchup", "on")
 	q.Set("timeout", o.Timeout.String())
+	if o.Protocol == load.H2 {
+		q.Set("h2", "on") // h2c with prior knowledge on http:// URLs
+	}
 	if o.Labels != "" {
 		q.Set("labels", o.Labels)
 	}

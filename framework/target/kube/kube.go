@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
@@ -72,13 +73,22 @@ type arm struct {
 	sidecar bool
 }
 
-func (a *arm) url(p target.Path) string {
+// url is what the loadgen calls for path p in protocol proto: the
+// Service's HTTP/1.1 or h2c port, or, with the bring-your-own sidecar, the
+// loadgen sidecar's matching outbound listener.
+func (a *arm) url(p target.Path, proto load.Protocol) string {
 	svc := manifests.Backend
 	if p == target.TwoHop {
 		svc = manifests.Frontend
 	}
-	if a.sidecar {
+	h2 := proto == load.H2
+	switch {
+	case a.sidecar && h2:
+		return fmt.Sprintf("http://127.0.0.1:%d/", manifests.OutboundH2Port(svc))
+	case a.sidecar:
 		return fmt.Sprintf("http://127.0.0.1:%d/", manifests.OutboundPort(svc))
+	case h2:
+		return fmt.Sprintf("http://%s.%s.svc:%d/", svc, a.ns, manifests.H2Port)
 	}
 	return fmt.Sprintf("http://%s.%s.svc:%d/", svc, a.ns, manifests.Port)
 }

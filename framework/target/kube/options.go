@@ -144,9 +144,6 @@ func (o *Options) normalize() error {
 // supported reports what the kube target cannot do with a load's options.
 func supported(o load.Options) error {
 	var errs []error
-	if o.Protocol != load.HTTP1 {
-		errs = append(errs, fmt.Errorf("protocol %s: the kube target's nginx workloads speak HTTP/1.1 only", o.Protocol))
-	}
 	if o.Resolution.Offset != 0 {
 		errs = append(errs, fmt.Errorf("resolution offset %gs: fortio's REST API has no offset parameter", o.Resolution.Offset))
 	}

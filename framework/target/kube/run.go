@@ -30,7 +30,7 @@ func (t *Target) Run(ctx context.Context, armName target.Arm, p target.Path, o l
 	if p != target.OneHop && p != target.TwoHop {
 		return nil, fmt.Errorf("kube target: unknown path %q", p)
 	}
-	o.URL = a.url(p)
+	o.URL = a.url(p, o.Protocol)
 	if err := o.Normalize(); err != nil {
 		return nil, fmt.Errorf("kube target: load options: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/stats"
+	"github.com/meshbench/meshbench/framework/target"
 )
 
 func recorded(t *testing.T, name string) *fortioResult {
@@ -96,6 +97,33 @@ func TestRunQuery(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "-1", q.Get("qps"), "closed loop is fortio's max speed")
 	assert.Nil(t, body)
+	assert.Empty(t, q.Get("h2"))
+
+	h2 := opts(t, load.Options{Protocol: load.H2})
+	q, _, err = runQuery(h2, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "on", q.Get("h2"), "fortio's h2c")
+}
+
+func TestArmURL(t *testing.T) {
+	plain, sc := &arm{ns: "mb-meshed-x"}, &arm{ns: "mb-meshed-x", sidecar: true}
+	for _, c := range []struct {
+		a     *arm
+		p     target.Path
+		proto load.Protocol
+		want  string
+	}{
+		{plain, target.OneHop, load.HTTP1, "http://backend.mb-meshed-x.svc:8080/"},
+		{plain, target.TwoHop, load.HTTP1, "http://frontend.mb-meshed-x.svc:8080/"},
+		{plain, target.OneHop, load.H2, "http://backend.mb-meshed-x.svc:8082/"},
+		{plain, target.TwoHop, load.H2, "http://frontend.mb-meshed-x.svc:8082/"},
+		{sc, target.OneHop, load.HTTP1, "http://127.0.0.1:15001/"},
+		{sc, target.TwoHop, load.HTTP1, "http://127.0.0.1:15002/"},
+		{sc, target.OneHop, load.H2, "http://127.0.0.1:15011/"},
+		{sc, target.TwoHop, load.H2, "http://127.0.0.1:15012/"},
+	} {
+		assert.Equal(t, c.want, c.a.url(c.p, c.proto), "sidecar=%v %s %s", c.a.sidecar, c.p, c.proto)
+	}
 }
 
 // TestMergeRecordedShards merges four loadgens' real fortio answers (see

@@ -1,0 +1,90 @@
+package report
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// Proof is what one arm's requests on one path went through, over every
+// concurrency and repeat of the run: the path proof the summary prints.
+type Proof struct {
+	Path  target.Path   `json:"path"`
+	Arm   target.Arm    `json:"arm"`
+	Edges []target.Edge `json:"edges"`
+	// Runs is the number of records merged; Invalid how many of them
+	// failed a check (their edges are merged too: they show why).
+	Runs    int `json:"runs"`
+	Invalid int `json:"invalid"`
+}
+
+// Proofs merges the records' edges per path and arm: requests add up, an
+// edge is secured only when it was secured in every record, and the
+// verified peer and evidence are the first record's that has them. Paths
+// and arms come in the records' order.
+func Proofs(recs []Record) []Proof {
+	type key struct {
+		p target.Path
+		a target.Arm
+	}
+	var order []key
+	byKey := map[key]*Proof{}
+	edgeAt := map[key]map[[2]string]int{}
+	for _, r := range recs {
+		if r.Run == nil {
+			continue
+		}
+		k := key{r.Path, r.Arm}
+		pr, ok := byKey[k]
+		if !ok {
+			pr = &Proof{Path: r.Path, Arm: r.Arm}
+			byKey[k], edgeAt[k] = pr, map[[2]string]int{}
+			order = append(order, k)
+		}
+		pr.Runs++
+		if len(r.Invalid) > 0 {
+			pr.Invalid++
+		}
+		for _, e := range r.Edges {
+			ek := [2]string{e.Src, e.Dst}
+			i, seen := edgeAt[k][ek]
+			if !seen {
+				edgeAt[k][ek] = len(pr.Edges)
+				pr.Edges = append(pr.Edges, e)
+				continue
+			}
+			m := &pr.Edges[i]
+			m.Requests += e.Requests
+			m.Secured = m.Secured && e.Secured
+			if m.Peer == "" {
+				m.Peer = e.Peer
+			}
+			if m.Evidence == "" {
+				m.Evidence = e.Evidence
+			}
+		}
+	}
+	out := make([]Proof, 0, len(order))
+	for _, k := range order {
+		pr := byKey[k]
+		out = append(out, *pr)
+	}
+	return out
+}
+
+// PrintProofs writes one SRC / DST / SECURED table per path and arm.
+func PrintProofs(w io.Writer, prefix string, ps []Proof) {
+	for _, p := range ps {
+		note := ""
+		if p.Invalid > 0 {
+			note = fmt.Sprintf(", %d of them INVALID", p.Invalid)
+		}
+		fmt.Fprintf(w, "%spath proof: %s %s (%d runs%s)\n", prefix, p.Path, p.Arm, p.Runs, note)
+		if len(p.Edges) == 0 {
+			fmt.Fprintf(w, "%s  no edge observed\n", prefix)
+			continue
+		}
+		target.PrintEdges(w, p.Edges)
+	}
+}

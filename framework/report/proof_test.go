@@ -1,0 +1,52 @@
+package report
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+func TestProofsMergeEdges(t *testing.T) {
+	rec := func(arm target.Arm, p target.Path, invalid bool, edges ...target.Edge) Record {
+		r := &target.Run{Arm: arm, Path: p, Edges: edges}
+		if invalid {
+			r.Invalid = []string{"an edge was plain"}
+		}
+		return Record{Run: r}
+	}
+	lg := func(secured bool, n int64, peer string) target.Edge {
+		return target.Edge{Src: "loadgen", Dst: "backend", Secured: secured, Requests: n, Peer: peer}
+	}
+	recs := []Record{
+		rec(target.Baseline, target.OneHop, false, lg(false, 100, "")),
+		rec(target.Meshed, target.OneHop, false, lg(true, 90, "")),
+		rec(target.Baseline, target.OneHop, false, lg(false, 110, "")),
+		rec(target.Meshed, target.OneHop, true, lg(false, 80, "CN=loadgen"), target.Edge{Src: "frontend", Dst: "backend", Requests: 1}),
+		rec(target.Meshed, target.TwoHop, false),
+	}
+	ps := Proofs(recs)
+	assert.Equal(t, []Proof{
+		{Path: target.OneHop, Arm: target.Baseline, Runs: 2, Edges: []target.Edge{lg(false, 210, "")}},
+		{Path: target.OneHop, Arm: target.Meshed, Runs: 2, Invalid: 1, Edges: []target.Edge{
+			lg(false, 170, "CN=loadgen"), // one plain record makes the edge plain
+			{Src: "frontend", Dst: "backend", Requests: 1},
+		}},
+		{Path: target.TwoHop, Arm: target.Meshed, Runs: 1},
+	}, ps)
+
+	var b bytes.Buffer
+	PrintProofs(&b, "# ", ps)
+	assert.Equal(t, `# path proof: one-hop baseline (2 runs)
+SRC      DST      SECURED  REQUESTS
+loadgen  backend  no       210
+# path proof: one-hop meshed (2 runs, 1 of them INVALID)
+SRC       DST      SECURED  VERIFIED PEER  REQUESTS
+loadgen   backend  no       CN=loadgen     170
+frontend  backend  no       -              1
+# path proof: two-hop meshed (1 runs)
+#   no edge observed
+`, b.String())
+}
