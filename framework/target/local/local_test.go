@@ -74,7 +74,10 @@ func TestOtherSidecars(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes; run without -short")
 	}
-	for _, sc := range []struct{ name, install string }{{"nginx", "apt-get install nginx-light"}, {"haproxy", "apt-get install haproxy"}} {
+	for _, sc := range []struct{ name, install string }{
+		{"nginx", "apt-get install nginx-light"}, {"haproxy", "apt-get install haproxy"},
+		{"envoy", "https://www.envoyproxy.io/docs/envoy/latest/start/install; Debian has no package"},
+	} {
 		t.Run(sc.name, func(t *testing.T) {
 			if _, err := exec.LookPath(sc.name); err != nil {
 				t.Skipf("%s is not on PATH (%s)", sc.name, sc.install)
