@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
@@ -38,4 +41,29 @@ func TestInterruptDuringSetUpWaitsForItsCleanUp(t *testing.T) {
 	assert.True(t, cleaned.Load(), "close returned before the set-up had cleaned up")
 	_, err := s.target()
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// TestFinishFailsOnInvalidRuns: limits that hold on figures with invalid
+// runs in them prove nothing, so Finish fails and says which.
+func TestFinishFailsOnInvalidRuns(t *testing.T) {
+	run := func(arm target.Arm, invalid ...string) *target.Run {
+		h := stats.DefaultResolution.NewHistogram()
+		for range 100 {
+			h.Record(0.001)
+		}
+		return &target.Run{Arm: arm, Path: target.OneHop, Invalid: invalid,
+			Load: &load.Result{Options: load.Options{Resolution: stats.DefaultResolution}, Requests: 100, AchievedQPS: 100, Latency: h.Export()}}
+	}
+	s := NewWithConfig(&Config{Target: "local", Thresholds: "none", ResultsDir: t.TempDir()})
+	s.Log = io.Discard
+	s.recs = []report.Record{
+		{Benchmark: "BenchmarkOneHop", Concurrency: 1, Run: run(target.Baseline)},
+		{Benchmark: "BenchmarkOneHop", Concurrency: 1, Run: run(target.Meshed, "edge loadgen → backend was plain")},
+		{Benchmark: "BenchmarkOneHop", Concurrency: 2, Run: run(target.Baseline)},
+		{Benchmark: "BenchmarkOneHop", Concurrency: 2, Run: run(target.Meshed)},
+	}
+	err := s.Finish()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not a valid result: invalid runs in BenchmarkOneHop/c=1 (1)")
+	assert.NotContains(t, err.Error(), "c=2")
 }

@@ -415,12 +415,26 @@ func (s *Suite) Finish() error {
 	if werr == nil {
 		fmt.Fprintf(os.Stdout, progressPrefix+"results: %s\n", path)
 	}
-	if s.Config.Thresholds == "none" {
+	// Limits that held on invalid runs prove nothing: the run fails.
+	var invalid []string
+	for _, c := range cs {
+		if n := c.Baseline.Invalid + c.Meshed.Invalid; n > 0 {
+			invalid = append(invalid, fmt.Sprintf("%s (%d)", c.Scenario(), n))
+		}
+	}
+	var ierr error
+	if len(invalid) > 0 {
+		ierr = fmt.Errorf("not a valid result: invalid runs in %s; their reasons are in the results file and above", strings.Join(invalid, ", "))
+	}
+	switch {
+	case s.Config.Thresholds == "none":
 		fmt.Fprintln(os.Stdout, progressPrefix+"thresholds: off (-thresholds=none)")
-	} else if verr == nil {
+	case verr == nil && ierr != nil:
+		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: the limits held, on figures that include invalid runs\n", s.Config.Thresholds)
+	case verr == nil:
 		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: every limit held\n", s.Config.Thresholds)
 	}
-	return errors.Join(werr, verr, s.close())
+	return errors.Join(werr, verr, ierr, s.close())
 }
 
 // close tears the target down once. A second caller (Finish racing the

@@ -12,6 +12,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -363,6 +364,11 @@ func (t *Target) Run(ctx context.Context, a target.Arm, p target.Path, o load.Op
 	ar, ok := t.arms[a]
 	if !ok {
 		return nil, fmt.Errorf("local target: unknown arm %q", a)
+	}
+	if proto := cmp.Or(o.Protocol, load.HTTP1); proto != t.o.Protocol {
+		// The apps and sidecars were started for one protocol; another
+		// would fail every request, or quietly change what a hop speaks.
+		return nil, fmt.Errorf("local target: a %s load on a target started for %s: set -protocol=%s (Options.Protocol) instead of changing it per scenario", proto, t.o.Protocol, proto)
 	}
 	o.URL = ar.urls[p]
 	o.Headers = map[string]string{workload.SourceHeader: "loadgen"}

@@ -36,6 +36,10 @@ func TestLocalTargetLifecycle(t *testing.T) {
 			assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "pid %d survived Close", pid)
 		}
 	}()
+	// The processes were started for HTTP/1.1: an h2 load is refused, not
+	// run against listeners that cannot take it.
+	_, err = tg.Run(ctx, target.Baseline, target.OneHop, load.Options{Protocol: load.H2, Duration: time.Second})
+	assert.EqualError(t, err, "local target: a h2 load on a target started for http1: set -protocol=h2 (Options.Protocol) instead of changing it per scenario")
 	for _, path := range []target.Path{target.OneHop, target.TwoHop} {
 		for _, arm := range target.Arms {
 			run, err := tg.Run(ctx, arm, path, load.Options{Concurrency: 4, Duration: time.Second, Warmup: 200 * time.Millisecond})
