@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -147,7 +148,10 @@ func (h *helmInstaller) uninstall(ctx context.Context) error {
 			un.Timeout = min(un.Timeout, time.Until(d))
 		}
 		h.logf("kube target: helm: uninstalling %s/%s", ch.Namespace, ch.Release)
-		if _, err := un.Run(ch.Release); err != nil {
+		start := time.Now()
+		_, err = un.Run(ch.Release)
+		h.logf("kube target: helm: uninstall of %s/%s returned in %.1fs", ch.Namespace, ch.Release, time.Since(start).Seconds())
+		if err != nil {
 			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", ch.Namespace, ch.Release, err))
 			continue
 		}
@@ -384,14 +388,35 @@ func (h *helmInstaller) deleteKept(ctx context.Context, ns string, kept []object
 			left = append(left, pending{ri, o})
 		}
 	}
-	for _, p := range left {
-		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			_, err := p.ri.Get(ctx, p.o.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("kept %s still there: %w", p.o, err))
+	// Wait for all of them at once; on time-out, say what holds each one
+	// (a CRD's finalizer and conditions tell why its deletion is stuck).
+	start := time.Now()
+	var stuck []string
+	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		stuck = stuck[:0]
+		for _, p := range left {
+			u, err := p.ri.Get(ctx, p.o.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			why := "deletion pending"
+			if err == nil {
+				why = "finalizers " + strings.Join(u.GetFinalizers(), ",")
+				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+				for _, c := range conds {
+					if m, ok := c.(map[string]any); ok && m["status"] == "True" {
+						why += fmt.Sprintf("; %v: %v", m["type"], m["message"])
+					}
+				}
+			} else {
+				why = err.Error()
+			}
+			stuck = append(stuck, fmt.Sprintf("%s (%s)", p.o, why))
 		}
+		return len(stuck) == 0, nil
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("after %v, still there: %s: %w", time.Since(start).Round(time.Second), strings.Join(stuck, "; "), err))
 	}
 	if len(left) > 0 {
 		h.logf("kube target: helm: deleted %d object(s) Helm keeps on uninstall (resource-policy keep)", len(left))

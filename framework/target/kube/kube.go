@@ -190,7 +190,7 @@ func (t *Target) ns(role string) string {
 func (t *Target) setUp(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.DeleteTimeout)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.DeleteTimeout+t.o.InstallTimeout)
 			defer cancel()
 			if cerr := t.Close(cctx); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("clean-up: %w", cerr))
