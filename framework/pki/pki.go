@@ -56,17 +56,7 @@ func NewAuthority(lifetime time.Duration) (*Authority, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate CA key: %w", err)
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "meshbench run CA", Organization: []string{"meshbench"}},
-		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(lifetime),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
+	tmpl := caTemplate(pkix.Name{CommonName: "meshbench run CA", Organization: []string{"meshbench"}}, time.Now(), lifetime, 0)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return nil, fmt.Errorf("self-sign CA: %w", err)
@@ -175,16 +165,7 @@ func NewChain(rootCN, issuerCN string, lifetime time.Duration) (Chain, error) {
 	if err != nil {
 		return Chain{}, fmt.Errorf("generate root key: %w", err)
 	}
-	root := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: rootCN},
-		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(lifetime),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLen:            1,
-	}
+	root := caTemplate(pkix.Name{CommonName: rootCN}, now, lifetime, 1)
 	rootDER, err := x509.CreateCertificate(rand.Reader, root, root, &rootKey.PublicKey, rootKey)
 	if err != nil {
 		return Chain{}, fmt.Errorf("self-sign root %s: %w", rootCN, err)
@@ -193,16 +174,7 @@ func NewChain(rootCN, issuerCN string, lifetime time.Duration) (Chain, error) {
 	if err != nil {
 		return Chain{}, fmt.Errorf("generate issuer key: %w", err)
 	}
-	issuer := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: issuerCN},
-		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(lifetime),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
+	issuer := caTemplate(pkix.Name{CommonName: issuerCN}, now, lifetime, 0)
 	issuerDER, err := x509.CreateCertificate(rand.Reader, issuer, root, &issuerKey.PublicKey, rootKey)
 	if err != nil {
 		return Chain{}, fmt.Errorf("sign issuer %s: %w", issuerCN, err)
@@ -216,4 +188,20 @@ func NewChain(rootCN, issuerCN string, lifetime time.Duration) (Chain, error) {
 		IssuerPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: issuerDER}),
 		IssuerKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 	}, nil
+}
+
+// caTemplate is a CA certificate for subject, valid from a minute before
+// now for lifetime, that may sign maxPath more CAs below it (0: leaves only).
+func caTemplate(subject pkix.Name, now time.Time, lifetime time.Duration, maxPath int) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               subject,
+		NotBefore:             now.Add(-time.Minute),
+		NotAfter:              now.Add(lifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLen:            maxPath,
+		MaxPathLenZero:        maxPath == 0,
+	}
 }
