@@ -171,6 +171,20 @@ func (c *Config) Normalize() error {
 	default:
 		errs = append(errs, fmt.Errorf("-target=%s: want local, kind or remote", c.Target))
 	}
+	// The mesh flags are checked before any cluster is made.
+	if c.Target != "local" && c.Mesh != "" {
+		m, err := mesh.New(c.Mesh)
+		switch inst, installs := m.(mesh.Installer); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("-mesh=%s: %w", c.Mesh, err))
+		case c.MeshInstall && !installs:
+			errs = append(errs, fmt.Errorf("-mesh-install: the %s mesh has nothing to install", c.Mesh))
+		case c.MeshInstall:
+			if _, err := inst.Charts(mesh.InstallOptions{Version: c.MeshVersion, Registry: c.MeshRegistry}); err != nil {
+				errs = append(errs, fmt.Errorf("-mesh-version=%s: %w", c.MeshVersion, err))
+			}
+		}
+	}
 	for _, f := range []struct{ name, value string }{{"mesh-version", c.MeshVersion}, {"mesh-charts", c.MeshCharts}, {"mesh-registry", c.MeshRegistry}} {
 		if f.value != "" && !c.MeshInstall {
 			errs = append(errs, fmt.Errorf("-%s=%s: only used with -mesh-install", f.name, f.value))

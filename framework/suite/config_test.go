@@ -33,6 +33,14 @@ func TestMeshInstallFlags(t *testing.T) {
 	assert.EqualError(t, err, "-mesh-version=1.27.3: only used with -mesh-install\n-mesh-registry=r.local: only used with -mesh-install")
 	_, err = normalize(t, "-mesh-install")
 	assert.EqualError(t, err, "-mesh-install: the local target has no mesh to install; use -target=kind or a kubeconfig")
-	_, err = normalize(t, "-target", "kind", "-mesh-install", "-mesh-charts", dir+"/absent")
+	_, err = normalize(t, "-target", "kind", "-mesh", "istio", "-mesh-install", "-mesh-charts", dir+"/absent")
 	assert.EqualError(t, err, "-mesh-charts="+dir+"/absent: not a directory")
+	// Before any cluster is made: an unknown mesh, one with nothing to
+	// install, a version that is no chart version.
+	_, err = normalize(t, "-target", "kind", "-mesh", "consul")
+	assert.EqualError(t, err, `-mesh=consul: unknown mesh "consul" (known: none, linkerd, istio, istio-ambient, cilium, sidecar)`)
+	_, err = normalize(t, "-target", "kind", "-mesh-install")
+	assert.EqualError(t, err, "-mesh-install: the sidecar mesh has nothing to install")
+	_, err = normalize(t, "-target", "kind", "-mesh", "linkerd", "-mesh-install", "-mesh-version", "stable")
+	assert.EqualError(t, err, `-mesh-version=stable: linkerd: install version "stable" is not a chart version (want e.g. 2025.10.1)`)
 }
