@@ -132,9 +132,13 @@ func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error 
 }
 
 // uninstall removes the releases in reverse order, waiting for their
-// objects to go, then the namespaces the install created.
+// objects to go, then the namespaces the install created, then what Helm
+// keeps (CRDs). The namespaces go before the CRDs: a namespace deleted
+// while CRDs vanish can wait minutes on the namespace controller's stale
+// discovery (seen in CI: 4 minutes in Terminating).
 func (h *helmInstaller) uninstall(ctx context.Context) error {
 	var errs []error
+	var kept []keptSet
 	for i := len(h.installed) - 1; i >= 0; i-- {
 		ch := h.installed[i]
 		cfg, err := h.config(ch.Namespace)
@@ -155,30 +159,62 @@ func (h *helmInstaller) uninstall(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", ch.Namespace, ch.Release, err))
 			continue
 		}
-		if err := h.deleteKept(ctx, ch.Namespace, h.kept[ch.Release]); err != nil {
-			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", ch.Namespace, ch.Release, err))
-			continue
-		}
-		delete(h.kept, ch.Release)
+		kept = append(kept, keptSet{ch.Release, ch.Namespace})
 		h.installed = h.installed[:i]
 	}
+	if err := h.deleteNamespaces(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	for _, k := range kept {
+		if err := h.deleteKept(ctx, k.namespace, h.kept[k.release]); err != nil {
+			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", k.namespace, k.release, err))
+			continue
+		}
+		delete(h.kept, k.release)
+	}
+	return errors.Join(errs...)
+}
+
+// keptSet names a release whose kept objects are still to delete.
+type keptSet struct{ release, namespace string }
+
+// deleteNamespaces deletes the namespaces the install created and waits
+// until they are gone; one that stays is reported with its conditions.
+func (h *helmInstaller) deleteNamespaces(ctx context.Context) error {
+	var errs []error
 	for _, ns := range h.createdNS {
 		err := h.c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete namespace %s: %w", ns, err))
 		}
 	}
+	start := time.Now()
 	for _, ns := range h.createdNS {
+		var last *corev1.Namespace
 		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-			_, err := h.c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			n, err := h.c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err == nil {
+				last = n
+			}
 			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("namespace %s still there: %w", ns, err))
+			why := ""
+			if last != nil {
+				for _, c := range last.Status.Conditions {
+					if c.Status == corev1.ConditionTrue {
+						why += fmt.Sprintf("; %s: %s", c.Type, c.Message)
+					}
+				}
+			}
+			errs = append(errs, fmt.Errorf("namespace %s still there after %v%s: %w", ns, time.Since(start).Round(time.Second), why, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	if len(h.createdNS) > 0 {
+		h.logf("kube target: helm: namespaces %s deleted in %.1fs", strings.Join(h.createdNS, ", "), time.Since(start).Seconds())
 	}
 	h.createdNS = nil
 	return nil
