@@ -44,7 +44,10 @@ func TestMeshInstallOnCluster(t *testing.T) {
 	require.NotEmpty(t, image, "MESHBENCH_NGINX_IMAGE: an nginx image present on the nodes")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cfg := installCluster(ctx, t, where, image)
+	// One node is enough to install into.
+	conf := filepath.Join(t.TempDir(), "kind-config.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  disableDefaultCNI: true\nnodes:\n  - role: control-plane\n"), 0o644))
+	cfg := E2ECluster(ctx, t, where, conf, "meshbench-install", image)
 	c, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	run := strings.TrimPrefix(envconf.RandomName("x", 8), "x-")
@@ -149,24 +152,28 @@ func TestMeshInstallOnCluster(t *testing.T) {
 	})
 }
 
-// installCluster returns the cluster to install into: a one-node kind
-// cluster with image loaded, deleted when the test ends, or the kubeconfig's.
-func installCluster(ctx context.Context, t *testing.T, where, image string) *rest.Config {
+// E2ECluster returns the cluster an end-to-end test runs against: with
+// where "kind", a kind cluster made from kindConfig (name prefix prefix),
+// with images loaded, deleted when the test ends; otherwise the cluster of
+// the kubeconfig where, untouched. Exported for the kube_test package.
+func E2ECluster(ctx context.Context, t *testing.T, where, kindConfig, prefix string, images ...string) *rest.Config {
+	t.Helper()
 	if where != "kind" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", where)
-		require.NoError(t, err)
+		require.NoError(t, err, "MESHBENCH_KUBE_E2E=%s", where)
 		return cfg
 	}
-	conf := filepath.Join(t.TempDir(), "kind-config.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  disableDefaultCNI: true\nnodes:\n  - role: control-plane\n"), 0o644))
-	cl, err := kind.Up(ctx, envconf.RandomName("meshbench-install", 24), conf, kind.WithLogger(t), kind.WithReuse(false))
+	for _, img := range images {
+		require.NotEmpty(t, img, "MESHBENCH_KUBE_E2E=kind needs local images (MESHBENCH_NGINX_IMAGE, MESHBENCH_LOADGEN_IMAGE)")
+	}
+	cl, err := kind.Up(ctx, envconf.RandomName(prefix, 24), kindConfig, kind.WithLogger(t), kind.WithReuse(false))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if err := cl.Delete(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("delete kind cluster: %v", err)
 		}
 	})
-	require.NoError(t, cl.LoadImages(ctx, image))
+	require.NoError(t, cl.LoadImages(ctx, images...))
 	cfg := cl.RESTConfig()
 	require.NotNil(t, cfg)
 	return cfg

@@ -15,16 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
-	"github.com/meshbench/meshbench/framework/target/kind"
 	"github.com/meshbench/meshbench/framework/target/kube"
 )
 
@@ -47,21 +43,7 @@ func TestKubeTargetOnCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	nginx, lg := os.Getenv("MESHBENCH_NGINX_IMAGE"), os.Getenv("MESHBENCH_LOADGEN_IMAGE")
-	var cfg *rest.Config
-	if where == "kind" {
-		require.True(t, nginx != "" && lg != "", "MESHBENCH_KUBE_E2E=kind needs local images in MESHBENCH_NGINX_IMAGE and MESHBENCH_LOADGEN_IMAGE")
-		name := envconf.RandomName("meshbench-kube", 20)
-		cl, err := kind.Up(ctx, name, filepath.Join("..", "..", "..", "kind-config.yaml"), kind.WithLogger(t), kind.WithReuse(false))
-		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, cl.Delete(context.Background())) })
-		require.NoError(t, cl.LoadImages(ctx, nginx, lg))
-		cfg = cl.RESTConfig()
-		require.NotNil(t, cfg)
-	} else {
-		var err error
-		cfg, err = clientcmd.BuildConfigFromFlags("", where)
-		require.NoError(t, err)
-	}
+	cfg := kube.E2ECluster(ctx, t, where, filepath.Join("..", "..", "..", "kind-config.yaml"), "meshbench-kube", nginx, lg)
 	m, err := mesh.New(orEnv("MESHBENCH_MESH", "none"))
 	require.NoError(t, err)
 	placement, err := kube.ParsePlacement(os.Getenv("MESHBENCH_PLACEMENT"))
