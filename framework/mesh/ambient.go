@@ -221,18 +221,5 @@ func (a *ambient) defaultVersion() string { return "1.28.0" }
 // and ztunnel, all with the ambient profile. A waypoint also needs the
 // Gateway API CRDs, which are not Istio's charts: install them first.
 func (a *ambient) Charts(o InstallOptions) ([]Chart, error) {
-	cs, err := istioCharts("istio-ambient", a.ns, "", a.defaultVersion(), o, map[string]any{"profile": "ambient"})
-	if err != nil {
-		return nil, err
-	}
-	cni := cs[1]
-	cni.Release, cni.Name, cni.Values = "istio-cni", "cni", map[string]any{"profile": "ambient"}
-	zt := cs[1]
-	zt.Release, zt.Name, zt.Values = "ztunnel", "ztunnel", map[string]any{"profile": "ambient"}
-	if o.Registry != "" {
-		set(cni.Values, "global.hub", o.Registry)
-		// The ztunnel chart reads its hub at the top level.
-		zt.Values["hub"] = o.Registry
-	}
-	return append(cs, cni, zt), nil
+	return istioCharts("istio-ambient", a.ns, "", a.defaultVersion(), o, "ambient", [2]string{"istio-cni", "cni"}, [2]string{"ztunnel", "ztunnel"})
 }

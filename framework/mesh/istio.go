@@ -253,34 +253,41 @@ func (i *istio) defaultVersion() string { return "1.28.0" }
 // Charts installs Istio in sidecar mode: base (CRDs, cluster roles) and
 // istiod, of revision rev when the adapter has one.
 func (i *istio) Charts(o InstallOptions) ([]Chart, error) {
-	return istioCharts("istio", i.ns, i.rev, i.defaultVersion(), o, nil)
+	return istioCharts("istio", i.ns, i.rev, i.defaultVersion(), o, "")
 }
 
-// istioCharts returns base and istiod, then the extra charts (ambient's).
-// Every chart gets the registry as its hub.
-func istioCharts(mesh, ns, rev, def string, o InstallOptions, profile map[string]any) ([]Chart, error) {
+// istioCharts returns base and istiod, then the extra releases (ambient's
+// cni and ztunnel, as {release, chart} pairs), all of one version, with the
+// profile (when set) and the registry as their hub.
+func istioCharts(mesh, ns, rev, def string, o InstallOptions, profile string, extra ...[2]string) ([]Chart, error) {
 	v, err := o.version(mesh, def)
 	if err != nil {
 		return nil, err
 	}
-	chart := func(release, name string, values map[string]any) Chart {
-		if values == nil {
-			values = map[string]any{}
+	chart := func(release, name string) Chart {
+		values := map[string]any{}
+		if profile != "" {
+			values["profile"] = profile
 		}
 		if o.Registry != "" {
-			set(values, "global.hub", o.Registry)
-		}
-		for k, v := range profile {
-			set(values, k, v)
+			hub := "global.hub"
+			if name == "ztunnel" {
+				hub = "hub" // the ztunnel chart reads its hub at the top level
+			}
+			set(values, hub, o.Registry)
 		}
 		return Chart{Release: release, Namespace: ns, Name: name, Repo: istioRepo, Version: v, Values: values}
 	}
-	base := chart("istio-base", "base", nil)
+	base := chart("istio-base", "base")
 	base.Values["defaultRevision"] = cmp.Or(rev, "default")
-	istiod := chart("istiod", "istiod", nil)
+	istiod := chart("istiod", "istiod")
 	if rev != "" {
 		istiod.Release = "istiod-" + rev
 		istiod.Values["revision"] = rev
 	}
-	return []Chart{base, istiod}, nil
+	out := []Chart{base, istiod}
+	for _, e := range extra {
+		out = append(out, chart(e[0], e[1]))
+	}
+	return out, nil
 }

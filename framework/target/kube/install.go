@@ -138,7 +138,7 @@ func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error 
 // discovery (seen in CI: 4 minutes in Terminating).
 func (h *helmInstaller) uninstall(ctx context.Context) error {
 	var errs []error
-	var kept []keptSet
+	var done []Installed
 	for i := len(h.installed) - 1; i >= 0; i-- {
 		ch := h.installed[i]
 		cfg, err := h.config(ch.Namespace)
@@ -159,65 +159,22 @@ func (h *helmInstaller) uninstall(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", ch.Namespace, ch.Release, err))
 			continue
 		}
-		kept = append(kept, keptSet{ch.Release, ch.Namespace})
+		done = append(done, ch)
 		h.installed = h.installed[:i]
 	}
-	if err := h.deleteNamespaces(ctx); err != nil {
-		errs = append(errs, err)
+	if nsErrs := deleteNamespaces(ctx, h.c, h.createdNS, h.logf); len(nsErrs) > 0 {
+		errs = append(errs, nsErrs...)
+	} else {
+		h.createdNS = nil
 	}
-	for _, k := range kept {
-		if err := h.deleteKept(ctx, k.namespace, h.kept[k.release]); err != nil {
-			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", k.namespace, k.release, err))
+	for _, ch := range done {
+		if err := h.deleteKept(ctx, ch.Namespace, h.kept[ch.Release]); err != nil {
+			errs = append(errs, fmt.Errorf("helm uninstall %s/%s: %w", ch.Namespace, ch.Release, err))
 			continue
 		}
-		delete(h.kept, k.release)
+		delete(h.kept, ch.Release)
 	}
 	return errors.Join(errs...)
-}
-
-// keptSet names a release whose kept objects are still to delete.
-type keptSet struct{ release, namespace string }
-
-// deleteNamespaces deletes the namespaces the install created and waits
-// until they are gone; one that stays is reported with its conditions.
-func (h *helmInstaller) deleteNamespaces(ctx context.Context) error {
-	var errs []error
-	for _, ns := range h.createdNS {
-		err := h.c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete namespace %s: %w", ns, err))
-		}
-	}
-	start := time.Now()
-	for _, ns := range h.createdNS {
-		var last *corev1.Namespace
-		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-			n, err := h.c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			if err == nil {
-				last = n
-			}
-			return apierrors.IsNotFound(err), nil
-		})
-		if err != nil {
-			why := ""
-			if last != nil {
-				for _, c := range last.Status.Conditions {
-					if c.Status == corev1.ConditionTrue {
-						why += fmt.Sprintf("; %s: %s", c.Type, c.Message)
-					}
-				}
-			}
-			errs = append(errs, fmt.Errorf("namespace %s still there after %v%s: %w", ns, time.Since(start).Round(time.Second), why, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if len(h.createdNS) > 0 {
-		h.logf("kube target: helm: namespaces %s deleted in %.1fs", strings.Join(h.createdNS, ", "), time.Since(start).Seconds())
-	}
-	h.createdNS = nil
-	return nil
 }
 
 func (h *helmInstaller) ensureNamespace(ctx context.Context, ns string) error {
@@ -475,7 +432,13 @@ func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest str
 	defer cancel()
 	r := &readiness{c: h.c, logf: h.logf, logLines: 20}
 	var pending []string
+	start, said := time.Now(), time.Now()
 	err = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		if len(pending) > 0 && time.Since(said) >= 15*time.Second {
+			// A rollout can take minutes: say what it waits for.
+			said = time.Now()
+			h.logf("kube target: helm: %s: waiting %v (of at most %v) for %s", ch.Release, time.Since(start).Round(time.Second), h.timeout, strings.Join(pending, ", "))
+		}
 		pending = pending[:0]
 		for _, w := range ws {
 			done, selector, err := h.rolledOut(ctx, w)

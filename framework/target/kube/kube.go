@@ -544,7 +544,7 @@ func (t *Target) Close(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, t.o.DeleteTimeout+t.o.InstallTimeout)
 		defer cancel()
 	}
-	errs := t.deleteNamespaces(ctx, nss)
+	errs := deleteNamespaces(ctx, t.c, nss, t.o.Logf)
 	// The mesh goes after the workloads it served, and only when the run
 	// installed it.
 	if helm != nil {
@@ -564,41 +564,55 @@ func (t *Target) Close(ctx context.Context) error {
 	return nil
 }
 
-// deleteNamespaces deletes nss and waits until they are gone.
-func (t *Target) deleteNamespaces(ctx context.Context, nss []string) []error {
+// deleteNamespaces deletes nss and waits until they are gone; namespaces
+// that stay are reported with the conditions that say why (what the
+// namespace controller could not delete or discover).
+func deleteNamespaces(ctx context.Context, c kubernetes.Interface, nss []string, logf func(string, ...any)) []error {
 	if len(nss) == 0 {
 		return nil
 	}
 	var errs []error
 	for _, ns := range nss {
-		err := t.c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete namespace %s: %w", ns, err))
 		}
 	}
-	t.o.Logf("kube target: deleting namespaces %s", strings.Join(nss, ", "))
+	logf("kube target: deleting namespaces %s", strings.Join(nss, ", "))
+	start := time.Now()
 	var left []string
+	var why []string
 	var lastErr error
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		left, lastErr = nil, nil
+		left, why, lastErr = nil, nil, nil
 		for _, ns := range nss {
-			_, err := t.c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			n, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
 				left, lastErr = append(left, ns), err // transient, or the API server is gone: poll on
 			default:
 				left = append(left, ns)
+				for _, c := range n.Status.Conditions {
+					if c.Status == corev1.ConditionTrue {
+						why = append(why, fmt.Sprintf("%s %s: %s", ns, c.Type, c.Message))
+					}
+				}
 			}
 		}
 		return len(left) == 0, nil
 	})
 	if err != nil {
-		msg := fmt.Sprintf("namespaces %s still there (Terminating?): %v", strings.Join(left, ", "), err)
+		msg := fmt.Sprintf("namespaces %s still there (Terminating?) after %v: %v", strings.Join(left, ", "), time.Since(start).Round(time.Second), err)
+		if len(why) > 0 {
+			msg += "; " + strings.Join(why, "; ")
+		}
 		if lastErr != nil {
 			msg += fmt.Sprintf("; the API server said: %v", lastErr)
 		}
 		errs = append(errs, errors.New(msg))
+	} else {
+		logf("kube target: namespaces %s deleted in %.1fs", strings.Join(nss, ", "), time.Since(start).Seconds())
 	}
 	return errs
 }
