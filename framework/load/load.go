@@ -80,6 +80,13 @@ type Options struct {
 	MaxErrorRate float64 `json:"maxErrorRate"`
 	// Headers are added to every request, e.g. the caller's name.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Timeline, when > 0, is the bucket width of a per-request timeline of
+	// the window (Result.Timeline), which faults are judged on. Default 0:
+	// none.
+	Timeline time.Duration `json:"timeline,omitempty"`
+	// ExpectErrors is the expected-disruption mode of a fault: failed
+	// requests are measured, not a reason to distrust the run.
+	ExpectErrors bool `json:"expectErrors,omitempty"`
 	// Labels is free text copied into the result.
 	Labels string `json:"labels,omitempty"`
 }
@@ -141,6 +148,9 @@ func (o *Options) Normalize() error {
 	if o.RateTolerance < 0 || o.RateTolerance >= 1 {
 		errs = append(errs, fmt.Errorf("rate tolerance %v: must be in [0, 1)", o.RateTolerance))
 	}
+	if o.Timeline < 0 {
+		errs = append(errs, fmt.Errorf("timeline %v: must be >= 0", o.Timeline))
+	}
 	if o.MaxErrorRate < 0 || o.MaxErrorRate >= 1 {
 		errs = append(errs, fmt.Errorf("max error rate %v: must be in [0, 1)", o.MaxErrorRate))
 	}
@@ -169,6 +179,8 @@ type Result struct {
 	// Latency is the raw histogram of every request's latency, in seconds,
 	// at Options.Resolution, so results can be merged and recomputed later.
 	Latency *fstats.HistogramData `json:"latency"`
+	// Timeline counts requests per time bucket when Options.Timeline is set.
+	Timeline *Timeline `json:"timeline,omitempty"`
 	// Invalid lists why the run must not be trusted; empty when valid.
 	Invalid []string `json:"invalid,omitempty"`
 }
@@ -199,7 +211,7 @@ func Warm(ctx context.Context, o Options) error {
 	if o.Warmup <= 0 {
 		return nil
 	}
-	if _, err := runFortio(ctx, o, o.Warmup); err != nil {
+	if _, err := runFortio(ctx, o, o.Warmup, nil); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	return nil
@@ -212,11 +224,19 @@ func Measure(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("load options: %w", err)
 	}
 	start := time.Now()
-	fr, err := runFortio(ctx, o, o.Duration)
+	var tl *timeline
+	if o.Timeline > 0 {
+		tl = newTimeline(start, o.Timeline, o.Duration+o.Timeout+time.Second, o.Concurrency)
+	}
+	fr, err := runFortio(ctx, o, o.Duration, tl)
 	if err != nil {
 		return nil, err
 	}
-	return NewResult(o, start, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram), nil
+	res := NewResult(o, start, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram)
+	if tl != nil {
+		res.Timeline = tl.sum()
+	}
+	return res, nil
 }
 
 // NewResult builds the judged Result of one fortio window, in-process or
@@ -251,7 +271,7 @@ func (o Options) Judge(r *Result) []string {
 	if r.Requests == 0 {
 		why = append(why, "no request completed")
 	}
-	if r.Errors > 0 && float64(r.Errors) > o.MaxErrorRate*float64(r.Requests) {
+	if r.Errors > 0 && !o.ExpectErrors && float64(r.Errors) > o.MaxErrorRate*float64(r.Requests) {
 		why = append(why, fmt.Sprintf("errors: %d of %d requests failed (codes %s)", r.Errors, r.Requests, FormatCodes(r.Codes)))
 	}
 	if !o.ClosedLoop() && r.AchievedQPS < o.QPS*(1-o.RateTolerance) {
@@ -276,7 +296,7 @@ func FormatCodes(codes map[int]int64) string {
 }
 
 // runFortio runs one fortio window of length d.
-func runFortio(ctx context.Context, o Options, d time.Duration) (*fhttp.HTTPRunnerResults, error) {
+func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline) (*fhttp.HTTPRunnerResults, error) {
 	fortioLog.Do(func() { flog.SetLogLevelQuiet(flog.Error) })
 	qps := o.QPS
 	if o.ClosedLoop() {
@@ -302,6 +322,9 @@ func runFortio(ctx context.Context, o Options, d time.Duration) (*fhttp.HTTPRunn
 			HTTPReqTimeOut: o.Timeout,
 		},
 		AllowInitialErrors: true,
+	}
+	if tl != nil {
+		ro.AccessLogger = tl
 	}
 	for k, v := range o.Headers {
 		if err := ro.AddAndValidateExtraHeader(k + ":" + v); err != nil {

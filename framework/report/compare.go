@@ -8,9 +8,11 @@ package report
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	fstats "fortio.org/fortio/stats"
 
+	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/target"
@@ -20,8 +22,12 @@ import (
 // Record is one measured run with its place in the sweep.
 type Record struct {
 	// Benchmark is the top-level benchmark, e.g. "BenchmarkOneHop".
-	Benchmark   string `json:"benchmark"`
-	Concurrency int    `json:"concurrency"`
+	Benchmark string `json:"benchmark"`
+	// Labels name the run's place in the sweep, in sub-benchmark order and
+	// without the arm: benchmark=BenchmarkPayload, payload=16KiB, c=8.
+	// Records with equal labels are the arms and repeats of one scenario.
+	Labels      labels.Set `json:"labels"`
+	Concurrency int        `json:"concurrency"`
 	// Repeat is the -count iteration, from 0. Records of the same repeat of
 	// both arms were measured back to back and are compared as a pair.
 	Repeat int `json:"repeat"`
@@ -29,8 +35,15 @@ type Record struct {
 }
 
 // Name is the sub-benchmark name, e.g. "BenchmarkOneHop/c=32/arm=meshed".
-func (r Record) Name() string {
-	return fmt.Sprintf("%s/c=%d/arm=%s", r.Benchmark, r.Concurrency, r.Arm)
+func (r Record) Name() string { return r.key().With(labels.Arm, string(r.Arm)).String() }
+
+// key is the labels records of one scenario share: the record's labels,
+// or, for records without any, benchmark and c.
+func (r Record) key() labels.Set {
+	if len(r.Labels) > 0 {
+		return r.Labels.Without(labels.Arm)
+	}
+	return labels.Set{{Key: labels.Benchmark, Value: r.Benchmark}, {Key: labels.Concurrency, Value: strconv.Itoa(r.Concurrency)}}
 }
 
 // ArmStats summarises one arm's repeats at one concurrency.
@@ -62,7 +75,9 @@ type ArmStats struct {
 // overheads are summarised from repeat pairs measured back to back, so
 // drift of the machine cancels out.
 type Comparison struct {
-	Benchmark   string      `json:"benchmark"`
+	Benchmark string `json:"benchmark"`
+	// Labels are the scenario's, as its records carry them (no arm).
+	Labels      labels.Set  `json:"labels"`
 	Path        target.Path `json:"path"`
 	Concurrency int         `json:"concurrency"`
 	Baseline    ArmStats    `json:"baseline"`
@@ -81,23 +96,31 @@ type Comparison struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-// Scenario is the name thresholds and messages use, e.g. "BenchmarkOneHop/c=32".
-func (c Comparison) Scenario() string { return fmt.Sprintf("%s/c=%d", c.Benchmark, c.Concurrency) }
+// Scenario is the name thresholds and messages use, e.g.
+// "BenchmarkOneHop/c=32" or "BenchmarkPayload/payload=16KiB/c=8".
+func (c Comparison) Scenario() string {
+	if len(c.Labels) == 0 {
+		return fmt.Sprintf("%s/c=%d", c.Benchmark, c.Concurrency)
+	}
+	return c.Labels.String()
+}
 
-// Compare groups records by benchmark, path and concurrency and compares
-// the arms. Output is in sweep order.
+// Compare groups records by their labels (and path) and compares the
+// arms. Output is in sweep order. Records of nested sweeps stay apart: no
+// record is ever overwritten by another.
 func Compare(records []Record) []Comparison {
 	type key struct {
-		bench string
-		path  target.Path
-		c     int
+		labels string
+		path   target.Path
 	}
 	groups := map[key]map[target.Arm]map[int]Record{}
+	first := map[key]Record{}
 	var order []key
 	for _, r := range records {
-		k := key{r.Benchmark, r.Path, r.Concurrency}
+		k := key{r.key().Key(), r.Path}
 		if groups[k] == nil {
 			groups[k] = map[target.Arm]map[int]Record{}
+			first[k] = r
 			order = append(order, k)
 		}
 		if groups[k][r.Arm] == nil {
@@ -108,7 +131,8 @@ func Compare(records []Record) []Comparison {
 	out := make([]Comparison, 0, len(order))
 	for _, k := range order {
 		g := groups[k]
-		c := Comparison{Benchmark: k.bench, Path: k.path, Concurrency: k.c}
+		f := first[k]
+		c := Comparison{Benchmark: f.Benchmark, Labels: f.key(), Path: k.path, Concurrency: f.Concurrency}
 		// Pair repeats present in both arms, in repeat order.
 		var reps []int
 		for rep := range g[target.Baseline] {
@@ -219,7 +243,7 @@ func armStats(rs []Record) ArmStats {
 
 // Observation is what the threshold check sees of a comparison.
 func (c Comparison) Observation() verdict.Observation {
-	o := verdict.Observation{Scenario: c.Scenario(), Path: verdict.Path(c.Path), Concurrency: c.Concurrency, Values: map[verdict.Metric]stats.Summary{}}
+	o := verdict.Observation{Scenario: c.Scenario(), Labels: c.Labels, Path: verdict.Path(c.Path), Concurrency: c.Concurrency, Values: map[verdict.Metric]stats.Summary{}}
 	if len(c.Problems) > 0 {
 		return o
 	}

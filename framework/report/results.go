@@ -11,7 +11,7 @@ import (
 )
 
 // Schema names the results file format; bump it on incompatible changes.
-const Schema = "meshbench.results/v1"
+const Schema = "meshbench.results/v2"
 
 // Results is everything one `go test ./benchmarks -bench .` measured.
 type Results struct {

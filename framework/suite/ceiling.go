@@ -27,29 +27,23 @@ type urlTarget interface {
 // loadgen is from being the bottleneck. Sub-benchmarks: loadgen=fortio and
 // loadgen=wrk. It skips when wrk is not on PATH.
 func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
-	wrk, err := exec.LookPath("wrk")
-	if err != nil {
-		b.Skip("wrk is not on PATH; install it (Debian: apt-get install wrk) to compare the loadgen with it")
-	}
 	tg, err := s.target()
 	if err != nil {
 		b.Fatalf("target %s: %v", s.Config.Target, err)
 	}
-	ut, ok := tg.(urlTarget)
-	if !ok {
-		b.Skipf("target %s does not expose loadgen URLs", tg.Name())
+	sc := Scenario{Requires: []Requirement{OnPath("wrk", "Debian: apt-get install wrk"), LoadgenURLs}}
+	if err := sc.check(tg); err != nil {
+		b.Skipf("%s: skipped on the %s target: %v", b.Name(), tg.Name(), err)
 	}
-	url := ut.URL(target.Baseline, target.OneHop)
-	reps := s.Config.Repeats
-	if reps <= 0 {
-		reps = repeats()
-	}
+	wrk, _ := exec.LookPath("wrk")
+	url := tg.(urlTarget).URL(target.Baseline, target.OneHop)
+	reps := s.reps()
 	var fortio, wrks []ceilingRun
 	for rep := range reps {
 		s.logf("%s: fortio then wrk at c=%d, repeat %d/%d", b.Name(), c, rep+1, reps)
 		o := s.Config.loadOptions(c)
 		o.QPS = 0
-		run, err := tg.Run(s.ctx, target.Baseline, target.OneHop, o)
+		run, err := tg.Run(s.ctx, target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: o})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,6 +25,9 @@ type Config struct {
 	KubeContext    string        `json:"kubeContext,omitempty"`
 	Namespace      string        `json:"namespace,omitempty"`
 	Concurrency    []int         `json:"concurrency"`
+	// ConcurrencySet is true when -concurrency was given: it then wins
+	// over every scenario's own default sweep.
+	ConcurrencySet bool `json:"concurrencySet,omitempty"`
 	Duration       time.Duration `json:"duration"`
 	Warmup         time.Duration `json:"warmup"`
 	QPS            float64       `json:"qps"`

@@ -31,24 +31,12 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/target/local"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
-
-// Scenario is one benchmark's variation on the default sweep.
-type Scenario struct {
-	// Name names the scenario in results when the benchmark has no name of
-	// its own (testing.Benchmark); go test's benchmark name wins otherwise.
-	Name string
-	// Path is the route measured.
-	Path target.Path
-	// Load, when set, adjusts each run's load settings (after the flags).
-	Load func(*load.Options)
-}
 
 // NewTarget builds the target for a config; tests may replace it.
 type NewTarget func(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error)
@@ -166,6 +154,7 @@ func (s *Suite) Main(m *testing.M) int {
 func (s *Suite) defaultRepeats() {
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	s.Config.ConcurrencySet = s.Config.ConcurrencySet || set["concurrency"]
 	if !set["test.count"] && s.Config.DefaultRepeats > 1 {
 		_ = flag.Set("test.count", fmt.Sprint(s.Config.DefaultRepeats))
 	}
@@ -230,94 +219,6 @@ func defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (t
 		return nil, err // not a typed nil in the interface
 	}
 	return tg, nil
-}
-
-// Sweep runs sc at every concurrency of the config. At each concurrency it
-// runs -count interleaved pairs, baseline then meshed (A B A B …), so that
-// drift of the machine hits both arms alike; then the sub-benchmarks
-// c=N/arm=baseline and c=N/arm=meshed report one pair member per -count
-// iteration, which is what benchstat expects to see.
-func (s *Suite) Sweep(b *testing.B, sc Scenario) {
-	tg, err := s.target()
-	if err != nil {
-		b.Fatalf("target %s: %v", s.Config.Target, err)
-	}
-	reps := s.Config.Repeats
-	if reps <= 0 {
-		reps = repeats()
-	}
-	per := s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
-	total := len(s.Config.Concurrency) * len(target.Arms) * reps
-	s.logf("%s: %s, c=%v, %d interleaved pairs each: %d runs, about %v",
-		label(b, sc), sc.Path, s.Config.Concurrency, reps, total, (time.Duration(total) * per).Round(time.Second))
-	done := 0
-	for _, c := range s.Config.Concurrency {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			if err := s.ctx.Err(); err != nil {
-				b.Fatalf("not started: %v", context.Cause(s.ctx))
-			}
-			runs := map[target.Arm][]*target.Run{}
-			for rep := range reps {
-				for _, arm := range target.Arms {
-					done++
-					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, reps, done, total,
-						(time.Duration(total-done+1) * per).Round(time.Second))
-					run, err := s.measure(b, tg, sc, c, arm, rep)
-					if err != nil {
-						b.Fatalf("%s/arm=%s: %v", label(b, sc), arm, err)
-					}
-					runs[arm] = append(runs[arm], run)
-				}
-			}
-			for _, arm := range target.Arms {
-				b.Run("arm="+string(arm), func(b *testing.B) { s.report(b, runs[arm]) })
-			}
-		})
-	}
-}
-
-// label names b for people: under testing.Benchmark the top level has no
-// name, so the scenario's stands in.
-func label(b *testing.B, sc Scenario) string {
-	if n := b.Name(); n != "" && !strings.HasPrefix(n, "/") {
-		return n
-	}
-	return sc.Name + b.Name()
-}
-
-// measure runs one load and records it.
-func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm target.Arm, rep int) (*target.Run, error) {
-	o := s.Config.loadOptions(c)
-	if sc.Load != nil {
-		sc.Load(&o)
-	}
-	run, err := tg.Run(s.ctx, arm, sc.Path, o)
-	if err != nil {
-		return nil, err
-	}
-	top, _, _ := strings.Cut(b.Name(), "/")
-	if top == "" {
-		top = sc.Name
-	}
-	s.mu.Lock()
-	s.recs = append(s.recs, report.Record{Benchmark: top, Concurrency: c, Repeat: rep, Run: run})
-	s.mu.Unlock()
-	for _, w := range run.Warnings {
-		s.logf("%s/arm=%s: warning: %s", label(b, sc), arm, w)
-	}
-	return run, nil
-}
-
-// report is a leaf sub-benchmark: its i-th call with b.N == 1 (one per
-// -count iteration) reports the i-th run; calls with a larger b.N, which
-// only a user's -benchtime causes, report the same run again. No leaf call
-// ever starts a load.
-func (s *Suite) report(b *testing.B, runs []*target.Run) {
-	run := runs[min(s.repeatIndex(b), len(runs)-1)]
-	if !run.Valid() {
-		b.Errorf("INVALID run: %s", strings.Join(run.Invalid, "; "))
-	}
-	reportMetrics(b, run)
 }
 
 // repeatIndex is which -count iteration a leaf call reports: its i-th call

@@ -47,9 +47,10 @@ type Target interface {
 	Name() string
 	// Environment describes where the numbers come from.
 	Environment() Environment
-	// Run runs one warm-up plus measured window of arm over path with the
-	// given load settings (Options.URL is filled in by the target).
-	Run(ctx context.Context, arm Arm, path Path, o load.Options) (*Run, error)
+	// Run runs one warm-up plus measured window of one arm of a workload
+	// with the spec's load settings (Options.URL, Protocol and RequestSize
+	// are filled in by the target from the workload).
+	Run(ctx context.Context, s Spec) (*Run, error)
 	// Close stops and deletes everything the target started.
 	Close(ctx context.Context) error
 }
@@ -58,6 +59,11 @@ type Target interface {
 type Run struct {
 	Arm  Arm  `json:"arm"`
 	Path Path `json:"path"`
+	// Workload is what ran, defaults filled in.
+	Workload Workload `json:"workload"`
+	// Fault is what was done during the window, and Recovery what it did.
+	Fault    *Fault         `json:"fault,omitempty"`
+	Recovery *load.Recovery `json:"recovery,omitempty"`
 	// Load is the loadgen's result; for several loadgens, their merge.
 	Load *load.Result `json:"load"`
 	// Shards are the individual loadgens' results when there were several.
@@ -140,10 +146,38 @@ type Hop struct{ Src, Dst string }
 
 // Hops lists the hops a path takes, by workload name.
 func Hops(p Path) []Hop {
-	if p == TwoHop {
-		return []Hop{{"loadgen", "frontend"}, {"frontend", "backend"}}
+	names := Workloads(p)
+	hops := make([]Hop, len(names))
+	src := "loadgen"
+	for i, n := range names {
+		hops[i] = Hop{src, n}
+		src = n
 	}
-	return []Hop{{"loadgen", "backend"}}
+	return hops
+}
+
+// Workloads names the callees along p, in order: backend for one-hop;
+// frontend, backend for two-hop; and for N hops frontend-(N-1) … frontend-2,
+// frontend, backend, so that a longer chain ends like the shorter ones.
+func Workloads(p Path) []string {
+	n := max(p.Hops(), 1)
+	names := make([]string, n)
+	for i := range n {
+		names[i] = FrontendName(n - 1 - i)
+	}
+	return names
+}
+
+// FrontendName is the name of the k-th proxy from the backend: 0 is the
+// backend itself, 1 "frontend", k "frontend-k".
+func FrontendName(k int) string {
+	switch k {
+	case 0:
+		return "backend"
+	case 1:
+		return "frontend"
+	}
+	return fmt.Sprintf("frontend-%d", k)
 }
 
 // CheckEdges verifies that every hop of path was taken by at least minReq

@@ -3,6 +3,7 @@ package verdict
 import (
 	"errors"
 	"fmt"
+	"github.com/meshbench/meshbench/framework/labels"
 	"math"
 
 	"github.com/meshbench/meshbench/framework/stats"
@@ -11,9 +12,12 @@ import (
 // Observation is what one scenario measured: the meshed arm compared with the
 // baseline arm, each metric summarised over repeats.
 type Observation struct {
-	Scenario    string // as printed, e.g. "BenchmarkOneHop/c=32"
-	Path        Path   // OneHop or TwoHop
-	Concurrency int    // load-generator concurrency (connections), ≥ 1
+	Scenario string // as printed, e.g. "BenchmarkOneHop/c=32"
+	// Labels are the scenario's (benchmark, c and its axes); rules with
+	// match: are checked against them.
+	Labels      labels.Set
+	Path        Path // OneHop or TwoHop
+	Concurrency int  // load-generator concurrency (connections), ≥ 1
 	// Values holds each measured metric, in the metric's unit, as a median
 	// with its interval over repeats. A metric absent here is not checked.
 	Values map[Metric]stats.Summary
@@ -111,7 +115,7 @@ func (v Verdict) Err() error {
 func (t *Thresholds) Check(obs []Observation) Verdict {
 	var v Verdict
 	for _, o := range obs {
-		rule, ok := t.Match(o.Path, o.Concurrency)
+		rule, ok := t.MatchObservation(o)
 		if !ok {
 			v.Uncovered = append(v.Uncovered, &Uncovered{File: t.File, Scenario: o.Scenario, Path: o.Path, Concurrency: o.Concurrency})
 			continue

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -60,6 +62,9 @@ type Limit struct {
 	Line        int         // line in the fixture where the rule starts, 1-based
 	Path        Path        // OneHop, TwoHop or AnyPath
 	Concurrency Concurrency // concurrency range the rule matches
+	// Match, when set, also requires labels of the scenario: label → value
+	// or path.Match glob, e.g. {payload: 16KiB} or {benchmark: "*Payload"}.
+	Match map[string]string
 
 	P50DeltaMs           float64 // largest meshed-minus-baseline p50, milliseconds
 	P99DeltaPct          float64 // largest p99 increase over baseline, percent
@@ -69,9 +74,15 @@ type Limit struct {
 }
 
 // Matches reports whether the rule applies to path p at concurrency c,
-// ignoring the rules above it.
+// ignoring the rules above it and its Match labels.
 func (l Limit) Matches(p Path, c int) bool {
 	return (l.Path == AnyPath || l.Path == p) && l.Concurrency.Contains(c)
+}
+
+// Applies reports whether the rule applies to o: its path, concurrency
+// and every label of Match.
+func (l Limit) Applies(o Observation) bool {
+	return l.Matches(o.Path, o.Concurrency) && o.Labels.Matches(l.Match)
 }
 
 // Max returns the rule's limit for metric m, in m's unit, and false when m
@@ -100,11 +111,16 @@ type Thresholds struct {
 }
 
 // Match returns the rule that applies to path p at concurrency c: the first
-// in file order whose path and concurrency both match. It returns false when
-// no rule matches.
+// in file order whose path and concurrency both match and that requires no
+// label. It returns false when no rule matches.
 func (t *Thresholds) Match(p Path, c int) (Limit, bool) {
+	return t.MatchObservation(Observation{Path: p, Concurrency: c})
+}
+
+// MatchObservation returns the first rule in file order that applies to o.
+func (t *Thresholds) MatchObservation(o Observation) (Limit, bool) {
 	for _, l := range t.Limits {
-		if l.Matches(p, c) {
+		if l.Applies(o) {
 			return l, true
 		}
 	}
@@ -185,6 +201,7 @@ func Parse(name string, data []byte) (*Thresholds, error) {
 			ThroughputLossPct:    r.ThroughputLossPct,
 			SidecarCPUPer1kReqMs: r.SidecarCPUPer1kReqMs,
 			SidecarRSSMiB:        r.SidecarRSSMiB,
+			Match:                r.Match,
 		})
 	}
 	if err := t.checkReachable(); err != nil {
@@ -201,18 +218,21 @@ type fileYAML struct {
 }
 
 type limitYAML struct {
-	Path                 string  `yaml:"path"`
-	Concurrency          string  `yaml:"concurrency"`
-	P50DeltaMs           float64 `yaml:"p50DeltaMs"`
-	P99DeltaPct          float64 `yaml:"p99DeltaPct"`
-	ThroughputLossPct    float64 `yaml:"throughputLossPct"`
-	SidecarCPUPer1kReqMs float64 `yaml:"sidecarCPUPer1kReqMs"`
-	SidecarRSSMiB        float64 `yaml:"sidecarRSSMiB"`
+	Path                 string            `yaml:"path"`
+	Concurrency          string            `yaml:"concurrency"`
+	P50DeltaMs           float64           `yaml:"p50DeltaMs"`
+	P99DeltaPct          float64           `yaml:"p99DeltaPct"`
+	ThroughputLossPct    float64           `yaml:"throughputLossPct"`
+	SidecarCPUPer1kReqMs float64           `yaml:"sidecarCPUPer1kReqMs"`
+	SidecarRSSMiB        float64           `yaml:"sidecarRSSMiB"`
+	Match                map[string]string `yaml:"match,omitempty"`
 }
 
 var (
 	topKeys   = []string{"target", "limits"}
 	limitKeys = append([]string{"path", "concurrency"}, toStrings(Metrics())...)
+	// optionalLimitKeys may be left out of a rule.
+	optionalLimitKeys = []string{"match"}
 )
 
 func toStrings(ms []Metric) []string {
@@ -297,7 +317,7 @@ func (p *parser) top(n *yaml.Node) ([]int, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, p.fail(n.Line, "top level", "got %s, %s", describe(n), wantTop)
 	}
-	fields, err := p.fields(n, "", topKeys)
+	fields, err := p.fields(n, "", topKeys, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -307,8 +327,27 @@ func (p *parser) top(n *yaml.Node) ([]int, error) {
 	return p.limits(fields)
 }
 
-// fields checks a mapping's keys against known and returns value by key.
-func (p *parser) fields(n *yaml.Node, prefix string, known []string) (map[string]*yaml.Node, error) {
+// match checks a rule's labels: a mapping of label names to values or
+// path.Match globs.
+func (p *parser) match(v *yaml.Node, field string) error {
+	if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
+		return p.fail(v.Line, field, "got %s, want labels to match, e.g. {payload: 16KiB, benchmark: \"*Payload\"}", describe(v))
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], deref(v.Content[i+1])
+		if k.Kind != yaml.ScalarNode || val.Kind != yaml.ScalarNode || val.Value == "" {
+			return p.fail(k.Line, field, "label %s: got %s, want a value or a glob such as \"*\"", k.Value, describe(val))
+		}
+		if _, err := path.Match(val.Value, ""); err != nil {
+			return p.fail(val.Line, field+"."+k.Value, "%q is not a glob: %v", val.Value, err)
+		}
+	}
+	return nil
+}
+
+// fields checks a mapping's keys against known and optional, and returns
+// value by key. Every known key must be there.
+func (p *parser) fields(n *yaml.Node, prefix string, known, optional []string) (map[string]*yaml.Node, error) {
 	out := make(map[string]*yaml.Node, len(known))
 	keyLine := make(map[string]int, len(known))
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -324,8 +363,8 @@ func (p *parser) fields(n *yaml.Node, prefix string, known []string) (map[string
 		if k.ShortTag() == "!!merge" {
 			return nil, p.fail(k.Line, field, "YAML merge keys are not supported; write every field out so each rule reads on its own")
 		}
-		if !slices.Contains(known, k.Value) {
-			return nil, p.fail(k.Line, field, "unknown field; %s", suggest(k.Value, known))
+		if !slices.Contains(known, k.Value) && !slices.Contains(optional, k.Value) {
+			return nil, p.fail(k.Line, field, "unknown field; %s", suggest(k.Value, append(slices.Clone(known), optional...)))
 		}
 		if first, dup := keyLine[k.Value]; dup {
 			return nil, p.fail(k.Line, field, "repeated; it is already set on line %d", first)
@@ -364,9 +403,14 @@ func (p *parser) limits(fields map[string]*yaml.Node) ([]int, error) {
 		if r.Kind != yaml.MappingNode {
 			return nil, p.fail(r.Line, field, "got %s, want a mapping with path, concurrency and the five limits", describe(r))
 		}
-		fs, err := p.fields(r, field+".", limitKeys)
+		fs, err := p.fields(r, field+".", limitKeys, optionalLimitKeys)
 		if err != nil {
 			return nil, err
+		}
+		if m, ok := fs["match"]; ok {
+			if err := p.match(m, field+".match"); err != nil {
+				return nil, err
+			}
 		}
 		for _, k := range limitKeys {
 			if err := p.value(fs[k], field+"."+k, k); err != nil {
@@ -446,6 +490,10 @@ func (t *Thresholds) checkReachable() error {
 		for _, p := range paths {
 			var ranges []Concurrency
 			for _, e := range t.Limits[:j] {
+				// A rule with labels shadows only rules with the same labels.
+				if len(e.Match) > 0 && !maps.Equal(e.Match, l.Match) {
+					continue
+				}
 				if (e.Path == AnyPath || e.Path == p) && overlaps(e.Concurrency, l.Concurrency) {
 					ranges = append(ranges, e.Concurrency)
 					if !slices.Contains(above, e.Line) {

@@ -42,7 +42,7 @@ func Example() {
 	}
 	defer tg.Close(context.WithoutCancel(ctx))
 	for _, arm := range target.Arms {
-		run, err := tg.Run(ctx, arm, target.TwoHop, load.Options{Concurrency: 32, Duration: 30 * time.Second, Warmup: 15 * time.Second})
+		run, err := tg.Run(ctx, target.Spec{Arm: arm, Workload: target.Workload{Path: target.TwoHop}, Load: load.Options{Concurrency: 32, Duration: 30 * time.Second, Warmup: 15 * time.Second}})
 		if err != nil {
 			panic(err)
 		}

@@ -88,7 +88,7 @@ func TestKubeTargetOnCluster(t *testing.T) {
 		o := load.Options{Concurrency: c, Duration: 5 * time.Second, Warmup: 2 * time.Second}
 		for _, arm := range target.Arms {
 			for _, p := range []target.Path{target.OneHop, target.TwoHop} {
-				run, err := tg.Run(ctx, arm, p, o)
+				run, err := tg.Run(ctx, target.Spec{Arm: arm, Workload: target.Workload{Path: p}, Load: o})
 				require.NoError(t, err, "%s %s c=%d", arm, p, c)
 				var b strings.Builder
 				fmt.Fprintf(&b, "c=%d %s %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, %d requests over %d shards\n", c, arm, p,

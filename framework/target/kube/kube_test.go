@@ -432,7 +432,7 @@ func TestTargetOnFakeCluster(t *testing.T) {
 	o := load.Options{Concurrency: 4, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond}
 	for _, arm := range target.Arms {
 		for _, p := range []target.Path{target.OneHop, target.TwoHop} {
-			run, err := tg.Run(ctx, arm, p, o)
+			run, err := tg.Run(ctx, target.Spec{Arm: arm, Workload: target.Workload{Path: p}, Load: o})
 			require.NoError(t, err, "%s %s", arm, p)
 			assert.Empty(t, run.Invalid, "%s %s", arm, p)
 			assert.Positive(t, run.Load.Requests)
@@ -463,7 +463,7 @@ func TestTargetOnFakeCluster(t *testing.T) {
 
 	// The mesh's telemetry says the traffic was not mutually authenticated.
 	fc.secured.Store(false)
-	run, err := tg.Run(ctx, target.Meshed, target.TwoHop, o)
+	run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.TwoHop}, Load: o})
 	require.NoError(t, err)
 	assert.Contains(t, strings.Join(run.Invalid, "\n"), "mesh not really on")
 
@@ -493,7 +493,7 @@ func TestTargetOutOfMesh(t *testing.T) {
 	assert.Equal(t, nss[2], tg.arms[target.Baseline].loadgenNS, "one loadgen serves both arms")
 
 	o := load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
-	run, err := tg.Run(ctx, target.Meshed, target.TwoHop, o)
+	run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.TwoHop}, Load: o})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid)
 	assert.Contains(t, strings.Join(run.Warnings, "\n"), "plain text by design")
@@ -591,7 +591,7 @@ func TestPlacementAndOptions(t *testing.T) {
 	assert.Error(t, err)
 	tg, err := newTarget(fake.NewClientset(), Options{})
 	require.NoError(t, err)
-	_, err = tg.Run(context.Background(), target.Baseline, target.OneHop, load.Options{Protocol: load.H2})
+	_, err = tg.Run(context.Background(), target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: load.Options{Protocol: load.H2}})
 	assert.Error(t, err)
 }
 

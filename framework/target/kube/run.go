@@ -22,14 +22,18 @@ import (
 // path, driven by the arm's loadgen replicas; CPU and memory per role from
 // the kubelets over the window; the path proved by the nginx counters and
 // the mesh's telemetry; the arms verified again.
-func (t *Target) Run(ctx context.Context, armName target.Arm, p target.Path, o load.Options) (*target.Run, error) {
+func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
+	armName, w, o := s.Arm, s.Workload, s.Load
+	if err := t.Supports(w, s.Fault); err != nil {
+		return nil, fmt.Errorf("kube target: %w", err)
+	}
+	_ = w.Normalize(t.workload()) // checked by Supports
+	p := w.Path
 	a, ok := t.arms[armName]
 	if !ok {
 		return nil, fmt.Errorf("kube target: unknown arm %q", armName)
 	}
-	if p != target.OneHop && p != target.TwoHop {
-		return nil, fmt.Errorf("kube target: unknown path %q", p)
-	}
+	o.Protocol, o.RequestSize = w.Protocol, w.RequestSize
 	o.URL = a.url(p, o.Protocol)
 	if err := o.Normalize(); err != nil {
 		return nil, fmt.Errorf("kube target: load options: %w", err)
@@ -48,7 +52,7 @@ func (t *Target) Run(ctx context.Context, armName target.Arm, p target.Path, o l
 	if len(lgPods) < t.o.Loadgens {
 		return fail(fmt.Errorf("%d of %d loadgen pods are ready in %s", len(lgPods), t.o.Loadgens, a.loadgenNS))
 	}
-	shardOpts := split(o, len(lgPods))
+	shardOpts := load.Split(o, len(lgPods))
 	lgPods = lgPods[:len(shardOpts)]
 	for i := range shardOpts {
 		shardOpts[i].Labels = strings.TrimSpace(shardOpts[i].Labels + " " + lgPods[i].Namespace + "/" + lgPods[i].Name)
@@ -126,11 +130,11 @@ func (t *Target) Run(ctx context.Context, armName target.Arm, p target.Path, o l
 		shards[i] = shardResult(shardOpts[i], fr)
 		names[i] = lgs[i].pod
 	}
-	res, err := merge(o, shards, names)
+	res, err := load.Merge(o, shards, names)
 	if err != nil {
 		return fail(err)
 	}
-	run := &target.Run{Arm: armName, Path: p, Load: res, Invalid: append([]string(nil), res.Invalid...)}
+	run := &target.Run{Arm: armName, Path: p, Workload: w, Load: res, Invalid: append([]string(nil), res.Invalid...)}
 	if len(shards) > 1 {
 		run.Shards = shards
 	}

@@ -50,7 +50,7 @@ func TestSplit(t *testing.T) {
 		{c: 10, n: 4, qps: 1000, conns: []int{3, 3, 2, 2}, rates: []float64{300, 300, 200, 200}},
 	} {
 		o := opts(t, load.Options{Concurrency: tc.c, QPS: tc.qps, Labels: "x"})
-		got := split(o, tc.n)
+		got := load.Split(o, tc.n)
 		var conns []int
 		var rates []float64
 		var sum float64
@@ -131,7 +131,7 @@ func TestArmURL(t *testing.T) {
 // bucket-by-bucket merge, and percentiles are read from it.
 func TestMergeRecordedShards(t *testing.T) {
 	o := opts(t, load.Options{Concurrency: 8, Duration: 2 * time.Second})
-	shardOpts := split(o, 4)
+	shardOpts := load.Split(o, 4)
 	var shards []*load.Result
 	var names []string
 	var want int64
@@ -146,7 +146,7 @@ func TestMergeRecordedShards(t *testing.T) {
 		shards = append(shards, s)
 		names = append(names, "loadgen-"+string(rune('a'+i)))
 	}
-	m, err := merge(o, shards, names)
+	m, err := load.Merge(o, shards, names)
 	require.NoError(t, err)
 	assert.Empty(t, m.Invalid)
 	assert.Equal(t, want, m.Requests)
@@ -177,10 +177,10 @@ func TestMergeRecordedShards(t *testing.T) {
 
 func TestMergeOpenLoop(t *testing.T) {
 	o := opts(t, load.Options{Concurrency: 4, QPS: 200, Duration: 2 * time.Second})
-	so := split(o, 2)
+	so := load.Split(o, 2)
 	a := shardResult(so[0], recorded(t, "open-qps200-shard0.json"))
 	b := shardResult(so[1], recorded(t, "open-qps200-shard1.json"))
-	m, err := merge(o, []*load.Result{a, b}, []string{"a", "b"})
+	m, err := load.Merge(o, []*load.Result{a, b}, []string{"a", "b"})
 	require.NoError(t, err)
 	assert.Empty(t, m.Invalid, "within 5%% of 200 req/s")
 	assert.InDelta(t, 191.9, m.AchievedQPS, 0.1)
@@ -200,18 +200,18 @@ func TestShardInvalid(t *testing.T) {
 
 	// In a merge, the shard's reasons are kept and name the shard.
 	o := opts(t, load.Options{Concurrency: 2, Duration: time.Second})
-	ok := shardResult(split(o, 2)[0], recorded(t, "closed-c8-shard0.json"))
-	m, err := merge(o, []*load.Result{ok, errs}, []string{"pod-a", "pod-b"})
+	ok := shardResult(load.Split(o, 2)[0], recorded(t, "closed-c8-shard0.json"))
+	m, err := load.Merge(o, []*load.Result{ok, errs}, []string{"pod-a", "pod-b"})
 	require.NoError(t, err)
 	assert.Contains(t, strings.Join(m.Invalid, "\n"), "loadgen shard 2 (pod-b): errors:")
 }
 
 func TestMergeRejectsOtherResolution(t *testing.T) {
 	o := opts(t, load.Options{Concurrency: 2, Duration: time.Second})
-	so := split(o, 2)
+	so := load.Split(o, 2)
 	a := shardResult(so[0], recorded(t, "closed-c8-shard0.json"))
 	b := shardResult(so[1], recorded(t, "resolution-1ms.json"))
-	_, err := merge(o, []*load.Result{a, b}, []string{"a", "b"})
+	_, err := load.Merge(o, []*load.Result{a, b}, []string{"a", "b"})
 	var re *stats.ResolutionError
 	require.True(t, errors.As(err, &re), "%v", err)
 	assert.Equal(t, 1, re.Input)
@@ -219,12 +219,12 @@ func TestMergeRejectsOtherResolution(t *testing.T) {
 
 func TestMergeFlagsShardsThatDidNotOverlap(t *testing.T) {
 	o := opts(t, load.Options{Concurrency: 4, Duration: 2 * time.Second})
-	so := split(o, 2)
+	so := load.Split(o, 2)
 	a := shardResult(so[0], recorded(t, "closed-c8-shard0.json"))
 	fr := recorded(t, "closed-c8-shard1.json")
 	fr.StartTime = fr.StartTime.Add(time.Second)
 	b := shardResult(so[1], fr)
-	m, err := merge(o, []*load.Result{a, b}, []string{"a", "b"})
+	m, err := load.Merge(o, []*load.Result{a, b}, []string{"a", "b"})
 	require.NoError(t, err)
 	assert.Contains(t, strings.Join(m.Invalid, "\n"), "did not run together")
 }

@@ -20,6 +20,9 @@ const caddyPkg = "github.com/caddyserver/caddy/v2/cmd/caddy"
 
 func (caddy) Name() string { return "caddy" }
 
+// permissive: Caddy's inbound side can also take plain text.
+func (caddy) permissive() {}
+
 func (caddy) Binary(ctx context.Context, b *builder) (string, error) {
 	return b.build(ctx, "caddy", caddyPkg)
 }
@@ -82,6 +85,22 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 			}}}},
 		}
 	}
+	if in := s.Inbound; in != nil && in.Plain != "" {
+		// Permissive mode: plain text from outside the mesh, with no
+		// verified peer (a caller's own peer header is dropped).
+		servers["inbound-plain"] = obj{
+			"listen":          []string{in.Plain},
+			"protocols":       plain,
+			"automatic_https": obj{"disable": true},
+			"routes": []obj{{"handle": []obj{{
+				"handler":   "reverse_proxy",
+				"upstreams": []obj{{"dial": in.App}},
+				"headers":   obj{"request": obj{"delete": []string{workload.PeerHeader}}},
+				"transport": obj{"protocol": "http", "versions": appVersions(s.H2C),
+					"keep_alive": obj{"max_idle_conns_per_host": 1024}},
+			}}}},
+		}
+	}
 	for i, out := range s.Outbound {
 		servers[fmt.Sprintf("outbound%d", i)] = obj{
 			"listen":          []string{out.Listen},
@@ -122,7 +141,7 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("render caddy config for %s: %w", s.Name, err)
 	}
-	return data, s.Name + "-caddy.json", nil
+	return data, s.stem() + "-caddy.json", nil
 }
 
 // appVersions is what the inbound side speaks to its app.

@@ -140,7 +140,7 @@ func (envoy) Config(s SidecarSpec) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("envoy sidecar %s: %w", s.Name, err)
 	}
-	return append(b, '\n'), s.Name + "-envoy.json", nil
+	return append(b, '\n'), s.stem() + "-envoy.json", nil
 }
 
 // envoyHTTP is an HTTP connection manager routing everything to cluster,

@@ -75,5 +75,5 @@ func (haproxy) Config(s SidecarSpec) ([]byte, string, error) {
 	if err := haproxyTmpl.Execute(&buf, map[string]any{"S": s, "Peer": workload.PeerHeader}); err != nil {
 		return nil, "", fmt.Errorf("render haproxy config for %s: %w", s.Name, err)
 	}
-	return buf.Bytes(), s.Name + "-haproxy.cfg", nil
+	return buf.Bytes(), s.stem() + "-haproxy.cfg", nil
 }

@@ -19,9 +19,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
+	"slices"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/meshbench/meshbench/framework/load"
@@ -79,25 +81,49 @@ func (o *Options) normalize() error {
 	return nil
 }
 
-// Target is the local target. It implements target.Target.
+// Target is the local target. It implements target.Target. Workloads are
+// deployed on first use and kept for every later scenario that needs the
+// same (target.Deployment).
 type Target struct {
-	o    Options
-	dir  string
-	sup  *supervisor
-	env  target.Environment
+	o      Options
+	dir    string
+	sup    *supervisor
+	env    target.Environment
+	def    target.Workload
+	sc     Sidecar
+	app    string // mbapp binary
+	scBin  string // sidecar binary
+	ca     *pki.Authority
+	caFile string
+
+	mu   sync.Mutex
+	ids  map[string]pki.Identity
+	deps map[target.Deployment]*deployment
+}
+
+// deployment is both arms of one target.Deployment.
+type deployment struct {
 	arms map[target.Arm]*arm
 }
 
 // arm is one side's processes and addresses.
 type arm struct {
-	urls  map[target.Path]string
+	// urls are the loadgen's addresses per path, one per loadgen shard.
+	urls  map[target.Path][]string
 	apps  map[string]string // workload name → app address, for stats
 	procs map[target.Path][]*process
+	// byName finds a workload's app ("backend") or proxy ("backend/sidecar")
+	// for faults.
+	byName map[string]*process
 }
 
-var _ target.Target = (*Target)(nil)
+var (
+	_ target.Target    = (*Target)(nil)
+	_ target.Supporter = (*Target)(nil)
+)
 
-// New starts both arms. On error everything started so far is stopped.
+// New builds the binaries and deploys the default workload (both arms, up
+// to two hops). On error everything started so far is stopped.
 func New(ctx context.Context, o Options) (_ *Target, err error) {
 	if err := o.normalize(); err != nil {
 		return nil, fmt.Errorf("local target: %w", err)
@@ -110,7 +136,8 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("local target: run directory: %w", err)
 	}
-	t := &Target{o: o, dir: dir, sup: &supervisor{dir: dir}, arms: map[target.Arm]*arm{}}
+	t := &Target{o: o, dir: dir, sc: sc, sup: &supervisor{dir: dir}, ids: map[string]pki.Identity{}, deps: map[target.Deployment]*deployment{},
+		def: target.Workload{ResponseSize: o.ResponseSize, Protocol: o.Protocol, Threads: o.SidecarThreads}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, t.Close(context.WithoutCancel(ctx)))
@@ -121,189 +148,110 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 		return nil, err
 	}
 	o.Logf("local target: building mbapp and the %s sidecar", sc.Name())
-	app, err := b.build(ctx, "mbapp", "github.com/meshbench/meshbench/cmd/mbapp")
-	if err != nil {
+	if t.app, err = b.build(ctx, "mbapp", "github.com/meshbench/meshbench/cmd/mbapp"); err != nil {
 		return nil, err
 	}
-	scBin, err := sc.Binary(ctx, b)
-	if err != nil {
+	if t.scBin, err = sc.Binary(ctx, b); err != nil {
 		return nil, err
 	}
-	ca, err := pki.NewAuthority(0)
-	if err != nil {
+	if t.ca, err = pki.NewAuthority(0); err != nil {
 		return nil, err
 	}
-	caFile, err := ca.WriteCA(dir)
-	if err != nil {
+	if t.caFile, err = t.ca.WriteCA(dir); err != nil {
 		return nil, err
 	}
-	h2c := o.Protocol == load.H2
-	if t.arms[target.Baseline], err = t.startBaseline(ctx, app, h2c); err != nil {
+	w := t.def
+	if err := w.Normalize(t.def); err != nil {
+		return nil, fmt.Errorf("local target: %w", err)
+	}
+	if _, err := t.deploy(ctx, w.Deployment()); err != nil {
 		return nil, err
 	}
-	if t.arms[target.Meshed], err = t.startMeshed(ctx, app, scBin, sc, ca, caFile, h2c); err != nil {
-		return nil, err
-	}
-	for _, a := range target.Arms {
-		for _, p := range []target.Path{target.OneHop, target.TwoHop} {
-			if err := probe(ctx, t.arms[a].urls[p], h2c); err != nil {
-				return nil, fmt.Errorf("local target: %s %s path does not answer: %w%s", a, p, err, t.logs())
-			}
-		}
-	}
-	t.env = target.Host()
-	t.env.Target = "local"
-	t.env.Loadgen = "in-process fortio (meshbench test binary); in the meshed arm it has its own outbound sidecar, as an in-mesh client does"
-	threads := o.SidecarThreads
-	t.env.Mesh = target.MeshInfo{
-		Name:    "sidecar/" + sc.Name(),
-		Version: sc.Version(ctx, scBin),
-		Threads: threads,
-		Config: map[string]string{
-			"mtls":         "ECDSA P-256 run-scoped CA, client certificate required and verified",
-			"protocol":     string(o.Protocol),
-			"peerProtocol": "HTTP/1.1 over mTLS with keep-alive, between sidecars",
-			"responseSize": strconv.Itoa(o.ResponseSize),
-			"cores":        strconv.Itoa(runtime.NumCPU()),
-		},
-	}
-	if o.MeshedBackendDelay > 0 {
-		t.env.Mesh.Config["meshedBackendDelay"] = o.MeshedBackendDelay.String()
-	}
+	t.env = t.environment(ctx)
 	o.Logf("local target: up in %s (baseline and meshed arms, %d processes)", dir, len(t.sup.pids()))
 	return t, nil
 }
 
-func (t *Target) addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
-func (t *Target) startApp(ctx context.Context, name, bin string, args []string, h2c bool, listen string) (*process, error) {
-	argv := append([]string{bin}, args...)
-	argv = append(argv, "-listen", listen)
-	if h2c {
-		argv = append(argv, "-h2c")
+func (t *Target) environment(ctx context.Context) target.Environment {
+	env := target.Host()
+	env.Target = "local"
+	env.Loadgen = "in-process fortio (meshbench test binary); in the meshed arm it has its own outbound sidecar, as an in-mesh client does"
+	env.Mesh = target.MeshInfo{
+		Name:    "sidecar/" + t.sc.Name(),
+		Version: t.sc.Version(ctx, t.scBin),
+		Threads: t.o.SidecarThreads,
+		Config: map[string]string{
+			"mtls":         "ECDSA P-256 run-scoped CA, client certificate required and verified",
+			"protocol":     string(t.o.Protocol),
+			"peerProtocol": "HTTP/1.1 over mTLS with keep-alive, between sidecars",
+			"responseSize": strconv.Itoa(t.o.ResponseSize),
+			"cores":        strconv.Itoa(runtime.NumCPU()),
+		},
 	}
-	p, err := t.sup.start(name, measure.RoleApp, argv, nil)
-	if err != nil {
-		return nil, err
+	if t.o.MeshedBackendDelay > 0 {
+		env.Mesh.Config["meshedBackendDelay"] = t.o.MeshedBackendDelay.String()
 	}
-	return p, t.ready(ctx, p, listen)
+	return env
 }
 
-// ready waits for p's listeners and records its idle memory.
-func (t *Target) ready(ctx context.Context, p *process, addrs ...string) error {
-	if err := p.waitListening(ctx, t.o.StartTimeout, addrs...); err != nil {
+// Supports implements target.Supporter.
+func (t *Target) Supports(w target.Workload, f *target.Fault) error {
+	if err := w.Normalize(t.def); err != nil {
 		return err
 	}
-	rss, err := measure.RSS(p.cmd.Process.Pid, true)
-	p.idleRSS = rss
-	return err
-}
-
-func (t *Target) startBaseline(ctx context.Context, app string, h2c bool) (*arm, error) {
-	ports, err := freePorts(2)
-	if err != nil {
-		return nil, err
+	var why []string
+	if w.Replicas > 1 {
+		why = append(why, fmt.Sprintf("replicas=%d: the local target runs one backend per arm; use -target=kind", w.Replicas))
 	}
-	be, fe := t.addr(ports[0]), t.addr(ports[1])
-	beP, err := t.startApp(ctx, "baseline/backend", app, []string{"echo", "-size", strconv.Itoa(t.o.ResponseSize)}, h2c, be)
-	if err != nil {
-		return nil, err
-	}
-	feP, err := t.startApp(ctx, "baseline/frontend", app, []string{"proxy", "-upstream", "http://" + be}, h2c, fe)
-	if err != nil {
-		return nil, err
-	}
-	return &arm{
-		urls:  map[target.Path]string{target.OneHop: "http://" + be + "/", target.TwoHop: "http://" + fe + "/"},
-		apps:  map[string]string{"backend": be, "frontend": fe},
-		procs: map[target.Path][]*process{target.OneHop: {beP}, target.TwoHop: {feP, beP}},
-	}, nil
-}
-
-// startMeshed wires: loadgen sidecar (outbound to backend and frontend),
-// frontend sidecar (inbound, and outbound to backend), backend sidecar
-// (inbound).
-func (t *Target) startMeshed(ctx context.Context, app, scBin string, sc Sidecar, ca *pki.Authority, caFile string, h2c bool) (*arm, error) {
-	ports, err := freePorts(8)
-	if err != nil {
-		return nil, err
-	}
-	var (
-		beApp, beIn        = t.addr(ports[0]), t.addr(ports[1])
-		feApp, feIn, feOut = t.addr(ports[2]), t.addr(ports[3]), t.addr(ports[4])
-		lgOut1, lgOut2     = t.addr(ports[5]), t.addr(ports[6])
-	)
-	ids := map[string]pki.Identity{}
-	for _, n := range []string{"loadgen", "frontend", "backend"} {
-		if ids[n], err = ca.Issue(n, t.dir); err != nil {
-			return nil, err
+	if w.Placement == target.OutOfMesh {
+		if _, ok := t.sc.(permissive); !ok {
+			why = append(why, fmt.Sprintf("out-of-mesh placement needs a sidecar that also takes plain text on its inbound side (caddy); -sidecar=%s does not", t.sc.Name()))
 		}
 	}
-	echoArgs := []string{"echo", "-size", strconv.Itoa(t.o.ResponseSize)}
-	if t.o.MeshedBackendDelay > 0 {
-		echoArgs = append(echoArgs, "-delay", t.o.MeshedBackendDelay.String())
+	if f != nil && f.Action != target.Kill {
+		why = append(why, fmt.Sprintf("fault %q: the local target can only kill", f.Action))
 	}
-	beP, err := t.startApp(ctx, "meshed/backend", app, echoArgs, h2c, beApp)
-	if err != nil {
-		return nil, err
+	if f != nil && f.Workload != "loadgen" && !slices.Contains(target.Workloads(w.Path), f.Workload) {
+		why = append(why, fmt.Sprintf("fault on %q: not on the %s path (%s)", f.Workload, w.Path, strings.Join(target.Workloads(w.Path), ", ")))
 	}
-	feP, err := t.startApp(ctx, "meshed/frontend", app, []string{"proxy", "-upstream", "http://" + feOut}, h2c, feApp)
-	if err != nil {
-		return nil, err
+	if f != nil && f.Workload == "loadgen" && (!f.Sidecar || w.Placement == target.OutOfMesh) {
+		why = append(why, "fault on the loadgen: only its sidecar, in the mesh, is a process of the target")
 	}
-	spec := func(name string) SidecarSpec {
-		return SidecarSpec{Name: name, Dir: t.dir, CertFile: ids[name].CertFile, KeyFile: ids[name].KeyFile, BundleFile: ids[name].BundleFile, CAFile: caFile, H2C: h2c, Threads: t.o.SidecarThreads}
+	if len(why) > 0 {
+		return errors.New(strings.Join(why, "; "))
 	}
-	beSpec := spec("backend")
-	beSpec.Inbound = &Inbound{Listen: beIn, App: beApp}
-	feSpec := spec("frontend")
-	feSpec.Inbound = &Inbound{Listen: feIn, App: feApp}
-	feSpec.Outbound = []Outbound{{Listen: feOut, Peer: beIn, ServerName: ids["backend"].ServerName()}}
-	lgSpec := spec("loadgen")
-	lgSpec.Outbound = []Outbound{
-		{Listen: lgOut1, Peer: beIn, ServerName: ids["backend"].ServerName()},
-		{Listen: lgOut2, Peer: feIn, ServerName: ids["frontend"].ServerName()},
-	}
-	started := map[string]*process{}
-	for _, s := range []SidecarSpec{beSpec, feSpec, lgSpec} {
-		p, err := t.startSidecar(ctx, sc, scBin, s)
-		if err != nil {
-			return nil, err
-		}
-		started[s.Name] = p
-	}
-	return &arm{
-		urls: map[target.Path]string{target.OneHop: "http://" + lgOut1 + "/", target.TwoHop: "http://" + lgOut2 + "/"},
-		apps: map[string]string{"backend": beApp, "frontend": feApp},
-		procs: map[target.Path][]*process{
-			target.OneHop: {started["loadgen"], started["backend"], beP},
-			target.TwoHop: {started["loadgen"], started["frontend"], feP, started["backend"], beP},
-		},
-	}, nil
+	return nil
 }
 
-func (t *Target) startSidecar(ctx context.Context, sc Sidecar, bin string, s SidecarSpec) (*process, error) {
-	data, file, err := sc.Config(s)
-	if err != nil {
+// deploy starts both arms of d, or returns them when already up.
+func (t *Target) deploy(ctx context.Context, d target.Deployment) (*deployment, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if dep, ok := t.deps[d]; ok {
+		return dep, nil
+	}
+	start := time.Now()
+	dep := &deployment{arms: map[target.Arm]*arm{}}
+	var err error
+	if dep.arms[target.Baseline], err = t.startBaseline(ctx, d); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(t.dir, file)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return nil, fmt.Errorf("write %s sidecar config: %w", s.Name, err)
-	}
-	argv, env := sc.Command(bin, path, s)
-	p, err := t.sup.start("meshed/"+s.Name+"-sidecar", measure.RoleSidecar, argv, env)
-	if err != nil {
+	if dep.arms[target.Meshed], err = t.startMeshed(ctx, d); err != nil {
 		return nil, err
 	}
-	var addrs []string
-	if s.Inbound != nil {
-		addrs = append(addrs, s.Inbound.Listen)
+	h2c := d.Protocol == load.H2
+	for _, a := range target.Arms {
+		for p, urls := range dep.arms[a].urls {
+			for _, u := range urls {
+				if err := probe(ctx, u, h2c); err != nil {
+					return nil, fmt.Errorf("local target: %s %s path does not answer: %w%s", a, p, err, t.logs())
+				}
+			}
+		}
 	}
-	for _, o := range s.Outbound {
-		addrs = append(addrs, o.Listen)
-	}
-	return p, t.ready(ctx, p, addrs...)
+	t.deps[d] = dep
+	t.o.Logf("local target: deployed %+v in %v", d, time.Since(start).Round(time.Millisecond))
+	return dep, nil
 }
 
 // probe sends one request, in the loadgen's protocol, and wants a 200.
@@ -351,47 +299,52 @@ func (t *Target) Name() string { return "local" }
 // Environment implements target.Target.
 func (t *Target) Environment() target.Environment { return t.env }
 
-// URL is the address the loadgen uses for arm and path.
-func (t *Target) URL(a target.Arm, p target.Path) string { return t.arms[a].urls[p] }
+// URL is the address the loadgen uses for arm and path in the default
+// workload (the first loadgen shard's).
+func (t *Target) URL(a target.Arm, p target.Path) string {
+	w := t.def
+	_ = w.Normalize(t.def)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.deps[w.Deployment()].arms[a].urls[p][0]
+}
 
 // PIDs lists the target's running child processes (for leak checks).
 func (t *Target) PIDs() []int { return t.sup.pids() }
 
-// Run implements target.Target: warm-up, then the measured window with
-// /proc accounting of the loadgen (this process) and every process on the
-// path, then the path proof from the apps' counters.
-func (t *Target) Run(ctx context.Context, a target.Arm, p target.Path, o load.Options) (*target.Run, error) {
-	ar, ok := t.arms[a]
+// Run implements target.Target: the workload deployed (or reused), the
+// loadgen shards warmed up together, then the measured window with /proc
+// accounting of the loadgen (this process) and every process on the path,
+// the spec's fault on time, and the path proof from the apps' counters.
+func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
+	w := s.Workload
+	if err := t.Supports(w, s.Fault); err != nil {
+		return nil, fmt.Errorf("local target: %w", err)
+	}
+	_ = w.Normalize(t.def) // checked by Supports
+	if s.Load.Protocol != "" && s.Load.Protocol != w.Protocol {
+		return nil, fmt.Errorf("local target: load protocol %s differs from the workload's %s: set Workload.Protocol", s.Load.Protocol, w.Protocol)
+	}
+	dep, err := t.deploy(ctx, w.Deployment())
+	if err != nil {
+		return nil, err
+	}
+	if err := t.sup.settle(ctx, t.o.StartTimeout); err != nil {
+		return nil, fmt.Errorf("local target: before the run: %w", err)
+	}
+	ar, ok := dep.arms[s.Arm]
 	if !ok {
-		return nil, fmt.Errorf("local target: unknown arm %q", a)
+		return nil, fmt.Errorf("local target: unknown arm %q", s.Arm)
 	}
-	if proto := cmp.Or(o.Protocol, load.HTTP1); proto != t.o.Protocol {
-		// The apps and sidecars were started for one protocol; another
-		// would fail every request, or quietly change what a hop speaks.
-		return nil, fmt.Errorf("local target: a %s load on a target started for %s: set -protocol=%s (Options.Protocol) instead of changing it per scenario", proto, t.o.Protocol, proto)
-	}
-	o.URL = ar.urls[p]
-	o.Headers = map[string]string{workload.SourceHeader: "loadgen"}
+	shards := t.shards(s, w, ar)
 	before, err := t.traffic(ctx, ar)
 	if err != nil {
 		return nil, err
 	}
-	if err := load.Warm(ctx, o); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", a, p, err)
+	if err := load.WarmAll(ctx, shards); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
 	}
-	procs := []measure.Proc{{Name: "loadgen", Role: measure.RoleLoadgen, PID: os.Getpid()}}
-	for _, pr := range ar.procs[p] {
-		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, PID: pr.cmd.Process.Pid, IdleRSS: pr.idleRSS, Children: true})
-	}
-	rec, err := measure.StartProcs(procs)
-	if err != nil {
-		return nil, err
-	}
-	res, err := load.Measure(ctx, o)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", a, p, err)
-	}
-	win, err := rec.Stop()
+	run, err := t.window(ctx, s, w, ar, shards)
 	if err != nil {
 		return nil, err
 	}
@@ -399,11 +352,80 @@ func (t *Target) Run(ctx context.Context, a target.Arm, p target.Path, o load.Op
 	if err != nil {
 		return nil, err
 	}
-	run := &target.Run{Arm: a, Path: p, Load: res, Resources: win, Edges: edges(before, after)}
-	run.Invalid = append(run.Invalid, res.Invalid...)
-	run.Invalid = append(run.Invalid, target.CheckEdges(a, p, run.Edges, res.Requests)...)
+	run.Edges = edges(before, after)
+	var plain []target.Hop
+	if w.Placement == target.OutOfMesh {
+		plain = target.Hops(w.Path)[:1]
+	}
+	run.Invalid = append(run.Invalid, target.CheckEdges(s.Arm, w.Path, run.Edges, run.Load.Requests, plain...)...)
 	target.Judge(run, float64(runtime.GOMAXPROCS(0))*1000)
 	return run, nil
+}
+
+// shards splits the spec's load over the workload's loadgens, each to its
+// own URL (its own outbound sidecar in the mesh).
+func (t *Target) shards(s target.Spec, w target.Workload, ar *arm) []load.Options {
+	o := s.Load
+	o.Protocol, o.RequestSize = w.Protocol, w.RequestSize
+	o.Headers = map[string]string{workload.SourceHeader: "loadgen"}
+	if s.Fault != nil {
+		o.ExpectErrors = true
+		o.Timeline = cmp.Or(o.Timeline, 50*time.Millisecond)
+	}
+	urls := ar.urls[w.Path]
+	shards := load.Split(o, w.Loadgens)
+	for i := range shards {
+		shards[i].URL = urls[i%len(urls)]
+	}
+	return shards
+}
+
+// window measures the shards with /proc accounting, acting out the fault.
+func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, ar *arm, shards []load.Options) (*target.Run, error) {
+	procs := []measure.Proc{{Name: "loadgen", Role: measure.RoleLoadgen, PID: os.Getpid()}}
+	for _, pr := range ar.procs[w.Path] {
+		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
+	}
+	rec, err := measure.StartProcs(procs)
+	if err != nil {
+		return nil, err
+	}
+	fault, err := t.fault(ctx, s, ar)
+	if err != nil {
+		return nil, err
+	}
+	results, err := load.MeasureAll(ctx, shards)
+	fault.wait()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
+	}
+	win, err := rec.Stop()
+	if err != nil {
+		return nil, err
+	}
+	o := shards[0]
+	o.Concurrency, o.QPS, o.URL, o.Labels = s.Load.Concurrency, s.Load.QPS, "", s.Load.Labels
+	res, err := load.Merge(o, results, shardNames(len(results)))
+	if err != nil {
+		return nil, err
+	}
+	run := &target.Run{Arm: s.Arm, Path: w.Path, Workload: w, Fault: s.Fault, Load: res, Resources: win}
+	if len(results) > 1 {
+		run.Shards = results
+	}
+	run.Invalid = append(run.Invalid, res.Invalid...)
+	if s.Fault != nil {
+		judgeFault(run, fault)
+	}
+	return run, nil
+}
+
+func shardNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("in-process loadgen %d", i+1)
+	}
+	return names
 }
 
 // traffic reads every app's caller counters.

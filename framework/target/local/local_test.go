@@ -38,11 +38,11 @@ func TestLocalTargetLifecycle(t *testing.T) {
 	}()
 	// The processes were started for HTTP/1.1: an h2 load is refused, not
 	// run against listeners that cannot take it.
-	_, err = tg.Run(ctx, target.Baseline, target.OneHop, load.Options{Protocol: load.H2, Duration: time.Second})
-	assert.EqualError(t, err, "local target: a h2 load on a target started for http1: set -protocol=h2 (Options.Protocol) instead of changing it per scenario")
+	_, err = tg.Run(ctx, target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: load.Options{Protocol: load.H2, Duration: time.Second}})
+	assert.EqualError(t, err, "local target: load protocol h2 differs from the workload's http1: set Workload.Protocol")
 	for _, path := range []target.Path{target.OneHop, target.TwoHop} {
 		for _, arm := range target.Arms {
-			run, err := tg.Run(ctx, arm, path, load.Options{Concurrency: 4, Duration: time.Second, Warmup: 200 * time.Millisecond})
+			run, err := tg.Run(ctx, target.Spec{Arm: arm, Workload: target.Workload{Path: path}, Load: load.Options{Concurrency: 4, Duration: time.Second, Warmup: 200 * time.Millisecond}})
 			require.NoError(t, err)
 			var edges bytes.Buffer
 			target.PrintEdges(&edges, run.Edges)
@@ -94,7 +94,7 @@ func TestOtherSidecars(t *testing.T) {
 			assert.Equal(t, "sidecar/"+sc.name, tg.Environment().Mesh.Name)
 			assert.NotEqual(t, "unknown", tg.Environment().Mesh.Version)
 			for _, path := range []target.Path{target.OneHop, target.TwoHop} {
-				run, err := tg.Run(ctx, target.Meshed, path, load.Options{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond})
+				run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: path}, Load: load.Options{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}})
 				require.NoError(t, err)
 				assert.Empty(t, run.Invalid, "%s %s", sc.name, path)
 				sidecar, ok := run.Resources.Role(measure.RoleSidecar)

@@ -96,7 +96,7 @@ http {
 // Config renders nginx.conf. The app side speaks HTTP/1.1 (nginx does not
 // proxy h2c to upstreams); with H2C the plain listeners accept h2c.
 func (nginx) Config(s SidecarSpec) ([]byte, string, error) {
-	tmp := filepath.Join(s.Dir, s.Name+"-nginx-tmp")
+	tmp := filepath.Join(s.Dir, s.stem()+"-nginx-tmp")
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, "", fmt.Errorf("nginx temp dir for %s: %w", s.Name, err)
 	}
@@ -107,5 +107,5 @@ func (nginx) Config(s SidecarSpec) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("render nginx config for %s: %w", s.Name, err)
 	}
-	return buf.Bytes(), s.Name + "-nginx.conf", nil
+	return buf.Bytes(), s.stem() + "-nginx.conf", nil
 }

@@ -19,50 +19,146 @@ import (
 
 // process is one child the target started. It runs in its own process
 // group, dies with the test binary (Pdeathsig), and logs to a file in the
-// run directory.
+// run directory. When it exits while the target runs, the supervisor starts
+// it again, as a kubelet restarts a crashed container: the current
+// incarnation is behind mu.
 type process struct {
 	name    string
 	role    measure.Role
-	cmd     *exec.Cmd
+	argv    []string
+	env     []string
 	log     string
 	idleRSS int64
-	exited  chan struct{}
-	waitErr error
+	// addrs are the listeners a (re)started incarnation must open before it
+	// counts as ready.
+	addrs []string
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	waitErr  error
+	restarts int
+	stopping bool
 }
 
 // supervisor owns every child process of a run.
 type supervisor struct {
-	dir   string
-	mu    sync.Mutex
-	procs []*process
+	dir     string
+	mu      sync.Mutex
+	procs   []*process
+	started int
 }
 
-// start launches argv as name. env is added to the environment.
+// restartBackoff is the pause before a restart; like the kubelet's, it
+// doubles with every restart of the same process, up to a cap.
+func restartBackoff(restarts int) time.Duration {
+	return min(100*time.Millisecond<<min(restarts, 6), 5*time.Second)
+}
+
+// start launches argv as name and keeps it running. env is added to the
+// environment.
 func (s *supervisor) start(name string, role measure.Role, argv []string, env []string) (*process, error) {
-	logPath := filepath.Join(s.dir, strings.ReplaceAll(name, "/", "-")+".log")
-	logf, err := os.Create(logPath)
+	s.mu.Lock()
+	n := s.started
+	s.started++
+	s.mu.Unlock()
+	log := filepath.Join(s.dir, fmt.Sprintf("%02d-%s.log", n, strings.ReplaceAll(name, "/", "-")))
+	p := &process{name: name, role: role, argv: argv, env: env, log: log}
+	p.mu.Lock()
+	err := p.spawnLocked(s.dir)
+	p.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return nil, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = s.dir
-	cmd.Env = append(os.Environ(), env...)
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	go s.keepRunning(p)
+	return p, nil
+}
+
+// spawnLocked starts one incarnation of p, its output appended to p's
+// log. p.mu is held, so stopAll cannot miss the new incarnation.
+func (p *process) spawnLocked(dir string) error {
+	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start %s (%s): %w", name, argv[0], err)
+		return fmt.Errorf("start %s (%s): %w", p.name, p.argv[0], err)
 	}
-	p := &process{name: name, role: role, cmd: cmd, log: logPath, exited: make(chan struct{})}
+	exited := make(chan struct{})
+	p.cmd, p.exited = cmd, exited
 	go func() {
-		p.waitErr = cmd.Wait()
+		err := cmd.Wait()
 		logf.Close()
-		close(p.exited)
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(exited)
 	}()
-	s.mu.Lock()
-	s.procs = append(s.procs, p)
-	s.mu.Unlock()
-	return p, nil
+	return nil
+}
+
+// keepRunning restarts p whenever it exits, until stopAll.
+func (s *supervisor) keepRunning(p *process) {
+	for {
+		<-p.done()
+		p.mu.Lock()
+		stopping, n := p.stopping, p.restarts
+		p.mu.Unlock()
+		if stopping {
+			return
+		}
+		time.Sleep(restartBackoff(n))
+		p.mu.Lock()
+		if p.stopping {
+			p.mu.Unlock()
+			return
+		}
+		p.restarts++
+		err := p.spawnLocked(s.dir)
+		p.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// done is closed when the current incarnation exits.
+func (p *process) done() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exited
+}
+
+// pid is the current incarnation's process id.
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
+// Restarts is how many times p was started again.
+func (p *process) Restarts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restarts
+}
+
+// kill ends the current incarnation with SIGKILL, as a crash would; the
+// supervisor starts the next one.
+func (p *process) kill() error {
+	if err := syscall.Kill(-p.pid(), syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill %s (pid %d): %w", p.name, p.pid(), err)
+	}
+	return nil
 }
 
 // tail returns the last lines of p's log, for error messages.
@@ -78,10 +174,10 @@ func (p *process) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// alive reports whether p is still running.
+// alive reports whether p's current incarnation is running.
 func (p *process) alive() bool {
 	select {
-	case <-p.exited:
+	case <-p.done():
 		return false
 	default:
 		return true
@@ -93,6 +189,7 @@ func (p *process) alive() bool {
 func (p *process) waitListening(ctx context.Context, timeout time.Duration, addrs ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	exited := p.done()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for _, addr := range addrs {
@@ -103,12 +200,42 @@ func (p *process) waitListening(ctx context.Context, timeout time.Duration, addr
 				break
 			}
 			select {
-			case <-p.exited:
-				return fmt.Errorf("%s exited before listening on %s (%v); last log lines:\n%s", p.name, addr, p.waitErr, p.tail(15))
+			case <-exited:
+				return fmt.Errorf("%s exited before listening on %s (%v); last log lines:\n%s", p.name, addr, p.exitErr(), p.tail(15))
 			case <-ctx.Done():
 				return fmt.Errorf("%s not listening on %s after %v: %w; last log lines:\n%s", p.name, addr, timeout, ctx.Err(), p.tail(15))
 			case <-tick.C:
 			}
+		}
+	}
+	return nil
+}
+
+// exitErr is how the last incarnation ended.
+func (p *process) exitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waitErr
+}
+
+// settle waits until every process runs and listens again, after a fault
+// or a crash, so that the next run starts on a whole deployment.
+func (s *supervisor) settle(ctx context.Context, timeout time.Duration) error {
+	s.mu.Lock()
+	procs := append([]*process(nil), s.procs...)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, p := range procs {
+		for !p.alive() {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s was not restarted within %v; last log lines:\n%s", p.name, timeout, p.tail(15))
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if err := p.waitListening(ctx, timeout, p.addrs...); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -122,23 +249,26 @@ func (s *supervisor) stopAll(grace time.Duration) error {
 	s.procs = nil
 	s.mu.Unlock()
 	for _, p := range procs {
+		p.mu.Lock()
+		p.stopping = true
+		p.mu.Unlock()
 		if p.alive() {
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+			_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
 		}
 	}
 	deadline := time.After(grace)
 	var errs []error
 	for _, p := range procs {
 		select {
-		case <-p.exited:
+		case <-p.done():
 		case <-deadline:
 		}
 		if p.alive() {
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 			select {
-			case <-p.exited:
+			case <-p.done():
 			case <-time.After(5 * time.Second):
-				errs = append(errs, fmt.Errorf("%s (pid %d) survived SIGKILL", p.name, p.cmd.Process.Pid))
+				errs = append(errs, fmt.Errorf("%s (pid %d) survived SIGKILL", p.name, p.pid()))
 			}
 		}
 	}
@@ -151,7 +281,7 @@ func (s *supervisor) pids() []int {
 	defer s.mu.Unlock()
 	out := make([]int, 0, len(s.procs))
 	for _, p := range s.procs {
-		out = append(out, p.cmd.Process.Pid)
+		out = append(out, p.pid())
 	}
 	return out
 }

@@ -46,12 +46,26 @@ type SidecarSpec struct {
 	H2C bool
 	// Threads limits the proxy's worker threads; 0 leaves its default.
 	Threads int
+	// File is a stem for the files the proxy writes, unique in the run
+	// directory; default Name.
+	File string
+}
+
+func (s SidecarSpec) stem() string {
+	if s.File != "" {
+		return s.File
+	}
+	return s.Name
 }
 
 // Inbound is a sidecar's mTLS listener in front of its app.
 type Inbound struct {
 	Listen string // host:port, TLS with required client certificate
 	App    string // host:port of the app, plain HTTP
+	// Plain, when set, also takes plain HTTP from callers outside the mesh
+	// (permissive mode), with no verified peer. Only proxies implementing
+	// permissive are asked for it.
+	Plain string
 }
 
 // Outbound is a sidecar's plain listener towards one peer.

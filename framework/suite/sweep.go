@@ -1,0 +1,186 @@
+package suite
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// Sweep runs sc: its axes, outermost first, as nested sub-benchmarks
+// (payload=16KiB/…), then every concurrency. At each point it runs -count
+// interleaved rounds of the arms (A B A B …), so that drift of the
+// machine hits every arm alike; then the sub-benchmarks c=N/arm=… report
+// one round per -count iteration, which is what benchstat expects. A
+// scenario the target cannot serve is skipped with the reason. Sweep may
+// be called inside the caller's own b.Run sweeps: records are keyed by the
+// full name, so nothing is overwritten.
+func (s *Suite) Sweep(b *testing.B, sc Scenario) {
+	tg, err := s.target()
+	if err != nil {
+		b.Fatalf("target %s: %v", s.Config.Target, err)
+	}
+	if len(sc.Axes) > 0 {
+		s.sweepAxis(b, sc)
+		return
+	}
+	sc.Workload.Path = cmp.Or(sc.Workload.Path, sc.Path, target.OneHop)
+	if err := sc.check(tg); err != nil {
+		b.Skipf("%s: skipped on the %s target: %v", label(b, sc), tg.Name(), err)
+	}
+	conc := s.concurrency(sc)
+	arms := sc.Arms
+	if len(arms) == 0 {
+		arms = target.Arms
+	}
+	reps := s.reps()
+	per := s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
+	total := len(conc) * len(arms) * reps
+	s.logf("%s: %s, c=%v, %d interleaved rounds each: %d runs, about %v",
+		label(b, sc), sc.Workload.Path, conc, reps, total, (time.Duration(total) * per).Round(time.Second))
+	done := 0
+	for _, c := range conc {
+		b.Run(labels.Concurrency+"="+strconv.Itoa(c), func(b *testing.B) {
+			if err := s.ctx.Err(); err != nil {
+				b.Fatalf("not started: %v", context.Cause(s.ctx))
+			}
+			runs := map[target.Arm][]*target.Run{}
+			for rep := range reps {
+				for _, arm := range arms {
+					done++
+					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, reps, done, total,
+						(time.Duration(total-done+1) * per).Round(time.Second))
+					run, err := s.measure(b, tg, sc, c, arm, rep)
+					if err != nil {
+						b.Fatalf("%s/arm=%s: %v", label(b, sc), arm, err)
+					}
+					runs[arm] = append(runs[arm], run)
+				}
+			}
+			for _, arm := range arms {
+				b.Run(labels.Arm+"="+string(arm), func(b *testing.B) { s.report(b, runs[arm]) })
+			}
+		})
+	}
+}
+
+// sweepAxis runs sc once per value of its outermost axis, each as a
+// sub-benchmark, until the axis' Stop says so.
+func (s *Suite) sweepAxis(b *testing.B, sc Scenario) {
+	ax := sc.Axes[0]
+	for _, v := range ax.Values {
+		next := sc
+		next.Axes = sc.Axes[1:]
+		next.trail = sc.trail.With(ax.Key, v.Label)
+		if v.Apply != nil {
+			v.Apply(&next)
+		}
+		var name string
+		b.Run(ax.Key+"="+v.Label, func(b *testing.B) {
+			name = b.Name()
+			s.Sweep(b, next)
+		})
+		if ax.Stop == nil {
+			continue
+		}
+		if stop, why := ax.Stop(s.points(name)); stop {
+			s.logf("%s: %s=%s is the last point: %s", label(b, sc), ax.Key, v.Label, why)
+			return
+		}
+	}
+}
+
+// points are the runs recorded under a sub-benchmark name.
+func (s *Suite) points(prefix string) []Point {
+	var out []Point
+	for _, r := range s.Records() {
+		if name := r.Name(); name == prefix || strings.HasPrefix(name, prefix+"/") {
+			out = append(out, Point{Arm: r.Arm, Run: r.Run, Label: r.Labels})
+		}
+	}
+	return out
+}
+
+// concurrency is the scenario's sweep: -concurrency when the user gave it,
+// else the scenario's own, else the flag's default.
+func (s *Suite) concurrency(sc Scenario) []int {
+	if s.Config.ConcurrencySet || len(sc.Concurrency) == 0 {
+		return s.Config.Concurrency
+	}
+	return sc.Concurrency
+}
+
+// reps is how many interleaved rounds each point gets.
+func (s *Suite) reps() int {
+	if s.Config.Repeats > 0 {
+		return s.Config.Repeats
+	}
+	return repeats()
+}
+
+// label names b for people: under testing.Benchmark no benchmark has a
+// name, so the scenario's and its axes' stand in.
+func label(b *testing.B, sc Scenario) string {
+	if n := b.Name(); n != "" && !strings.HasPrefix(n, "/") {
+		return n
+	}
+	return append(labels.Set{{Key: labels.Benchmark, Value: sc.Name}}, sc.trail...).String()
+}
+
+// runLabels are a run's labels without the arm: the sub-benchmark's name
+// read as labels (which holds the caller's own b.Run sweeps too), or under
+// testing.Benchmark the scenario's name, its axes and c.
+func runLabels(b *testing.B, sc Scenario, c int) labels.Set {
+	if n := b.Name(); n != "" && !strings.HasPrefix(n, "/") {
+		return labels.Parse(n)
+	}
+	ls := append(labels.Set{{Key: labels.Benchmark, Value: sc.Name}}, sc.trail...)
+	return ls.With(labels.Concurrency, strconv.Itoa(c))
+}
+
+// measure runs one load and records it under the sub-benchmark's labels.
+func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm target.Arm, rep int) (*target.Run, error) {
+	o := s.Config.loadOptions(c)
+	if sc.Load != nil {
+		sc.Load(&o)
+	}
+	if o.Concurrency != c {
+		return nil, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
+	}
+	run, err := tg.Run(s.ctx, target.Spec{Arm: arm, Workload: sc.Workload, Load: o, Fault: sc.Fault})
+	if err != nil {
+		return nil, err
+	}
+	ls := runLabels(b, sc, c)
+	top := ls.Value(labels.Benchmark)
+	s.mu.Lock()
+	s.recs = append(s.recs, report.Record{Benchmark: top, Labels: ls, Concurrency: c, Repeat: rep, Run: run})
+	s.mu.Unlock()
+	for _, w := range run.Warnings {
+		s.logf("%s/arm=%s: warning: %s", label(b, sc), arm, w)
+	}
+	if run.Recovery != nil {
+		s.logf("%s/arm=%s: %s: %s", label(b, sc), arm, run.Fault, run.Recovery)
+	}
+	return run, nil
+}
+
+// report is a leaf sub-benchmark: its i-th call with b.N == 1 (one per
+// -count iteration) reports the i-th run; calls with a larger b.N, which
+// only a user's -benchtime causes, report the same run again. No leaf call
+// ever starts a load.
+func (s *Suite) report(b *testing.B, runs []*target.Run) {
+	run := runs[min(s.repeatIndex(b), len(runs)-1)]
+	if !run.Valid() {
+		b.Errorf("INVALID run: %s", strings.Join(run.Invalid, "; "))
+	}
+	reportMetrics(b, run)
+}
+

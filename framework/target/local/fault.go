@@ -1,0 +1,106 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// faultRun is a fault scheduled into one window.
+type faultRun struct {
+	name  string
+	stop  chan struct{}
+	done  chan struct{}
+	fired bool
+	at    time.Time
+	err   error
+}
+
+// fault schedules the spec's fault, if any, After into the window that
+// starts now. An arm without the process (the baseline has no sidecars)
+// runs without the fault.
+func (t *Target) fault(ctx context.Context, s target.Spec, ar *arm) (*faultRun, error) {
+	fr := &faultRun{stop: make(chan struct{}), done: make(chan struct{})}
+	if s.Fault == nil {
+		close(fr.done)
+		return fr, nil
+	}
+	fr.name = s.Fault.Workload
+	if s.Fault.Sidecar {
+		fr.name += "/sidecar"
+	}
+	p, ok := ar.byName[fr.name]
+	if !ok {
+		close(fr.done)
+		return fr, nil
+	}
+	fr.name = p.name
+	timer := time.NewTimer(s.Fault.After)
+	go func() {
+		defer close(fr.done)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			fr.fired, fr.at = true, time.Now()
+			fr.err = p.kill()
+		case <-fr.stop:
+		case <-ctx.Done():
+		}
+	}()
+	return fr, nil
+}
+
+// wait ends the fault's schedule with the window and reports it.
+func (fr *faultRun) wait() *faultRun {
+	select {
+	case <-fr.done:
+	default:
+		close(fr.stop)
+		<-fr.done
+	}
+	return fr
+}
+
+// judgeFault puts the fault's outcome on the run: the recovery measured
+// from the timeline, the expected restart of the killed process taken out
+// of the restarts that would invalidate it, and the reasons a fault run
+// cannot be trusted: a fault that did not happen, or no recovery within
+// the window.
+func judgeFault(run *target.Run, fr *faultRun) {
+	if fr.name == "" {
+		run.Fault = nil // this arm has no such process
+		return
+	}
+	switch {
+	case fr.err != nil:
+		run.Invalid = append(run.Invalid, "fault failed: "+fr.err.Error())
+		return
+	case !fr.fired:
+		run.Invalid = append(run.Invalid, fmt.Sprintf("fault did not happen: %s is not within the %v window", run.Fault, run.Load.Options.Duration))
+		return
+	}
+	var restarts []string
+	for _, r := range run.Resources.Restarts {
+		if strings.HasPrefix(r, fr.name+" (") {
+			run.Warnings = append(run.Warnings, fmt.Sprintf("%s was killed %v into the window: its CPU is not in this run's figures", fr.name, fr.at.Sub(run.Load.Start).Round(time.Millisecond)))
+			continue
+		}
+		restarts = append(restarts, r)
+	}
+	run.Resources.Restarts = restarts
+	if run.Load.Timeline == nil {
+		run.Invalid = append(run.Invalid, "fault run without a timeline")
+		return
+	}
+	rec := run.Load.Timeline.Recovery(fr.at)
+	run.Recovery = &rec
+	if rec.Failed == 0 {
+		run.Warnings = append(run.Warnings, "the fault failed no request")
+	}
+	if rec.Recovered < 0 {
+		run.Invalid = append(run.Invalid, fmt.Sprintf("no recovery within the window (%v after the fault); lengthen -duration", run.Load.Start.Add(run.Load.Elapsed).Sub(fr.at).Round(time.Millisecond)))
+	}
+}

@@ -1,0 +1,193 @@
+package target
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/load"
+)
+
+// Chain returns the path of n hops: one-hop and two-hop for 1 and 2, the
+// names the seed articles use, and "N-hop" beyond.
+func Chain(n int) Path {
+	switch n {
+	case 1:
+		return OneHop
+	case 2:
+		return TwoHop
+	}
+	return Path(strconv.Itoa(n) + "-hop")
+}
+
+// Hops is the number of hops of p: 1 for one-hop, 2 for two-hop, N for
+// "N-hop", and 0 for a path that is none of these.
+func (p Path) Hops() int {
+	switch p {
+	case OneHop:
+		return 1
+	case TwoHop:
+		return 2
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(string(p), "-hop"))
+	if err != nil || n < 1 || !strings.HasSuffix(string(p), "-hop") {
+		return 0
+	}
+	return n
+}
+
+// Placement is where the loadgen sits relative to the mesh.
+type Placement string
+
+// Placements. In the mesh, the loadgen's own outbound proxy is on every
+// path, so one hop crosses two proxies; out of the mesh, it calls the
+// first workload's proxy in plain text, as an ingress or a client outside
+// the cluster does.
+const (
+	InMesh    Placement = "in-mesh"
+	OutOfMesh Placement = "out-of-mesh"
+)
+
+// Workload is what a scenario asks the target to deploy and drive. Every
+// field is the same in every arm of a run; zero values mean the target's
+// defaults (the flags). Two scenarios with equal Deployments share the
+// deployed workloads.
+type Workload struct {
+	// Path is the route, from loadgen to backend; Chain(n) builds longer
+	// ones. Default one-hop.
+	Path Path `json:"path"`
+	// ResponseSize is the backend's response body in bytes.
+	ResponseSize int `json:"responseSize"`
+	// RequestSize is the request body in bytes; non-zero sends POSTs.
+	RequestSize int `json:"requestSize,omitempty"`
+	// Protocol the loadgen speaks to its first hop: http1, h2, or grpc
+	// (HTTP/2 end to end).
+	Protocol load.Protocol `json:"protocol"`
+	// ServiceTime is how long the backend takes per request, in every arm:
+	// a realistic call instead of an echo.
+	ServiceTime time.Duration `json:"serviceTime,omitempty"`
+	// Replicas is the number of backend instances. Default 1.
+	Replicas int `json:"replicas,omitempty"`
+	// Placement is where the loadgen sits. Default in-mesh.
+	Placement Placement `json:"placement"`
+	// Loadgens is the number of loadgen shards a run's connections and
+	// rate are split over; their histograms are merged. Default 1.
+	Loadgens int `json:"loadgens"`
+	// Threads is every proxy's worker threads; 0 is the proxy's default.
+	Threads int `json:"threads,omitempty"`
+}
+
+// Normalize fills in the defaults from def (the target's settings) and
+// validates w, naming the field that is wrong.
+func (w *Workload) Normalize(def Workload) error {
+	w.Path = cmp.Or(w.Path, def.Path, OneHop)
+	if w.ResponseSize == 0 {
+		w.ResponseSize = def.ResponseSize
+	}
+	if w.RequestSize == 0 {
+		w.RequestSize = def.RequestSize
+	}
+	w.Protocol = cmp.Or(w.Protocol, def.Protocol, load.HTTP1)
+	w.ServiceTime = cmp.Or(w.ServiceTime, def.ServiceTime)
+	w.Replicas = cmp.Or(w.Replicas, def.Replicas, 1)
+	w.Placement = cmp.Or(w.Placement, def.Placement, InMesh)
+	w.Loadgens = cmp.Or(w.Loadgens, def.Loadgens, 1)
+	w.Threads = cmp.Or(w.Threads, def.Threads)
+	var errs []error
+	if w.Path.Hops() == 0 {
+		errs = append(errs, fmt.Errorf("path %q: want one-hop, two-hop or N-hop", w.Path))
+	}
+	if w.ResponseSize < 0 || w.RequestSize < 0 {
+		errs = append(errs, fmt.Errorf("sizes: response %d, request %d: must be >= 0", w.ResponseSize, w.RequestSize))
+	}
+	if _, err := load.ParseProtocol(string(w.Protocol)); err != nil {
+		errs = append(errs, fmt.Errorf("protocol: %w", err))
+	}
+	if w.ServiceTime < 0 {
+		errs = append(errs, fmt.Errorf("service time %v: must be >= 0", w.ServiceTime))
+	}
+	if w.Replicas < 1 || w.Loadgens < 1 || w.Threads < 0 {
+		errs = append(errs, fmt.Errorf("replicas %d, loadgens %d, threads %d: want replicas and loadgens >= 1, threads >= 0", w.Replicas, w.Loadgens, w.Threads))
+	}
+	if w.Placement != InMesh && w.Placement != OutOfMesh {
+		errs = append(errs, fmt.Errorf("placement %q: want in-mesh or out-of-mesh", w.Placement))
+	}
+	return errors.Join(errs...)
+}
+
+// Deployment is the part of a workload that decides what runs: workloads
+// with equal deployments are served by the same processes or pods. The
+// request size and the path are per run.
+type Deployment struct {
+	ResponseSize int
+	Protocol     load.Protocol
+	ServiceTime  time.Duration
+	Replicas     int
+	Hops         int
+	Placement    Placement
+	Loadgens     int
+	Threads      int
+}
+
+// Deployment returns what w needs deployed. Every path up to w's is
+// deployed, so one-hop and two-hop share a deployment.
+func (w Workload) Deployment() Deployment {
+	return Deployment{
+		ResponseSize: w.ResponseSize, Protocol: w.Protocol, ServiceTime: w.ServiceTime, Replicas: w.Replicas,
+		Hops: max(w.Path.Hops(), 2), Placement: w.Placement, Loadgens: w.Loadgens, Threads: w.Threads,
+	}
+}
+
+// Action is what a fault does to a process or container.
+type Action string
+
+// Fault actions.
+const (
+	// Kill ends the process with SIGKILL; the target's supervisor (or the
+	// kubelet) restarts it, as a crash would be.
+	Kill Action = "kill"
+)
+
+// Fault acts on one workload's role in the measured arm during the window.
+// The run is then in expected-disruption mode: failed requests are
+// measured, not a reason to distrust the run, and the result carries the
+// recovery.
+type Fault struct {
+	// Action is what happens.
+	Action Action `json:"action"`
+	// Workload names whose process is hit: "backend", "frontend" or
+	// "loadgen".
+	Workload string `json:"workload"`
+	// Sidecar hits the workload's proxy rather than its app.
+	Sidecar bool `json:"sidecar"`
+	// After is how far into the measured window the fault happens.
+	After time.Duration `json:"after"`
+}
+
+// String reads like the scenario: "kill backend's sidecar after 1s".
+func (f Fault) String() string {
+	what := f.Workload
+	if f.Sidecar {
+		what += "'s sidecar"
+	}
+	return fmt.Sprintf("%s %s after %v", f.Action, what, f.After)
+}
+
+// Spec is one run: an arm, the workload, the load and an optional fault.
+type Spec struct {
+	Arm      Arm          `json:"arm"`
+	Workload Workload     `json:"workload"`
+	Load     load.Options `json:"-"`
+	// Fault, when set, happens during the window of this arm.
+	Fault *Fault `json:"fault,omitempty"`
+}
+
+// Supporter is a target that can tell, before anything runs, whether it
+// can serve a workload. The reason names what is missing and how to get
+// it; the scenario is skipped with it.
+type Supporter interface {
+	Supports(w Workload, f *Fault) error
+}
