@@ -21,13 +21,13 @@ type Config struct {
 	Target string `json:"target"`
 	// Kubeconfig, KubeContext and Namespace come from e2e-framework's
 	// -kubeconfig, -context and -namespace flags (or $KUBECONFIG).
-	Kubeconfig     string        `json:"kubeconfig,omitempty"`
-	KubeContext    string        `json:"kubeContext,omitempty"`
-	Namespace      string        `json:"namespace,omitempty"`
-	Concurrency    []int         `json:"concurrency"`
+	Kubeconfig  string `json:"kubeconfig,omitempty"`
+	KubeContext string `json:"kubeContext,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Concurrency []int  `json:"concurrency"`
 	// ConcurrencySet is true when -concurrency was given: it then wins
 	// over every scenario's own default sweep.
-	ConcurrencySet bool `json:"concurrencySet,omitempty"`
+	ConcurrencySet bool          `json:"concurrencySet,omitempty"`
 	Duration       time.Duration `json:"duration"`
 	Warmup         time.Duration `json:"warmup"`
 	QPS            float64       `json:"qps"`

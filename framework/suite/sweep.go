@@ -183,4 +183,3 @@ func (s *Suite) report(b *testing.B, runs []*target.Run) {
 	}
 	reportMetrics(b, run)
 }
-
