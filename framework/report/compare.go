@@ -31,6 +31,10 @@ type Record struct {
 	// Repeat is the -count iteration, from 0. Records of the same repeat of
 	// both arms were measured back to back and are compared as a pair.
 	Repeat int `json:"repeat"`
+	// Beyond marks a rate ladder's last rung, past the knee: the rate an
+	// arm could not hold, or held outside the SLO. Its invalid runs are the
+	// finding, not a failure of the run.
+	Beyond string `json:"beyond,omitempty"`
 	*target.Run
 }
 
@@ -199,7 +203,7 @@ func armStats(rs []Record) ArmStats {
 	var hs []*fstats.HistogramData
 	res := stats.DefaultResolution
 	for _, r := range rs {
-		if !r.Valid() {
+		if !r.Valid() && r.Beyond == "" {
 			a.Invalid++
 		}
 		l := r.Load

@@ -47,6 +47,8 @@ type Scenario struct {
 	// trail is the axes' labels so far, for names under testing.Benchmark,
 	// whose sub-benchmarks have no names.
 	trail labels.Set
+	// ladder is set on a rate ladder's rungs.
+	ladder *ladderSLO
 }
 
 // Axis is one swept dimension: a label and its values.
@@ -133,15 +135,7 @@ func Payloads(sizes ...int) Axis {
 func Rates(qps ...float64) Axis {
 	a := Axis{Key: labels.QPS}
 	for _, q := range qps {
-		a.Values = append(a.Values, Value{Label: strconv.FormatFloat(q, 'f', -1, 64), Apply: func(s *Scenario) {
-			prev := s.Load
-			s.Load = func(o *load.Options) {
-				if prev != nil {
-					prev(o)
-				}
-				o.QPS = q
-			}
-		}})
+		a.Values = append(a.Values, rateValue(q))
 	}
 	return a
 }

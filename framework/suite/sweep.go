@@ -51,17 +51,17 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			if err := s.ctx.Err(); err != nil {
 				b.Fatalf("not started: %v", context.Cause(s.ctx))
 			}
-			runs := map[target.Arm][]*target.Run{}
+			runs := map[target.Arm][]report.Record{}
 			for rep := range reps {
 				for _, arm := range arms {
 					done++
 					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, reps, done, total,
 						(time.Duration(total-done+1) * per).Round(time.Second))
-					run, err := s.measure(b, tg, sc, c, arm, rep)
+					rec, err := s.measure(b, tg, sc, c, arm, rep)
 					if err != nil {
 						b.Fatalf("%s/arm=%s: %v", label(b, sc), arm, err)
 					}
-					runs[arm] = append(runs[arm], run)
+					runs[arm] = append(runs[arm], rec)
 				}
 			}
 			for _, arm := range arms {
@@ -146,22 +146,26 @@ func runLabels(b *testing.B, sc Scenario, c int) labels.Set {
 }
 
 // measure runs one load and records it under the sub-benchmark's labels.
-func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm target.Arm, rep int) (*target.Run, error) {
+func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm target.Arm, rep int) (report.Record, error) {
 	o := s.Config.loadOptions(c)
 	if sc.Load != nil {
 		sc.Load(&o)
 	}
 	if o.Concurrency != c {
-		return nil, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
+		return report.Record{}, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
 	}
 	run, err := tg.Run(s.ctx, target.Spec{Arm: arm, Workload: sc.Workload, Load: o, Fault: sc.Fault})
 	if err != nil {
-		return nil, err
+		return report.Record{}, err
 	}
 	ls := runLabels(b, sc, c)
 	top := ls.Value(labels.Benchmark)
+	rec := report.Record{Benchmark: top, Labels: ls, Concurrency: c, Repeat: rep, Run: run}
+	if sc.ladder != nil {
+		rec.Beyond = beyondSLO(run, sc.ladder.slo)
+	}
 	s.mu.Lock()
-	s.recs = append(s.recs, report.Record{Benchmark: top, Labels: ls, Concurrency: c, Repeat: rep, Run: run})
+	s.recs = append(s.recs, rec)
 	s.mu.Unlock()
 	for _, w := range run.Warnings {
 		s.logf("%s/arm=%s: warning: %s", label(b, sc), arm, w)
@@ -169,17 +173,28 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 	if run.Recovery != nil {
 		s.logf("%s/arm=%s: %s: %s", label(b, sc), arm, run.Fault, run.Recovery)
 	}
-	return run, nil
+	if rec.Beyond != "" {
+		s.logf("%s/arm=%s: past the knee: %s", label(b, sc), arm, rec.Beyond)
+	}
+	return rec, nil
 }
 
 // report is a leaf sub-benchmark: its i-th call with b.N == 1 (one per
 // -count iteration) reports the i-th run; calls with a larger b.N, which
 // only a user's -benchtime causes, report the same run again. No leaf call
 // ever starts a load.
-func (s *Suite) report(b *testing.B, runs []*target.Run) {
-	run := runs[min(s.repeatIndex(b), len(runs)-1)]
-	if !run.Valid() {
-		b.Errorf("INVALID run: %s", strings.Join(run.Invalid, "; "))
+func (s *Suite) report(b *testing.B, recs []report.Record) {
+	rec := recs[min(s.repeatIndex(b), len(recs)-1)]
+	switch {
+	case !rec.Valid() && rec.Beyond != "":
+		b.Logf("past the knee (kept for the curve, not a failure): %s", strings.Join(rec.Invalid, "; "))
+	case !rec.Valid():
+		b.Errorf("INVALID run: %s", strings.Join(rec.Invalid, "; "))
 	}
-	reportMetrics(b, run)
+	reportMetrics(b, rec.Run)
+	if r := rec.Recovery; r != nil {
+		b.ReportMetric(float64(r.Failed), "fault-errors")
+		b.ReportMetric(r.FirstSuccess.Seconds()*1e3, "first-ok-ms")
+		b.ReportMetric(r.Recovered.Seconds()*1e3, "recovery-ms")
+	}
 }
