@@ -38,6 +38,7 @@ func run(args []string) error {
 	size := fs.Int("size", 0, "echo: response body size in bytes")
 	delay := fs.Duration("delay", 0, "echo: delay added to every answer")
 	upstream := fs.String("upstream", "", "proxy: upstream URL, e.g. http://127.0.0.1:8080")
+	name := fs.String("name", "frontend", "proxy: its own name, sent upstream as the caller's")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -53,7 +54,7 @@ func run(args []string) error {
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("-upstream %q: want a URL such as http://127.0.0.1:8080", *upstream)
 		}
-		h = workload.Proxy(workload.ProxyOptions{Upstream: u, H2C: *h2c})
+		h = workload.Proxy(workload.ProxyOptions{Upstream: u, H2C: *h2c, Name: *name})
 	default:
 		return fmt.Errorf("unknown workload %q: want echo or proxy", args[0])
 	}

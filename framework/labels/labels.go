@@ -47,19 +47,18 @@ type Set []Label
 
 // Parse reads a benchmark name such as
 // "BenchmarkPayload/payload=16KiB/c=8/arm=meshed" (testing.B.Name): the
-// first element is the benchmark (testing's #NN de-duplication dropped), each "key=value" element is a label, and any other element is
-// kept under the key "sub1", "sub2" … so that nothing is lost.
+// first element is the benchmark, each "key=value" element is a label, and
+// any other element is kept under the key "sub1", "sub2" … so that nothing
+// is lost. testing's "#01" de-duplication suffix stays part of the value:
+// two sweeps of the same name are two scenarios.
 func Parse(name string) Set {
 	parts := strings.Split(name, "/")
 	var s Set
 	if parts[0] != "" {
-		s = s.With(Benchmark, trimSuffixes(parts[0]))
+		s = s.With(Benchmark, parts[0])
 	}
 	anon := 0
-	for i, p := range parts[1:] {
-		if i == len(parts)-2 {
-			p = trimSuffixes(p)
-		}
+	for _, p := range parts[1:] {
 		if k, v, ok := strings.Cut(p, "="); ok && k != "" {
 			s = s.With(k, v)
 			continue
@@ -68,18 +67,6 @@ func Parse(name string) Set {
 		s = s.With(fmt.Sprintf("sub%d", anon), p)
 	}
 	return s
-}
-
-// trimSuffixes drops "#NN", which testing adds to a repeated name.
-func trimSuffixes(s string) string {
-	if i := strings.LastIndex(s, "#"); i > 0 && isDigits(s[i+1:]) {
-		s = s[:i]
-	}
-	return s
-}
-
-func isDigits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // Get returns the value of key and whether it is set.

@@ -312,6 +312,7 @@ func (s *Suite) Finish() error {
 	fmt.Fprintf(os.Stdout, progressPrefix+"summary: %s, %s %s, %d runs (medians over repeats; intervals in parentheses)\n",
 		res.Environment.Target, res.Environment.Mesh.Name, res.Environment.Mesh.Version, len(recs))
 	report.PrintSummary(os.Stdout, cs)
+	report.PrintExtraHops(os.Stdout, progressPrefix, report.ExtraHops(cs))
 	report.PrintProofs(os.Stdout, progressPrefix, res.Proofs)
 	if werr == nil {
 		fmt.Fprintf(os.Stdout, progressPrefix+"results: %s\n", path)

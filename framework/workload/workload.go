@@ -165,11 +165,17 @@ type ProxyOptions struct {
 	H2C bool
 	// MaxIdleConns is the idle keep-alive pool towards the upstream. Default 1024.
 	MaxIdleConns int
+	// Name is the frontend's own name, sent upstream as SourceHeader;
+	// chains of several frontends name each apart. Default "frontend".
+	Name string
 }
 
 // Proxy returns the frontend handler: a reverse proxy to o.Upstream.
 func Proxy(o ProxyOptions) http.Handler {
-	c := newCounter("frontend")
+	if o.Name == "" {
+		o.Name = "frontend"
+	}
+	c := newCounter(o.Name)
 	if o.MaxIdleConns == 0 {
 		o.MaxIdleConns = 1024
 	}
@@ -186,7 +192,7 @@ func Proxy(o ProxyOptions) http.Handler {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(o.Upstream)
 			pr.Out.Header.Del(PeerHeader)
-			pr.Out.Header.Set(SourceHeader, "frontend")
+			pr.Out.Header.Set(SourceHeader, o.Name)
 		},
 		Transport: tr,
 	}

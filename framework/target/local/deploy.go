@@ -77,7 +77,7 @@ func (t *Target) startBaseline(ctx context.Context, d target.Deployment) (*arm, 
 		name, listen := target.FrontendName(k), addr(ports[k])
 		args := t.echoArgs(d, false)
 		if k > 0 {
-			args = []string{"proxy", "-upstream", "http://" + a.apps[target.FrontendName(k-1)]}
+			args = []string{"proxy", "-name", name, "-upstream", "http://" + a.apps[target.FrontendName(k-1)]}
 		}
 		p, err := t.startApp(ctx, "baseline/"+name, args, h2c, listen)
 		if err != nil {
@@ -133,7 +133,7 @@ func (t *Target) startMeshed(ctx context.Context, d target.Deployment) (*arm, er
 		app, in, out := addr(ports[0]), addr(ports[1]), addr(ports[2])
 		args := t.echoArgs(d, true)
 		if k > 0 {
-			args = []string{"proxy", "-upstream", "http://" + out}
+			args = []string{"proxy", "-name", name, "-upstream", "http://" + out}
 		}
 		ap, err := t.startApp(ctx, "meshed/"+name, args, h2c, app)
 		if err != nil {

@@ -28,11 +28,11 @@ func (t *Target) fault(ctx context.Context, s target.Spec, ar *arm) (*faultRun, 
 		close(fr.done)
 		return fr, nil
 	}
-	fr.name = s.Fault.Workload
+	name := s.Fault.Workload
 	if s.Fault.Sidecar {
-		fr.name += "/sidecar"
+		name += "/sidecar"
 	}
-	p, ok := ar.byName[fr.name]
+	p, ok := ar.byName[name]
 	if !ok {
 		close(fr.done)
 		return fr, nil

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -309,6 +310,20 @@ func (t *Target) URL(a target.Arm, p target.Path) string {
 	return t.deps[w.Deployment()].arms[a].urls[p][0]
 }
 
+// Restarts counts, per process name, how often the supervisor started a
+// process again after it died.
+func (t *Target) Restarts() map[string]int {
+	out := map[string]int{}
+	t.sup.mu.Lock()
+	defer t.sup.mu.Unlock()
+	for _, p := range t.sup.procs {
+		if n := p.Restarts(); n > 0 {
+			out[p.name] += n
+		}
+	}
+	return out
+}
+
 // PIDs lists the target's running child processes (for leak checks).
 func (t *Target) PIDs() []int { return t.sup.pids() }
 
@@ -357,7 +372,7 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 	if w.Placement == target.OutOfMesh {
 		plain = target.Hops(w.Path)[:1]
 	}
-	run.Invalid = append(run.Invalid, target.CheckEdges(s.Arm, w.Path, run.Edges, run.Load.Requests, plain...)...)
+	run.Invalid = append(run.Invalid, target.CheckEdges(s.Arm, w.Path, run.Edges, run.Load.Requests-run.Load.Errors, plain...)...)
 	target.Judge(run, float64(runtime.GOMAXPROCS(0))*1000)
 	return run, nil
 }
@@ -454,7 +469,8 @@ func (t *Target) traffic(ctx context.Context, ar *arm) (map[string]workload.Stat
 // edges turns the counter difference into caller → callee edges.
 func edges(before, after map[string]workload.Stats) []target.Edge {
 	var out []target.Edge
-	for _, dst := range []string{"frontend", "backend"} {
+	dsts := slices.Sorted(maps.Keys(after))
+	for _, dst := range dsts {
 		prev := map[workload.Caller]int64{}
 		for _, c := range before[dst].Callers {
 			prev[workload.Caller{Source: c.Source, Peer: c.Peer}] = c.Requests

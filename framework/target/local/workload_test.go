@@ -1,0 +1,123 @@
+package local_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/target/local"
+)
+
+func newTarget(t *testing.T) *local.Target {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real processes and Caddy; run without -short")
+	}
+	tg, err := local.New(t.Context(), local.Options{Logf: t.Logf})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		pids := tg.PIDs()
+		require.NoError(t, tg.Close(context.Background()))
+		for _, pid := range pids {
+			assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "pid %d survived Close", pid)
+		}
+	})
+	return tg
+}
+
+var short = load.Options{Concurrency: 2, Duration: 1500 * time.Millisecond, Warmup: 200 * time.Millisecond}
+
+// TestKilledSidecarIsRestarted kills the meshed backend's sidecar 300 ms
+// into the window: the failed requests are measured (the run stays valid),
+// the recovery is on the run, the supervisor starts the sidecar again as
+// a kubelet would, and the next run works on the restarted proxy.
+func TestKilledSidecarIsRestarted(t *testing.T) {
+	tg := newTarget(t)
+	before := tg.PIDs()
+	fault := &target.Fault{Action: target.Kill, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}
+	run, err := tg.Run(t.Context(), target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.OneHop}, Load: short, Fault: fault})
+	require.NoError(t, err)
+	assert.Empty(t, run.Invalid)
+	require.NotNil(t, run.Recovery)
+	rec := *run.Recovery
+	t.Logf("recovery: %s", rec)
+	assert.Positive(t, rec.Failed, "requests failed while the sidecar was down")
+	assert.Equal(t, run.Load.Errors, rec.Failed, "every failure came after the fault")
+	assert.GreaterOrEqual(t, rec.FirstSuccess, rec.FirstFailure)
+	assert.GreaterOrEqual(t, rec.Recovered, rec.FirstSuccess)
+	assert.Contains(t, strings.Join(run.Warnings, "\n"), "meshed/backend-sidecar was killed")
+	assert.Equal(t, 1, tg.Restarts()["meshed/backend-sidecar"])
+	after := tg.PIDs()
+	assert.Len(t, after, len(before))
+	assert.Len(t, slices.DeleteFunc(slices.Clone(after), func(p int) bool { return slices.Contains(before, p) }), 1, "one new pid")
+
+	next, err := tg.Run(t.Context(), target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.OneHop}, Load: short})
+	require.NoError(t, err)
+	assert.Empty(t, next.Invalid, "the run after the restart")
+	assert.Nil(t, next.Recovery)
+
+	// The baseline has no sidecar: the same fault leaves it alone.
+	base, err := tg.Run(t.Context(), target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: short, Fault: fault})
+	require.NoError(t, err)
+	assert.Nil(t, base.Fault)
+	assert.Zero(t, base.Load.Errors)
+}
+
+// TestWorkloadsPerScenario deploys what each workload needs on first use:
+// a payload, a service time, three hops, an out-of-mesh loadgen and four
+// in-mesh loadgen shards, each proven by the path it took.
+func TestWorkloadsPerScenario(t *testing.T) {
+	tg := newTarget(t)
+	cases := []struct {
+		name string
+		w    target.Workload
+		arm  target.Arm
+		hops []target.Hop
+	}{
+		{"payload", target.Workload{ResponseSize: 16 << 10}, target.Meshed, []target.Hop{{Src: "loadgen", Dst: "backend"}}},
+		{"service time", target.Workload{ServiceTime: 20 * time.Millisecond}, target.Baseline, []target.Hop{{Src: "loadgen", Dst: "backend"}}},
+		{"three hops", target.Workload{Path: target.Chain(3)}, target.Meshed,
+			[]target.Hop{{Src: "frontend", Dst: "backend"}, {Src: "frontend-2", Dst: "frontend"}, {Src: "loadgen", Dst: "frontend-2"}}},
+		{"out of mesh", target.Workload{Placement: target.OutOfMesh}, target.Meshed, []target.Hop{{Src: "loadgen", Dst: "backend"}}},
+		{"four shards", target.Workload{Loadgens: 4, Threads: 1}, target.Meshed, []target.Hop{{Src: "loadgen", Dst: "backend"}}},
+	}
+	for _, tc := range cases {
+		o := short
+		o.Concurrency = 4
+		run, err := tg.Run(t.Context(), target.Spec{Arm: tc.arm, Workload: tc.w, Load: o})
+		require.NoError(t, err, tc.name)
+		assert.Empty(t, run.Invalid, tc.name)
+		var got []target.Hop
+		for _, e := range run.Edges {
+			got = append(got, target.Hop{Src: e.Src, Dst: e.Dst})
+			assert.Equal(t, tc.arm == target.Meshed && !(tc.w.Placement == target.OutOfMesh), e.Secured, "%s: %+v", tc.name, e)
+		}
+		assert.ElementsMatch(t, tc.hops, got, tc.name)
+		switch tc.name {
+		case "payload":
+			assert.Equal(t, 16<<10, run.Workload.ResponseSize)
+		case "service time":
+			assert.GreaterOrEqual(t, run.Load.Percentile(50), 0.020, "every answer waits the service time")
+		case "four shards":
+			require.Len(t, run.Shards, 4)
+			for _, s := range run.Shards {
+				assert.Equal(t, 1, s.Options.Concurrency)
+				assert.Positive(t, s.Requests)
+			}
+			u, ok := run.Resources.Role("sidecar")
+			require.True(t, ok)
+			assert.Positive(t, u.MilliCores)
+		}
+	}
+	assert.Contains(t, tg.Supports(target.Workload{Replicas: 2}, nil).Error(), "replicas=2")
+	assert.EqualError(t, tg.Supports(target.Workload{}, &target.Fault{Action: target.Kill, Workload: "frontend"}),
+		`fault on "frontend": not on the one-hop path (backend)`)
+}
