@@ -44,6 +44,9 @@ type NewTarget func(ctx context.Context, c *Config, logf func(string, ...any)) (
 // Suite is one benchmark binary's run.
 type Suite struct {
 	Config *Config
+	// Name stands in for the benchmark's name under testing.Benchmark,
+	// whose benchmarks have none, when the scenario has no Name either.
+	Name string
 	// NewTarget defaults to the target named by Config.Target.
 	NewTarget NewTarget
 	// Log receives progress lines; default os.Stderr, so that stdout stays

@@ -25,8 +25,9 @@ import (
 func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	tg, err := s.target()
 	if err != nil {
-		b.Fatalf("target %s: %v", s.Config.Target, err)
+		s.fatalf(b, "target %s: %v", s.Config.Target, err)
 	}
+	sc.Name = cmp.Or(sc.Name, s.Name)
 	if len(sc.Axes) > 0 {
 		s.sweepAxis(b, sc)
 		return
@@ -59,7 +60,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 						(time.Duration(total-done+1) * per).Round(time.Second))
 					rec, err := s.measure(b, tg, sc, c, arm, rep)
 					if err != nil {
-						b.Fatalf("%s/arm=%s: %v", label(b, sc), arm, err)
+						s.fatalf(b, "%s/arm=%s: %v", label(b, sc), arm, err)
 					}
 					runs[arm] = append(runs[arm], rec)
 				}
@@ -69,6 +70,13 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			}
 		})
 	}
+}
+
+// fatalf also logs the failure: under testing.Benchmark a failed
+// benchmark says nothing.
+func (s *Suite) fatalf(b *testing.B, format string, args ...any) {
+	s.logf("FAIL: "+format, args...)
+	b.Fatalf(format, args...)
 }
 
 // sweepAxis runs sc once per value of its outermost axis, each as a

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,7 +45,10 @@ func (b *builder) build(ctx context.Context, name, pkg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(b.dir, name)
+	// One binary per checkout: two checkouts (or worktrees) sharing the
+	// cache must not run each other's builds.
+	sum := sha256.Sum256([]byte(root))
+	out := filepath.Join(b.dir, fmt.Sprintf("%s-%x", name, sum[:4]))
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 	cmd.Dir = root
