@@ -1,7 +1,7 @@
 // Package benchmarks holds meshbench's scenarios. Each is one short
 // benchmark function; `go test ./benchmarks -bench .` runs them all against
 // the embedded local target, and `benchstat -col /arm` pivots the output on
-// the baseline and meshed arms.
+// the arms.
 package benchmarks
 
 import (
@@ -14,4 +14,20 @@ import (
 // mb is the suite every scenario in this package runs in.
 var mb = suite.New()
 
-func TestMain(m *testing.M) { os.Exit(mb.Main(m)) }
+// TestMain is the run's lifecycle as e2e-framework env funcs: Setup in
+// order, Finish in reverse, with the logs exported before the cluster goes.
+func TestMain(m *testing.M) {
+	testenv := mb.Environment() // the flags, checked before anything is made; Ctrl-C tears down
+	testenv.Setup(
+		mb.CheckFixtures, // the threshold fixture decodes, and is for this target
+		mb.CreateCluster, // kind: create or reuse from kind-config.yaml; remote: the kubeconfig's
+		mb.LoadImages,    // kind: the local workload images into the nodes
+		mb.SetUpTarget,   // install the mesh if asked, then deploy the baseline and meshed arms
+	)
+	testenv.Finish(
+		mb.Report,              // the summary, the results file, the thresholds' verdict
+		mb.ExportLogsOnFailure, // kind: the cluster's logs next to the results when anything failed
+		mb.TearDown,            // the namespaces, a mesh this run installed, a cluster this run created
+	)
+	os.Exit(mb.Run(testenv, m))
+}

@@ -2,7 +2,6 @@ package suite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -18,76 +17,83 @@ import (
 	"github.com/meshbench/meshbench/framework/target/kube"
 )
 
-// clusterTarget is the Kubernetes target plus, for -target=kind, the kind
-// cluster under it, which Close deletes when this run created it and
-// -keep-cluster is off. A remote cluster is never deleted.
-type clusterTarget struct {
-	*kube.Target
-	cluster       kind.Cluster
+// clusterState is the cluster under a Kubernetes target: for -target=kind
+// the kind cluster, which the teardown deletes when this run created it
+// and -keep-cluster is off; a remote cluster is never deleted.
+type clusterState struct {
+	kind          kind.Cluster
 	deleteCluster bool
-	logf          func(string, ...any)
+	imagesLoaded  bool
+	rest          *rest.Config
 }
 
-// Close deletes the run's namespaces, then the cluster if the run made it.
-func (t *clusterTarget) Close(ctx context.Context) error {
-	var err error
-	if t.Target != nil {
-		err = t.Target.Close(ctx)
+// createCluster creates or reuses the kind cluster of -kind-config, or
+// reads the remote cluster of -kubeconfig; once.
+func (s *Suite) createCluster(ctx context.Context) error {
+	c := s.Config
+	if s.cl.rest != nil || c.Target == "local" {
+		return nil
 	}
-	if t.cluster != nil {
-		if t.deleteCluster {
-			err = errors.Join(err, t.cluster.Delete(ctx))
-		} else {
-			t.logf("kind cluster %s kept (-keep-cluster, or it existed before the run)", t.cluster.Name())
-		}
-	}
-	return err
-}
-
-// kubeTarget builds the target for -target=kind (create or reuse a kind
-// cluster from kind-config.yaml through kind's Go library) or -target=remote
-// (the cluster of -kubeconfig / $KUBECONFIG).
-func kubeTarget(ctx context.Context, c *Config, logf func(string, ...any)) (_ target.Target, err error) {
-	ct := &clusterTarget{logf: logf}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, ct.Close(context.WithoutCancel(ctx)))
-		}
-	}()
-	var rc *rest.Config
 	switch c.Target {
 	case "kind":
-		existing, lerr := kindcluster.NewProvider().List()
-		if lerr != nil {
-			return nil, fmt.Errorf("kind: list clusters (is dockerd running? hack/offline/docker.sh starts one): %w", lerr)
+		existing, err := kindcluster.NewProvider().List()
+		if err != nil {
+			return fmt.Errorf("kind: list clusters (is dockerd running? hack/offline/docker.sh starts one): %w", err)
 		}
-		opts := []kind.Option{kind.WithLogger(kind.LoggerFunc(logf)), kind.WithReuse(true)}
+		opts := []kind.Option{kind.WithLogger(kind.LoggerFunc(s.logf)), kind.WithReuse(true)}
 		if c.NodeImage != "" {
 			opts = append(opts, kind.WithNodeImage(c.NodeImage))
 		}
 		cl, err := kind.Up(ctx, c.KindCluster, c.KindConfig, opts...)
+		if cl != nil {
+			s.mu.Lock()
+			s.cl.kind, s.cl.deleteCluster = cl, !slices.Contains(existing, c.KindCluster) && !c.KeepCluster
+			s.mu.Unlock()
+		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		ct.cluster, ct.deleteCluster = cl, !slices.Contains(existing, c.KindCluster) && !c.KeepCluster
-		if local := localImages(ctx, c.NginxImage, c.LoadgenImage); len(local) > 0 {
-			logf("kind: loading local images %v into the nodes", local)
-			if err := cl.LoadImages(ctx, local...); err != nil {
-				return nil, err
-			}
-		}
-		if rc = cl.RESTConfig(); rc == nil {
-			return nil, fmt.Errorf("kind %s: cannot read its kubeconfig %s", cl.Name(), cl.Kubeconfig())
+		if s.cl.rest = cl.RESTConfig(); s.cl.rest == nil {
+			return fmt.Errorf("kind %s: cannot read its kubeconfig %s", cl.Name(), cl.Kubeconfig())
 		}
 	case "remote":
 		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig}
-		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 			&clientcmd.ConfigOverrides{CurrentContext: c.KubeContext}).ClientConfig()
 		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s (context %q): %w", c.Kubeconfig, c.KubeContext, err)
+			return fmt.Errorf("kubeconfig %s (context %q): %w", c.Kubeconfig, c.KubeContext, err)
 		}
+		s.cl.rest = rc
 	default:
-		return nil, fmt.Errorf("-target=%s is not a Kubernetes target", c.Target)
+		return fmt.Errorf("-target=%s is not a Kubernetes target", c.Target)
+	}
+	return nil
+}
+
+// loadImages imports the workload images found in the local Docker into
+// the kind cluster's nodes (a registry, when reachable, serves the
+// others); once.
+func (s *Suite) loadImages(ctx context.Context) error {
+	if s.cl.kind == nil || s.cl.imagesLoaded {
+		return nil
+	}
+	s.cl.imagesLoaded = true
+	local := localImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage)
+	if len(local) == 0 {
+		return nil
+	}
+	s.logf("kind: loading local images %v into the nodes", local)
+	return s.cl.kind.LoadImages(ctx, local...)
+}
+
+// kubeTarget deploys both arms on the cluster, installing the mesh when
+// asked; the cluster is created or read first when no Setup step did it.
+func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error) {
+	if err := s.createCluster(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.loadImages(ctx); err != nil {
+		return nil, err
 	}
 	m, err := mesh.New(c.Mesh)
 	if err != nil {
@@ -97,7 +103,7 @@ func kubeTarget(ctx context.Context, c *Config, logf func(string, ...any)) (_ ta
 	if err != nil {
 		return nil, fmt.Errorf("-placement: %w", err)
 	}
-	ct.Target, err = kube.New(ctx, rc, kube.Options{
+	tg, err := kube.New(ctx, s.cl.rest, kube.Options{
 		Name:            c.Target,
 		Mesh:            m,
 		Placement:       placement,
@@ -115,11 +121,27 @@ func kubeTarget(ctx context.Context, c *Config, logf func(string, ...any)) (_ ta
 	if err != nil {
 		return nil, err
 	}
-	return ct, nil
+	return tg, nil
+}
+
+// deleteCluster deletes the kind cluster when this run created it.
+func (s *Suite) deleteCluster(ctx context.Context) error {
+	s.mu.Lock()
+	cl, del := s.cl.kind, s.cl.deleteCluster
+	s.cl.kind = nil
+	s.mu.Unlock()
+	if cl == nil {
+		return nil
+	}
+	if !del {
+		s.logf("kind cluster %s kept (-keep-cluster, or it existed before the run)", cl.Name())
+		return nil
+	}
+	return cl.Delete(ctx)
 }
 
 // localImages lists the images present in the local Docker, to be loaded
-// into kind's nodes (a registry, when reachable, serves the others).
+// into kind's nodes.
 func localImages(ctx context.Context, images ...string) []string {
 	var out []string
 	for _, img := range images {

@@ -55,6 +55,8 @@ type Config struct {
 	MeshCharts   string `json:"meshCharts,omitempty"`
 	MeshRegistry string `json:"meshRegistry,omitempty"`
 	Thresholds   string `json:"thresholds"`
+	// ThresholdsNote says why the default fixture was not used.
+	ThresholdsNote string `json:"thresholdsNote,omitempty"`
 	// DefaultRepeats is used for -count when the user does not set it.
 	DefaultRepeats int `json:"defaultRepeats"`
 	// Repeats, when > 0, is the number of interleaved pairs per
@@ -235,6 +237,17 @@ func (c *Config) Normalize() error {
 		return err
 	}
 	root := moduleRoot()
+	// go test runs in the package directory: a relative path the user
+	// typed from the module root is found there too.
+	for _, p := range []*string{&c.Thresholds, &c.KindConfig, &c.MeshCharts} {
+		if *p != "" && *p != "none" && !filepath.IsAbs(*p) {
+			if _, err := os.Stat(*p); err != nil {
+				if _, err := os.Stat(filepath.Join(root, *p)); err == nil {
+					*p = filepath.Join(root, *p)
+				}
+			}
+		}
+	}
 	if c.ResultsDir == "" {
 		c.ResultsDir = filepath.Join(root, "results")
 	}
@@ -248,6 +261,12 @@ func (c *Config) Normalize() error {
 			name = c.Mesh
 		}
 		c.Thresholds = filepath.Join(root, "fixtures", "thresholds", name+".yaml")
+		if _, err := os.Stat(c.Thresholds); err != nil && c.Target == "remote" {
+			// No limits are shipped for a remote cluster's mesh: say so
+			// rather than fail at the end of the sweep.
+			c.ThresholdsNote = fmt.Sprintf("no fixture for -mesh=%s on a remote cluster (%s): thresholds off; pass -thresholds FILE to gate", c.Mesh, c.Thresholds)
+			c.Thresholds = "none"
+		}
 	}
 	return nil
 }

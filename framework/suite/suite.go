@@ -20,16 +20,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/e2e-framework/pkg/env"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
@@ -63,6 +58,15 @@ type Suite struct {
 	recs  []report.Record
 	calls map[string]int // leaf sub-benchmark → run1 calls so far (one per -count)
 
+	cl clusterState
+	// verdict is report's outcome, carried out of e2e-framework's Finish
+	// (which only logs errors) into the exit code; failed is set when a
+	// sweep failed, for the log export.
+	verdict error
+	failed  bool
+	stop    func()
+	done    chan struct{}
+
 	closeOnce sync.Once
 	// settingUp is closed when the target's set-up has returned, having
 	// deleted what it created when it failed (or was interrupted).
@@ -86,69 +90,6 @@ const progressPrefix = "# meshbench: "
 
 func (s *Suite) logf(format string, args ...any) {
 	fmt.Fprintf(s.Log, progressPrefix+format+"\n", args...)
-}
-
-// Main is the benchmark package's TestMain. It builds an e2e-framework
-// environment from the command line (so -kubeconfig, -context and
-// -namespace work beside meshbench's own flags), runs the tests and
-// benchmarks, and finishes: it prints the summary, writes results, checks
-// thresholds and tears the target down, in that order. Ctrl-C tears the
-// target down too. It returns the exit code.
-func (s *Suite) Main(m *testing.M) int {
-	envCfg, err := envconf.NewFromFlags() // parses every flag, meshbench's included
-	if err == nil {
-		s.Config.Kubeconfig, s.Config.KubeContext = envCfg.KubeconfigFile(), envCfg.KubeContext()
-		s.Config.Namespace = envCfg.Namespace()
-		err = s.Config.Normalize()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "meshbench: bad flags:", err)
-		return 2
-	}
-	s.defaultRepeats()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	s.ctx, s.started = ctx, time.Now()
-	// finished closes before the deferred stop cancels ctx (defers run
-	// last-in first-out), so the watcher can tell a return from a signal.
-	finished := make(chan struct{})
-	defer close(finished)
-	go func() {
-		select {
-		case <-finished:
-		case <-ctx.Done():
-			select {
-			case <-finished: // Main returned: its deferred stop cancelled ctx
-				return
-			default:
-			}
-			s.logf("interrupted (%v): stopping every process and exiting", context.Cause(ctx))
-			if err := s.close(); err != nil {
-				s.logf("teardown: %v", err)
-			}
-			os.Exit(130)
-		}
-	}()
-	testenv, err := env.NewWithContext(ctx, envCfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "meshbench: environment:", err)
-		return 2
-	}
-	// e2e-framework only logs a Finish error, so the verdict is carried out
-	// of the Finish step and turned into the exit code here.
-	var verdict error
-	testenv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		verdict = s.Finish()
-		return ctx, nil
-	})
-	code := testenv.Run(m)
-	if verdict != nil {
-		fmt.Fprintln(os.Stdout, "FAIL meshbench:", strings.ReplaceAll(verdict.Error(), "\n", "\nFAIL meshbench: "))
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
 }
 
 // defaultRepeats sets -count to Config.DefaultRepeats unless the user set
@@ -181,7 +122,7 @@ func (s *Suite) target() (target.Target, error) {
 	s.once.Do(func() {
 		mk := s.NewTarget
 		if mk == nil {
-			mk = defaultTarget
+			mk = s.defaultTarget
 		}
 		if s.ctx == nil {
 			s.ctx, s.started = context.Background(), time.Now()
@@ -206,9 +147,9 @@ func (s *Suite) target() (target.Target, error) {
 	return s.tg, s.tgErr
 }
 
-func defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error) {
+func (s *Suite) defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error) {
 	if c.Target != "local" {
-		return kubeTarget(ctx, c, logf)
+		return s.kubeTarget(ctx, c, logf)
 	}
 	tg, err := local.New(ctx, local.Options{
 		Sidecar:            c.Sidecar,
@@ -275,14 +216,19 @@ func (s *Suite) Records() []report.Record {
 	return append([]report.Record(nil), s.recs...)
 }
 
-// Finish compares the arms, writes the results file, prints the table, then
-// checks the thresholds, and always tears the target down. The error holds
-// one line per breach.
+// Finish summarizes and tears the target down, for tests that drive a
+// Suite without Main. The error holds one line per breach.
 func (s *Suite) Finish() error {
-	defer func() { _ = s.close() }()
+	err := s.summarize()
+	return errors.Join(err, s.close())
+}
+
+// summarize compares the arms, writes the results file, prints the
+// table, then checks the thresholds. The error holds one line per breach.
+func (s *Suite) summarize() error {
 	recs := s.Records()
 	if len(recs) == 0 {
-		return s.close()
+		return nil
 	}
 	cs := report.Compare(recs)
 	res := &report.Results{
@@ -339,7 +285,7 @@ func (s *Suite) Finish() error {
 	case verr == nil:
 		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: every limit held\n", s.Config.Thresholds)
 	}
-	return errors.Join(werr, verr, ierr, s.close())
+	return errors.Join(werr, verr, ierr)
 }
 
 // close tears the target down once. A second caller (Finish racing the
@@ -365,12 +311,12 @@ func (s *Suite) close() error {
 		s.mu.Lock()
 		tg := s.tg
 		s.mu.Unlock()
-		if tg == nil {
-			return
-		}
 		start := time.Now()
-		s.closeErr = tg.Close(context.Background())
-		s.logf("target %s torn down in %v", tg.Name(), time.Since(start).Round(time.Millisecond))
+		if tg != nil {
+			s.closeErr = tg.Close(context.Background())
+			s.logf("target %s torn down in %v", tg.Name(), time.Since(start).Round(time.Millisecond))
+		}
+		s.closeErr = errors.Join(s.closeErr, s.deleteCluster(context.Background()))
 	})
 	return s.closeErr
 }

@@ -75,6 +75,9 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 // fatalf also logs the failure: under testing.Benchmark a failed
 // benchmark says nothing.
 func (s *Suite) fatalf(b *testing.B, format string, args ...any) {
+	s.mu.Lock()
+	s.failed = true
+	s.mu.Unlock()
 	s.logf("FAIL: "+format, args...)
 	b.Fatalf(format, args...)
 }
@@ -197,6 +200,9 @@ func (s *Suite) report(b *testing.B, recs []report.Record) {
 	case !rec.Valid() && rec.Beyond != "":
 		b.Logf("past the knee (kept for the curve, not a failure): %s", strings.Join(rec.Invalid, "; "))
 	case !rec.Valid():
+		s.mu.Lock()
+		s.failed = true
+		s.mu.Unlock()
 		b.Errorf("INVALID run: %s", strings.Join(rec.Invalid, "; "))
 	}
 	reportMetrics(b, rec.Run)

@@ -35,6 +35,9 @@ type Cluster interface {
 	LoadImages(ctx context.Context, images ...string) error
 	// Delete deletes the cluster and its kubeconfig file.
 	Delete(ctx context.Context) error
+	// ExportLogs writes every node's logs (kubelet, containerd, pods) under
+	// dir, as `kind export logs` does.
+	ExportLogs(ctx context.Context, dir string) error
 }
 
 type cluster struct {
@@ -79,6 +82,15 @@ func Down(ctx context.Context, name string, opts ...Option) error {
 }
 
 func (c *cluster) Name() string       { return c.name }
+
+func (c *cluster) ExportLogs(ctx context.Context, dir string) error {
+	return c.step("export logs to "+dir, func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return c.provider.CollectLogs(c.name, dir)
+	})
+}
 func (c *cluster) Kubeconfig() string { return c.opts.kubeconfig }
 
 // RESTConfig returns the client configuration, or nil when the cluster's

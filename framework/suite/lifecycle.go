@@ -1,0 +1,184 @@
+package suite
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/meshbench/meshbench/framework/verdict"
+)
+
+// Main is a benchmark package's whole TestMain, the lifecycle below in its
+// usual order. benchmarks/main_test.go spells it out instead.
+func (s *Suite) Main(m *testing.M) int {
+	testenv := s.Environment()
+	testenv.Setup(s.CheckFixtures, s.CreateCluster, s.LoadImages, s.SetUpTarget)
+	testenv.Finish(s.Report, s.ExportLogsOnFailure, s.TearDown)
+	return s.Run(testenv, m)
+}
+
+// Environment reads the command line (e2e-framework's -kubeconfig,
+// -context and -namespace beside meshbench's own flags), checks it, and
+// returns the e2e-framework environment whose Setup and Finish take the
+// env funcs below. Bad flags end the process with exit code 2 before
+// anything is made. Ctrl-C from here on tears down what was made.
+func (s *Suite) Environment() env.Environment {
+	envCfg, err := envconf.NewFromFlags() // parses every flag, meshbench's included
+	if err == nil {
+		s.Config.Kubeconfig, s.Config.KubeContext = envCfg.KubeconfigFile(), envCfg.KubeContext()
+		s.Config.Namespace = envCfg.Namespace()
+		err = s.Config.Normalize()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "meshbench: bad flags:", err)
+		os.Exit(2)
+	}
+	s.defaultRepeats()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	s.ctx, s.started, s.stop, s.done = ctx, time.Now(), stop, make(chan struct{})
+	go s.onInterrupt(ctx)
+	testenv, err := env.NewWithContext(ctx, envCfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "meshbench: environment:", err)
+		os.Exit(2)
+	}
+	return testenv
+}
+
+// onInterrupt tears down and exits 130 on Ctrl-C; Run's return closes done
+// first, so that its own cancellation is not mistaken for a signal.
+func (s *Suite) onInterrupt(ctx context.Context) {
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		s.logf("interrupted (%v): stopping every process and exiting", context.Cause(ctx))
+		if err := s.close(); err != nil {
+			s.logf("teardown: %v", err)
+		}
+		os.Exit(130)
+	}
+}
+
+// Run runs the tests and benchmarks in testenv and returns the exit code:
+// a verdict that failed fails it, with one line per reason.
+func (s *Suite) Run(testenv env.Environment, m *testing.M) int {
+	defer s.stop()
+	defer close(s.done)
+	code := testenv.Run(m)
+	if s.verdict != nil {
+		fmt.Fprintln(os.Stdout, "FAIL meshbench:", strings.ReplaceAll(s.verdict.Error(), "\n", "\nFAIL meshbench: "))
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// CheckFixtures decodes the threshold fixture and checks it is for this
+// target, before anything is made or measured: a malformed fixture, or
+// one written for another target, stops the run naming the file, line
+// and field.
+func (s *Suite) CheckFixtures(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if s.Config.ThresholdsNote != "" {
+		s.logf("%s", s.Config.ThresholdsNote)
+	}
+	if s.Config.Thresholds == "none" {
+		return ctx, nil
+	}
+	th, err := verdict.Load(s.Config.Thresholds)
+	if err != nil {
+		return ctx, err
+	}
+	if want := s.fixtureTarget(); th.Target != want {
+		return ctx, fmt.Errorf("thresholds: %s: target: the fixture is for %q, this run is %q; pass -thresholds with a fixture for %s, or -thresholds none", th.File, th.Target, want, want)
+	}
+	return ctx, nil
+}
+
+// fixtureTarget is what a fixture's target: must say for this run.
+func (s *Suite) fixtureTarget() string {
+	if s.Config.Target == "remote" {
+		return s.Config.Mesh
+	}
+	return s.Config.Target
+}
+
+// CreateCluster creates or reuses the kind cluster of -kind-config
+// (-target=kind), or reads the cluster of -kubeconfig (-target=remote).
+// The local target has none.
+func (s *Suite) CreateCluster(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if !benchmarking() {
+		return ctx, nil
+	}
+	return ctx, s.createCluster(ctx)
+}
+
+// LoadImages loads the workload images from the local Docker into a kind
+// cluster's nodes, for clusters that reach no registry.
+func (s *Suite) LoadImages(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if !benchmarking() {
+		return ctx, nil
+	}
+	return ctx, s.loadImages(ctx)
+}
+
+// SetUpTarget deploys the baseline and meshed arms, installing the mesh
+// first when -mesh-install asks (on the local target: builds and starts
+// the processes). Without -bench there is nothing to measure, and nothing
+// is set up.
+func (s *Suite) SetUpTarget(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if !benchmarking() {
+		return ctx, nil
+	}
+	_, err := s.target()
+	return ctx, err
+}
+
+// Report prints the summary, writes the results file and checks the
+// thresholds; a failed verdict fails the run's exit code.
+func (s *Suite) Report(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	s.verdict = s.summarize()
+	return ctx, s.verdict
+}
+
+// ExportLogsOnFailure writes a kind cluster's logs next to the results
+// when the run failed, before the cluster is deleted.
+func (s *Suite) ExportLogsOnFailure(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if s.cl.kind == nil || (s.verdict == nil && !s.failed) {
+		return ctx, nil
+	}
+	dir := filepath.Join(s.Config.ResultsDir, s.started.UTC().Format("20060102T150405Z")+"-logs")
+	if err := s.cl.kind.ExportLogs(ctx, dir); err != nil {
+		return ctx, fmt.Errorf("export the cluster's logs: %w", err)
+	}
+	s.logf("the cluster's logs: %s", dir)
+	return ctx, nil
+}
+
+// TearDown deletes the run's namespaces, uninstalls a mesh this run
+// installed, stops local processes, and deletes a kind cluster this run
+// created (unless -keep-cluster).
+func (s *Suite) TearDown(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	return ctx, s.close()
+}
+
+// benchmarking reports whether go test was asked to run benchmarks.
+func benchmarking() bool {
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
+}
