@@ -93,11 +93,20 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	if info.Threads.Mode == "fixed" {
 		e.Mesh.Threads = info.Threads.N
 	}
+	t.mu.Lock()
+	measured, n := measuredThreads(t.verified[target.Meshed])
+	t.mu.Unlock()
+	if n > 0 {
+		e.Mesh.Threads = n // what the proxies run wins over what was configured
+	}
 	p := t.o.Workloads
 	_ = p.Normalize() // only for the defaults; validated by New
 	cfg := map[string]string{}
 	maps.Copy(cfg, info.Config)
 	cfg["threads"] = info.Threads.String()
+	if measured != "" {
+		cfg["threads.measured"] = measured
+	}
 	if info.Namespace != "" {
 		cfg["controlPlaneNamespace"] = info.Namespace
 	}
@@ -151,6 +160,44 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	}
 	e.Loadgen = fmt.Sprintf("%d× mbloadgen (%s REST API over port-forward) %s", t.o.Loadgens, fortio, where)
 	return e
+}
+
+// measuredThreads summarises the worker threads Verify read from the meshed
+// arm's proxies ("2 (Envoy's envoy_server_concurrency ...) on 4 of 4 pods",
+// one entry per distinct reading), and returns the count when every pod
+// runs the same fixed number; "" and 0 when none was read.
+func measuredThreads(v mesh.Verification) (string, int) {
+	counts := map[string]int{}
+	var keys []string
+	fixed, total := map[int]bool{}, 0
+	for _, p := range v.Pods {
+		if p.Threads == nil {
+			continue
+		}
+		total++
+		k := p.Threads.String()
+		if counts[k] == 0 {
+			keys = append(keys, k)
+		}
+		counts[k]++
+		if p.Threads.Mode == "fixed" {
+			fixed[p.Threads.N] = true
+		} else {
+			fixed[-1] = true
+		}
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s on %d of %d pods", k, counts[k], len(v.Pods)))
+	}
+	n := 0
+	if len(fixed) == 1 && !fixed[-1] {
+		for k := range fixed {
+			n = k
+		}
+	}
+	return strings.Join(parts, "; "), n
 }
 
 // placement says which node each workload of a runs on, e.g.

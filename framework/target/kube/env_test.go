@@ -1,0 +1,26 @@
+package kube
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/meshbench/meshbench/framework/mesh"
+)
+
+func TestMeasuredThreads(t *testing.T) {
+	envoy := &mesh.Threads{N: 2, Mode: "fixed", Source: "Envoy's envoy_server_concurrency (:15090/stats/prometheus)"}
+	s, n := measuredThreads(mesh.Verification{Pods: []mesh.PodCheck{{Pod: "a", Threads: envoy}, {Pod: "b", Threads: envoy}, {Pod: "c"}}})
+	assert.Equal(t, "2 (Envoy's envoy_server_concurrency (:15090/stats/prometheus)) on 2 of 3 pods", s)
+	assert.Equal(t, 2, n)
+
+	four := &mesh.Threads{N: 4, Mode: "fixed", Source: "Envoy's envoy_server_concurrency (:15090/stats/prometheus)"}
+	s, n = measuredThreads(mesh.Verification{Pods: []mesh.PodCheck{{Pod: "a", Threads: envoy}, {Pod: "b", Threads: four}}})
+	assert.Equal(t, "2 (Envoy's envoy_server_concurrency (:15090/stats/prometheus)) on 1 of 2 pods; "+
+		"4 (Envoy's envoy_server_concurrency (:15090/stats/prometheus)) on 1 of 2 pods", s)
+	assert.Equal(t, 0, n, "pods that disagree give no single count")
+
+	s, n = measuredThreads(mesh.Verification{})
+	assert.Equal(t, "", s)
+	assert.Equal(t, 0, n)
+}
