@@ -405,9 +405,15 @@ func (i *istio) Charts(o InstallOptions) ([]Chart, error) {
 	return istioCharts("istio", i.ns, i.rev, i.defaultVersion(), o, "")
 }
 
+// istioHub is where Istio's releases publish their images.
+const istioHub = "docker.io/istio"
+
 // istioCharts returns base and istiod, then the extra releases (ambient's
 // cni and ztunnel, as {release, chart} pairs), all of one version, with the
-// profile (when set) and the registry as their hub.
+// profile (when set). Every chart that runs images gets its hub (the
+// registry, else Istio's) and tag (the version) set and pinned, so that
+// charts read from a source tree (hub registry.istio.io/testing, tag
+// latest) run the release's images too.
 func istioCharts(mesh, ns, rev, def string, o InstallOptions, profile string, extra ...[2]string) ([]Chart, error) {
 	v, err := o.version(mesh, def)
 	if err != nil {
@@ -418,14 +424,22 @@ func istioCharts(mesh, ns, rev, def string, o InstallOptions, profile string, ex
 		if profile != "" {
 			values["profile"] = profile
 		}
-		if o.Registry != "" {
-			hub := "global.hub"
-			if name == "ztunnel" {
-				hub = "hub" // the ztunnel chart reads its hub at the top level
-			}
-			set(values, hub, o.Registry)
+		c := Chart{Release: release, Namespace: ns, Name: name, Repo: istioRepo, Version: v, Values: values}
+		hub, tag := "global.hub", "global.tag"
+		if name == "ztunnel" {
+			hub, tag = "hub", "tag" // the ztunnel chart reads its hub and tag at the top level
 		}
-		return Chart{Release: release, Namespace: ns, Name: name, Repo: istioRepo, Version: v, Values: values}
+		switch {
+		case name == "base": // no images; the registry only for its global values, as before
+			if o.Registry != "" {
+				set(values, hub, o.Registry)
+			}
+		default:
+			set(values, hub, cmp.Or(o.Registry, istioHub))
+			set(values, tag, v)
+			c.Pins = []string{hub, tag}
+		}
+		return c
 	}
 	base := chart("istio-base", "base")
 	base.Values["defaultRevision"] = cmp.Or(rev, "default")

@@ -297,6 +297,9 @@ func (l *linkerd) Charts(o InstallOptions) ([]Chart, error) {
 		return nil, fmt.Errorf("linkerd: identity certificates: %w", err)
 	}
 	cp := map[string]any{}
+	// The chart's images default to linkerdVersion, which a source tree
+	// leaves as the placeholder linkerdVersionValue.
+	set(cp, "linkerdVersion", linkerdVersionOf(v))
 	set(cp, "identityTrustAnchorsPEM", string(chain.RootPEM))
 	set(cp, "identity.issuer.tls.crtPEM", string(chain.IssuerPEM))
 	set(cp, "identity.issuer.tls.keyPEM", string(chain.IssuerKeyPEM))
@@ -304,11 +307,23 @@ func (l *linkerd) Charts(o InstallOptions) ([]Chart, error) {
 		set(cp, "controllerImage", r+"/controller")
 		set(cp, "proxy.image.name", r+"/proxy")
 		set(cp, "proxyInit.image.name", r+"/proxy-init")
-		set(cp, "policyController.image.name", r+"/policy-controller")
+		// The policy controller runs from controllerImage: the chart has
+		// had no policyController.image since it merged the two images.
 		set(cp, "debugContainer.image.name", r+"/debug")
 	}
 	return []Chart{
 		{Release: "linkerd-crds", Namespace: l.ns, Name: "linkerd-crds", Repo: linkerdRepo, Version: v, Values: map[string]any{}},
-		{Release: "linkerd-control-plane", Namespace: l.ns, Name: "linkerd-control-plane", Repo: linkerdRepo, Version: v, Values: cp},
+		{Release: "linkerd-control-plane", Namespace: l.ns, Name: "linkerd-control-plane", Repo: linkerdRepo, Version: v, Values: cp,
+			Pins: []string{"linkerdVersion"}},
 	}, nil
+}
+
+// linkerdVersionOf is the image tag of a Linkerd chart version: an edge
+// chart 2025.10.1 runs edge-25.10.1, a stable chart 2.14.10 stable-2.14.10.
+func linkerdVersionOf(chartVersion string) string {
+	var y, m, p int
+	if n, _ := fmt.Sscanf(chartVersion, "%d.%d.%d", &y, &m, &p); n == 3 && y >= 2000 {
+		return fmt.Sprintf("edge-%02d.%d.%d", y%100, m, p)
+	}
+	return "stable-" + chartVersion
 }

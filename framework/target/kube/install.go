@@ -84,8 +84,12 @@ func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error 
 			return err
 		}
 		got := loaded.Metadata.Name + " " + loaded.Metadata.Version
-		if from != "" && loaded.Metadata.Version != ch.Version {
-			h.logf("kube target: helm: %s: %s holds version %s, not %s: installing it as it is", ch.Release, from, loaded.Metadata.Version, ch.Version)
+		note, err := pinChart(ch, loaded, from)
+		if err != nil {
+			return fmt.Errorf("helm install %s/%s: %w", ch.Namespace, ch.Release, err)
+		}
+		if note != "" {
+			h.logf("kube target: helm: %s: %s", ch.Release, note)
 		}
 		desc := ch.String()
 		if from != "" {
@@ -219,6 +223,77 @@ func (h *helmInstaller) load(ch mesh.Chart) (*chart.Chart, string, error) {
 		return nil, "", fmt.Errorf("load chart %s: %w", path, err)
 	}
 	return c, "", nil
+}
+
+// pinChart checks that the loaded chart will run the images of the release
+// ch asks for. Every pin of ch (the values naming its images) must be a
+// value the chart has; otherwise the images cannot be set and the chart is
+// refused. A chart from a local directory whose version is not the one
+// asked for is refused too, unless it is a source tree (the defaults of its
+// pins are development coordinates, such as tag latest, which no release
+// publishes): then the pins set the release's images, and the note says so.
+// A chart without pins keeps the old behaviour: a note on the mismatch.
+func pinChart(ch mesh.Chart, loaded *chart.Chart, from string) (string, error) {
+	got := loaded.Metadata.Name + " " + loaded.Metadata.Version
+	where := cmp.Or(from, ch.Repo)
+	var dev []string
+	for _, p := range ch.Pins {
+		def, ok := chartDefault(loaded.Values, p)
+		if !ok {
+			return "", fmt.Errorf("chart %s from %s has no value %s, so meshbench cannot set the images it runs (%s=%v): "+
+				"use the released chart %s %s (helm pull %s --repo %s --version %s)", got, where, p, p, valueAt(ch.Values, p), ch.Name, ch.Version, ch.Name, ch.Repo, ch.Version)
+		}
+		if s, isString := def.(string); isString && mesh.DevCoordinate(s) {
+			dev = append(dev, fmt.Sprintf("%s=%s", p, s))
+		}
+	}
+	if from == "" || loaded.Metadata.Version == ch.Version {
+		return "", nil
+	}
+	if len(ch.Pins) == 0 {
+		return fmt.Sprintf("%s holds version %s, not %s: installing it as it is", from, loaded.Metadata.Version, ch.Version), nil
+	}
+	if len(dev) == 0 {
+		return "", fmt.Errorf("%s holds %s, not version %s: its templates would run the images of %s; "+
+			"pass -mesh-version=%s, or point -mesh-charts at the %s charts", from, got, ch.Version, ch.Version, loaded.Metadata.Version, ch.Version)
+	}
+	var pins []string
+	for _, p := range ch.Pins {
+		pins = append(pins, fmt.Sprintf("%s=%v", p, valueAt(ch.Values, p)))
+	}
+	return fmt.Sprintf("%s is a source tree (%s, chart version %s): its images are set to the release's: %s",
+		from, strings.Join(dev, ", "), loaded.Metadata.Version, strings.Join(pins, ", ")), nil
+}
+
+// chartDefault reads the dotted path from a chart's default values, or
+// from under _internal_defaults_do_not_set, where Istio's charts keep their
+// defaults (their templates merge what is set at the top level over them).
+func chartDefault(values map[string]any, path string) (any, bool) {
+	for _, p := range []string{path, "_internal_defaults_do_not_set." + path} {
+		if v, ok := lookup(values, p); ok {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+func valueAt(values map[string]any, path string) any {
+	v, _ := lookup(values, path)
+	return v
+}
+
+func lookup(values map[string]any, path string) (any, bool) {
+	var cur any = values
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
 }
 
 // findChart looks in dir, four levels deep, for <name>-<version>.tgz or a
