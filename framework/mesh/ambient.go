@@ -27,6 +27,10 @@ const (
 	ztunnelStatsPort     = 15020
 )
 
+// DefaultWaypoint is the name of the waypoint the harness creates in the
+// meshed namespace for -waypoint (istioctl's default name).
+const DefaultWaypoint = "waypoint"
+
 type ambient struct {
 	ns, waypoint string
 	// zns and cniNS are where Detect found ztunnel and istio-cni: the

@@ -89,7 +89,7 @@ func kubeTarget(ctx context.Context, c *Config, logf func(string, ...any)) (_ ta
 	default:
 		return nil, fmt.Errorf("-target=%s is not a Kubernetes target", c.Target)
 	}
-	m, err := mesh.New(c.Mesh)
+	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("-mesh=%s: %w", c.Mesh, err)
 	}
