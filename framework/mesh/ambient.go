@@ -36,11 +36,15 @@ type ambient struct {
 	// zns and cniNS are where Detect found ztunnel and istio-cni: the
 	// control-plane namespace, or kube-system (as GKE installs them).
 	zns, cniNS string
+	// crdDir is where the Gateway API CRDs are read ("": the module's);
+	// createdCRDs are those the run installed, for Cleanup.
+	crdDir      string
+	createdCRDs []string
 }
 
 func newAmbient(cfg config) *ambient {
 	ns := cmp.Or(cfg.namespace, "istio-system")
-	return &ambient{ns: ns, waypoint: cfg.waypoint, zns: ns, cniNS: ns}
+	return &ambient{ns: ns, waypoint: cfg.waypoint, zns: ns, cniNS: ns, crdDir: cfg.gatewayAPICRDs}
 }
 
 func (a *ambient) Name() string { return "istio-ambient" }
@@ -176,11 +180,24 @@ func ztunnelCPULimit(ctr *corev1.Container) (int, string) {
 	return 0, "unset: the node's core count"
 }
 
-// Enable labels the namespace istio.io/dataplane-mode=ambient, and
-// istio.io/use-waypoint=<name> when a waypoint is configured.
+// Enable labels the namespace istio.io/dataplane-mode=ambient. With a
+// waypoint it first installs the Gateway API CRDs when the cluster has none
+// (Cleanup removes them), creates the waypoint Gateway in the namespace and
+// waits until istiod has programmed it, then labels the namespace
+// istio.io/use-waypoint=<name>.
 func (a *ambient) Enable(ctx context.Context, c kubernetes.Interface, namespace string) error {
 	labels := map[string]*string{ambientDataplaneMode: ptr("ambient")}
 	if a.waypoint != "" {
+		rc, err := restOf(c)
+		if err != nil {
+			return fmt.Errorf("istio-ambient: %w", err)
+		}
+		if err := a.ensureGatewayAPI(ctx, rc); err != nil {
+			return err
+		}
+		if err := createWaypoint(ctx, rc, namespace, a.waypoint); err != nil {
+			return err
+		}
 		labels[ambientUseWaypoint] = ptr(a.waypoint)
 	}
 	return setNamespaceMeta(ctx, c, namespace, labels, nil)
@@ -271,7 +288,9 @@ func (a *ambient) Verify(ctx context.Context, c kubernetes.Interface, namespace 
 }
 
 // MTLS reads every ztunnel's metrics (port 15020, /metrics) through the API
-// server and keeps the edges that touch namespace.
+// server and keeps the edges that touch namespace. With a waypoint it also
+// reads the waypoint's own metrics (Envoy's, port 15090) and proves the
+// path through it (WaypointEdges).
 func (a *ambient) MTLS(ctx context.Context, c kubernetes.Interface, namespace string) ([]Edge, error) {
 	zs, err := livePods(ctx, c, a.zns, "app=ztunnel")
 	if err != nil {
@@ -295,7 +314,73 @@ func (a *ambient) MTLS(ctx context.Context, c kubernetes.Interface, namespace st
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	if a.waypoint == "" {
+		return out, nil
+	}
+	wps, err := livePods(ctx, c, namespace, gatewayNameLabel+"="+a.waypoint)
+	if err != nil {
+		return nil, err
+	}
+	if len(wps) == 0 {
+		return nil, fmt.Errorf("istio-ambient: no pod of waypoint %s/%s to read", namespace, a.waypoint)
+	}
+	rs = rs[:0]
+	for i := range wps {
+		body, err := scrape(ctx, c, &wps[i], istioEnvoyStatsPort, "stats/prometheus")
+		if err != nil {
+			return nil, fmt.Errorf("istio-ambient: waypoint: %w", err)
+		}
+		rs = append(rs, bytes.NewReader(body))
+	}
+	return WaypointEdges(namespace+"/"+a.waypoint, out, rs...)
+}
+
+// WaypointEdges proves the path through a waypoint (waypoint, as
+// "namespace/name"). The waypoint's own series (reporter="waypoint", which
+// name the client and the destination workload and say whether the
+// client's connection was mutual TLS) give the edges; ztunnel's legs to
+// and from the waypoint are added to their evidence, and an edge is
+// secured only when the waypoint and both legs (when seen) say so. A
+// ztunnel edge into the waypoint's namespace that did not go through the
+// waypoint is not secured: the path bypassed it. The remaining ztunnel
+// edges are returned as they are.
+func WaypointEdges(waypoint string, ztunnel []Edge, rs ...io.Reader) ([]Edge, error) {
+	var obs []observation
+	for _, r := range rs {
+		ss, err := readSeries(r, "istio_requests_total", "istio_tcp_connections_opened_total")
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			if s.value > 0 && s.labels["reporter"] == "waypoint" {
+				obs = append(obs, istioObservation(s, true))
+			}
+		}
+	}
+	ns, _, _ := strings.Cut(waypoint, "/")
+	legs := map[[2]string]Edge{}
+	var out []Edge
+	for _, e := range ztunnel {
+		switch {
+		case e.Src == waypoint || e.Dst == waypoint:
+			legs[[2]string{e.Src, e.Dst}] = e
+			out = append(out, e)
+		case strings.HasPrefix(e.Dst, ns+"/"):
+			out = append(out, Edge{Src: e.Src, Dst: e.Dst, Evidence: "bypassed waypoint " + waypoint + ": ztunnel saw " + e.Evidence})
+		default:
+			out = append(out, e)
+		}
+	}
+	for _, w := range mergeEdges(obs) {
+		for _, leg := range [][2]string{{w.Src, waypoint}, {waypoint, w.Dst}} {
+			if l, ok := legs[leg]; ok {
+				w.Secured = w.Secured && l.Secured
+				w.Evidence += fmt.Sprintf("; ztunnel %s → %s: %s", leg[0], leg[1], l.Evidence)
+			}
+		}
+		out = append(out, w)
+	}
+	return MergeEdges(out), nil
 }
 
 // ZtunnelEdges reads ztunnel's L4 metrics. Unlike a sidecar's client side,

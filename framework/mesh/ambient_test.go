@@ -99,9 +99,9 @@ func TestZtunnelThreads(t *testing.T) {
 
 func TestAmbientEnable(t *testing.T) {
 	c := clientset(namespace("mb-meshed", nil, nil))
-	require.NoError(t, newMesh(t, "istio-ambient", WithWaypoint("waypoint")).Enable(ctx, c, "mb-meshed"))
+	require.NoError(t, newMesh(t, "istio-ambient").Enable(ctx, c, "mb-meshed"))
 	ns, _ := c.CoreV1().Namespaces().Get(ctx, "mb-meshed", metav1.GetOptions{})
-	assert.Equal(t, map[string]string{"istio.io/dataplane-mode": "ambient", "istio.io/use-waypoint": "waypoint"}, ns.Labels)
+	assert.Equal(t, map[string]string{"istio.io/dataplane-mode": "ambient"}, ns.Labels)
 }
 
 func TestAmbientVerify(t *testing.T) {

@@ -217,6 +217,8 @@ type config struct {
 	// Envoy workers (nil: 2) and CPU limit ("": none).
 	sidecarConcurrency *int
 	sidecarCPULimit    string
+	// gatewayAPICRDs is a directory of Gateway API CRDs ("": the module's).
+	gatewayAPICRDs string
 }
 
 // EvidenceFunc returns the mTLS edges of a namespace, for a mesh whose proxy
@@ -563,4 +565,5 @@ var (
 	_ MTLSChecker = (*sidecar)(nil)
 	_ Injector    = (*sidecar)(nil)
 	_ Injector    = (*istio)(nil)
+	_ Cleaner     = (*ambient)(nil)
 )
