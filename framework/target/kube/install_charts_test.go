@@ -34,13 +34,7 @@ func istioChartsDir(t *testing.T) string {
 	require.NoError(t, err)
 	m := regexp.MustCompile(`(?m)^ISTIO_CHARTS \?= (\S+)@(\S+)$`).FindSubmatch(mk)
 	require.NotNil(t, m, "the Makefile names no ISTIO_CHARTS")
-	cache := os.Getenv("GOMODCACHE")
-	if cache == "" {
-		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-		require.NoError(t, err)
-		cache = strings.TrimSpace(string(out))
-	}
-	dir := filepath.Join(cache, string(m[1])+"@"+string(m[2]), "manifests", "charts")
+	dir := filepath.Join(modCache(t), string(m[1])+"@"+string(m[2]), "manifests", "charts")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("Istio's charts are not in the module cache (go mod download -json %s@%s, or set MESHBENCH_ISTIO_CHARTS): %v", m[1], m[2], err)
 	}
@@ -56,18 +50,25 @@ func loadChart(t *testing.T, dir, name string) (*chart.Chart, string) {
 	return c, path
 }
 
-// renderImages renders a chart with values as Helm would install it (no
-// cluster) and returns the images of its workloads' containers, sorted,
-// with duplicates.
-func renderImages(t *testing.T, c *chart.Chart, ch mesh.Chart) []string {
+// renderManifests renders a chart with values as Helm would install it (no
+// cluster), by template file.
+func renderManifests(t *testing.T, c *chart.Chart, ch mesh.Chart) map[string]string {
 	t.Helper()
 	vals, err := chartutil.ToRenderValues(c, ch.Values, chartutil.ReleaseOptions{Name: ch.Release, Namespace: ch.Namespace, IsInstall: true},
 		chartutil.DefaultCapabilities)
 	require.NoError(t, err)
 	files, err := engine.Render(c, vals)
 	require.NoError(t, err)
+	return files
+}
+
+// renderImages renders a chart with values as Helm would install it (no
+// cluster) and returns the images of its workloads' containers, sorted,
+// with duplicates.
+func renderImages(t *testing.T, c *chart.Chart, ch mesh.Chart) []string {
+	t.Helper()
 	var images []string
-	for name, body := range files {
+	for name, body := range renderManifests(t, c, ch) {
 		if !strings.HasSuffix(name, ".yaml") {
 			continue
 		}
@@ -201,4 +202,58 @@ func TestLinkerdSourceTreeChartRunsTheReleaseImages(t *testing.T) {
 	}
 	assert.Contains(t, images, "r.local/l5d/controller:edge-25.10.1")
 	assert.Contains(t, images, "r.local/l5d/proxy:edge-25.10.1")
+}
+
+// TestCiliumChartTakesTheValues renders the Cilium chart as its Go module
+// holds it (github.com/cilium/cilium@v1.19.3, install/kubernetes/cilium;
+// skipped when that module is not in the module cache) with the adapter's
+// values and a registry: every image must come from the registry, and the
+// agent's configuration must turn WireGuard on, as Verify requires.
+func TestCiliumChartTakesTheValues(t *testing.T) {
+	m, err := mesh.New("cilium")
+	require.NoError(t, err)
+	version := mesh.DefaultVersion(m)
+	dir := filepath.Join(modCache(t), "github.com", "cilium", "cilium@v"+version, "install", "kubernetes", "cilium")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("Cilium's chart is not in the module cache (go mod download -json github.com/cilium/cilium@v%s): %v", version, err)
+	}
+	charts, err := m.(mesh.Installer).Charts(mesh.InstallOptions{Registry: "r.local/cilium"})
+	require.NoError(t, err)
+	c, err := loader.Load(dir)
+	require.NoError(t, err)
+	_, err = pinChart(charts[0], c, dir)
+	require.NoError(t, err)
+	for _, kv := range mesh.FlattenValues(charts[0].Values) {
+		path, _, _ := strings.Cut(kv, "=")
+		_, ok := chartDefault(c.Values, path)
+		assert.True(t, ok, "the cilium chart has no value %s", path)
+	}
+	images := map[string]bool{}
+	for _, img := range renderImages(t, c, charts[0]) {
+		images[img] = true
+	}
+	assert.Equal(t, map[string]bool{
+		"r.local/cilium/cilium-envoy:" + ciliumEnvoyTag(t, c): true,
+		"r.local/cilium/cilium:v" + version:                   true,
+		"r.local/cilium/operator-generic:v" + version:         true,
+	}, images)
+	config := renderManifests(t, c, charts[0])["cilium/templates/cilium-configmap.yaml"]
+	assert.Contains(t, config, `enable-wireguard: "true"`)
+}
+
+func ciliumEnvoyTag(t *testing.T, c *chart.Chart) string {
+	t.Helper()
+	tag, ok := chartDefault(c.Values, "envoy.image.tag")
+	require.True(t, ok)
+	return tag.(string)
+}
+
+func modCache(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("GOMODCACHE"); d != "" {
+		return d
+	}
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
 }
