@@ -90,23 +90,14 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		// The bring-your-own proxy defaults to the workloads' nginx image.
 		e.Mesh.Version = orDefault(t.o.Workloads.Images.Nginx, manifests.DefaultImages.Nginx)
 	}
-	if info.Threads.Mode == "fixed" {
-		e.Mesh.Threads = info.Threads.N
-	}
-	t.mu.Lock()
-	measured, n := measuredThreads(t.verified[target.Meshed])
-	t.mu.Unlock()
-	if n > 0 {
-		e.Mesh.Threads = n // what the proxies run wins over what was configured
-	}
+	measured := ""
+	e.Mesh.Threads, measured = t.meshThreads(info.Threads)
 	p := t.o.Workloads
 	_ = p.Normalize() // only for the defaults; validated by New
 	cfg := map[string]string{}
 	maps.Copy(cfg, info.Config)
 	cfg["threads"] = info.Threads.String()
-	if measured != "" {
-		cfg["threads.measured"] = measured
-	}
+	cfg["threads.measured"] = measured
 	if info.Namespace != "" {
 		cfg["controlPlaneNamespace"] = info.Namespace
 	}
@@ -160,6 +151,23 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	}
 	e.Loadgen = fmt.Sprintf("%d× mbloadgen (%s REST API over port-forward) %s", t.o.Loadgens, fortio, where)
 	return e
+}
+
+// meshThreads is the proxies' worker threads for the environment: what
+// Verify read from the meshed arm's proxies when they all run the same
+// number, else the configured fixed number (0 when not fixed); and the
+// summary of what was read.
+func (t *Target) meshThreads(configured mesh.Threads) (int, string) {
+	t.mu.Lock()
+	measured, n := measuredThreads(t.verified[target.Meshed])
+	t.mu.Unlock()
+	if n == 0 && configured.Mode == "fixed" {
+		n = configured.N
+	}
+	if measured == "" {
+		measured = "not read from the proxies"
+	}
+	return n, measured
 }
 
 // measuredThreads summarises the worker threads Verify read from the meshed

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/target"
 )
 
 func TestMeasuredThreads(t *testing.T) {
@@ -23,4 +24,18 @@ func TestMeasuredThreads(t *testing.T) {
 	s, n = measuredThreads(mesh.Verification{})
 	assert.Equal(t, "", s)
 	assert.Equal(t, 0, n)
+}
+
+func TestMeshThreadsPreferWhatTheProxiesRun(t *testing.T) {
+	configured := mesh.Threads{N: 4, Mode: "fixed", Source: "pod annotation"}
+	tg := &Target{verified: map[target.Arm]mesh.Verification{}}
+	n, s := tg.meshThreads(configured)
+	assert.Equal(t, 4, n)
+	assert.Equal(t, "not read from the proxies", s)
+
+	envoy := &mesh.Threads{N: 2, Mode: "fixed", Source: "envoy_server_concurrency"}
+	tg.verified[target.Meshed] = mesh.Verification{Pods: []mesh.PodCheck{{Pod: "a", Threads: envoy}}}
+	n, s = tg.meshThreads(configured)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, "2 (envoy_server_concurrency) on 1 of 1 pods", s)
 }
