@@ -6,9 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -23,61 +27,177 @@ const (
 	ztunnelStatsPort     = 15020
 )
 
-type ambient struct{ ns, waypoint string }
+// DefaultWaypoint is the name of the waypoint the harness creates in the
+// meshed namespace for -waypoint (istioctl's default name).
+const DefaultWaypoint = "waypoint"
+
+type ambient struct {
+	ns, waypoint string
+	// zns and cniNS are where Detect found ztunnel and istio-cni: the
+	// control-plane namespace, or kube-system (as GKE installs them).
+	zns, cniNS string
+	// crdDir is where the Gateway API CRDs are read ("": the module's);
+	// createdCRDs are those the run installed, for Cleanup.
+	crdDir      string
+	createdCRDs []string
+}
 
 func newAmbient(cfg config) *ambient {
-	return &ambient{ns: cmp.Or(cfg.namespace, "istio-system"), waypoint: cfg.waypoint}
+	ns := cmp.Or(cfg.namespace, "istio-system")
+	return &ambient{ns: ns, waypoint: cfg.waypoint, zns: ns, cniNS: ns, crdDir: cfg.gatewayAPICRDs}
 }
 
 func (a *ambient) Name() string { return "istio-ambient" }
 
-// Detect finds the ztunnel DaemonSet, istiod and istio-cni.
+// nodeAgentNamespaces are where the node agents (ztunnel, istio-cni) are
+// looked for: the control plane's namespace, then kube-system, where GKE's
+// managed Istio and its ambient add-on run them.
+func (a *ambient) nodeAgentNamespaces() []string {
+	if a.ns == metav1.NamespaceSystem {
+		return []string{a.ns}
+	}
+	return []string{a.ns, metav1.NamespaceSystem}
+}
+
+// findDaemonSet returns the first DaemonSet called name in namespaces.
+func findDaemonSet(ctx context.Context, c kubernetes.Interface, name string, namespaces []string) (*appsv1.DaemonSet, error) {
+	for _, ns := range namespaces {
+		ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if notFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get DaemonSet %s/%s: %w", ns, name, err)
+		}
+		return ds, nil
+	}
+	return nil, nil
+}
+
+// Detect finds the ztunnel DaemonSet (in the control plane's namespace or
+// kube-system), istiod and istio-cni.
 func (a *ambient) Detect(ctx context.Context, c kubernetes.Interface) (Info, error) {
 	info := Info{Mesh: "istio-ambient", Namespace: a.ns, Threads: Threads{Mode: "unknown"}}
-	ds, err := c.AppsV1().DaemonSets(a.ns).Get(ctx, "ztunnel", metav1.GetOptions{})
-	if notFound(err) {
-		return info, &NotInstalledError{Mesh: "istio-ambient", Looked: fmt.Sprintf("no DaemonSet %s/ztunnel", a.ns)}
-	}
+	nss := a.nodeAgentNamespaces()
+	ds, err := findDaemonSet(ctx, c, "ztunnel", nss)
 	if err != nil {
-		return info, fmt.Errorf("istio-ambient: get DaemonSet %s/ztunnel: %w", a.ns, err)
+		return info, fmt.Errorf("istio-ambient: %w", err)
 	}
+	if ds == nil {
+		return info, &NotInstalledError{Mesh: "istio-ambient", Looked: "no DaemonSet ztunnel in " + strings.Join(nss, " or ")}
+	}
+	a.zns = ds.Namespace
 	info.Installed = true
-	info.Config = map[string]string{"waypoint": a.waypoint}
+	info.Config = map[string]string{"waypoint": a.waypoint, "ztunnel.namespace": a.zns}
 	// ztunnel is the pod's first (only) container.
-	for _, ctr := range ds.Spec.Template.Spec.Containers[:min(1, len(ds.Spec.Template.Spec.Containers))] {
+	if cs := ds.Spec.Template.Spec.Containers; len(cs) > 0 {
+		ctr := &cs[0]
 		info.Components = append(info.Components, Component{Kind: "DaemonSet", Namespace: ds.Namespace, Name: ds.Name, Image: ctr.Image})
 		info.Version = imageTag(ctr.Image)
-		lim := ctr.Resources.Limits.Cpu()
-		info.Config["ztunnel.limits.cpu"] = lim.String()
+		info.Config["ztunnel.limits.cpu"] = ctr.Resources.Limits.Cpu().String()
 		info.Config["ztunnel.requests.cpu"] = ctr.Resources.Requests.Cpu().String()
-		if w, ok := envValue(&ctr, "ZTUNNEL_WORKER_THREADS"); ok {
-			if n, err := strconv.Atoi(w); err == nil {
-				info.Threads = Threads{N: n, Mode: "fixed", Source: "ztunnel ZTUNNEL_WORKER_THREADS"}
-			}
-		} else {
-			info.Threads = Threads{Mode: "auto", Source: "ztunnel ZTUNNEL_WORKER_THREADS unset: ztunnel's default of 2 workers, " +
-				"bounded by ZTUNNEL_CPU_LIMIT (limits.cpu=" + lim.String() + ")"}
-		}
+		info.Threads = ztunnelThreads(ctr)
 	}
 	comps, _, err := istiod(ctx, c, a.ns, "")
 	if err != nil {
 		return info, err
 	}
 	info.Components = append(info.Components, comps...)
-	if cni, err := c.AppsV1().DaemonSets(a.ns).Get(ctx, "istio-cni-node", metav1.GetOptions{}); err == nil {
-		for _, ctr := range cni.Spec.Template.Spec.Containers {
-			info.Components = append(info.Components, Component{Kind: "DaemonSet", Namespace: cni.Namespace, Name: cni.Name, Image: ctr.Image})
-			break
-		}
+	cni, err := findDaemonSet(ctx, c, "istio-cni-node", nss)
+	if err != nil {
+		return info, fmt.Errorf("istio-ambient: %w", err)
+	}
+	if cni != nil && len(cni.Spec.Template.Spec.Containers) > 0 {
+		a.cniNS = cni.Namespace
+		info.Config["istio-cni.namespace"] = a.cniNS
+		info.Components = append(info.Components, Component{Kind: "DaemonSet", Namespace: cni.Namespace, Name: cni.Name,
+			Image: cni.Spec.Template.Spec.Containers[0].Image})
 	}
 	return info, nil
 }
 
-// Enable labels the namespace istio.io/dataplane-mode=ambient, and
-// istio.io/use-waypoint=<name> when a waypoint is configured.
+// ztunnelDefaultThreads is ztunnel's DEFAULT_WORKER_THREADS (src/config.rs).
+const ztunnelDefaultThreads = 2
+
+// ztunnelThreads says how many worker threads ztunnel runs, the way its
+// src/config.rs decides: ZTUNNEL_WORKER_THREADS when set (a number, or a
+// percentage of ZTUNNEL_CPU_LIMIT, rounded up, at least 1), else the
+// concurrency of its proxy config (PROXY_CONFIG), else 2. The CPU limit only
+// matters to a percentage.
+func ztunnelThreads(ctr *corev1.Container) Threads {
+	w, ok := envValue(ctr, "ZTUNNEL_WORKER_THREADS")
+	if !ok {
+		if pc, ok := envValue(ctr, "PROXY_CONFIG"); ok {
+			var v struct {
+				Concurrency *int `yaml:"concurrency"`
+			}
+			if err := yaml.Unmarshal([]byte(pc), &v); err == nil && v.Concurrency != nil && *v.Concurrency > 0 {
+				return Threads{N: *v.Concurrency, Mode: "fixed", Source: "ztunnel PROXY_CONFIG concurrency"}
+			}
+		}
+		return Threads{N: ztunnelDefaultThreads, Mode: "fixed",
+			Source: "ztunnel's default (ZTUNNEL_WORKER_THREADS and PROXY_CONFIG concurrency unset)"}
+	}
+	pct, isPct := strings.CutSuffix(w, "%")
+	if !isPct {
+		n, err := strconv.Atoi(w)
+		if err != nil || n <= 0 {
+			return Threads{Mode: "unknown", Source: "ZTUNNEL_WORKER_THREADS=" + w + " is not a number of threads"}
+		}
+		return Threads{N: n, Mode: "fixed", Source: "ztunnel ZTUNNEL_WORKER_THREADS"}
+	}
+	p, err := strconv.ParseFloat(pct, 64)
+	if err != nil || p <= 0 || p > 100 {
+		return Threads{Mode: "unknown", Source: "ZTUNNEL_WORKER_THREADS=" + w + " is not a percentage between 0 and 100"}
+	}
+	cpus, from := ztunnelCPULimit(ctr)
+	if cpus == 0 {
+		return Threads{Mode: "auto", Source: "ZTUNNEL_WORKER_THREADS=" + w + " of ZTUNNEL_CPU_LIMIT, " + from}
+	}
+	n := max(1, int(math.Ceil(float64(cpus)*p/100)))
+	return Threads{N: n, Mode: "fixed", Source: fmt.Sprintf("ZTUNNEL_WORKER_THREADS=%s of ZTUNNEL_CPU_LIMIT=%d (%s)", w, cpus, from)}
+}
+
+// ztunnelCPULimit returns ZTUNNEL_CPU_LIMIT as ztunnel will read it, or 0
+// when it is the node's core count (no CPU limit, or not set), and where it
+// comes from.
+func ztunnelCPULimit(ctr *corev1.Container) (int, string) {
+	if v, ok := envValue(ctr, "ZTUNNEL_CPU_LIMIT"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n, "set in the environment"
+		}
+	}
+	for _, e := range ctr.Env {
+		if e.Name == "ZTUNNEL_CPU_LIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
+			e.ValueFrom.ResourceFieldRef.Resource == "limits.cpu" {
+			if lim := ctr.Resources.Limits.Cpu(); !lim.IsZero() {
+				// The downward API rounds up to whole cores (divisor 1).
+				return int((lim.MilliValue() + 999) / 1000), "limits.cpu " + lim.String() + " rounded up"
+			}
+			return 0, "which without a CPU limit is the node's core count"
+		}
+	}
+	return 0, "unset: the node's core count"
+}
+
+// Enable labels the namespace istio.io/dataplane-mode=ambient. With a
+// waypoint it first installs the Gateway API CRDs when the cluster has none
+// (Cleanup removes them), creates the waypoint Gateway in the namespace and
+// waits until istiod has programmed it, then labels the namespace
+// istio.io/use-waypoint=<name>.
 func (a *ambient) Enable(ctx context.Context, c kubernetes.Interface, namespace string) error {
 	labels := map[string]*string{ambientDataplaneMode: ptr("ambient")}
 	if a.waypoint != "" {
+		rc, err := restOf(c)
+		if err != nil {
+			return fmt.Errorf("istio-ambient: %w", err)
+		}
+		if err := a.ensureGatewayAPI(ctx, rc); err != nil {
+			return err
+		}
+		if err := createWaypoint(ctx, rc, namespace, a.waypoint); err != nil {
+			return err
+		}
 		labels[ambientUseWaypoint] = ptr(a.waypoint)
 	}
 	return setNamespaceMeta(ctx, c, namespace, labels, nil)
@@ -85,11 +205,11 @@ func (a *ambient) Enable(ctx context.Context, c kubernetes.Interface, namespace 
 
 func (a *ambient) Roles() Roles {
 	return Roles{
-		NodeProxies: []Workload{{Namespace: a.ns, Labels: map[string]string{"app": "ztunnel"}}},
+		NodeProxies: []Workload{{Namespace: a.zns, Labels: map[string]string{"app": "ztunnel"}}},
 		Waypoints:   []Workload{{Labels: map[string]string{waypointManaged: "istio.io-mesh-controller"}}},
 		ControlPlane: []Workload{
 			{Namespace: a.ns, Labels: map[string]string{"app": "istiod"}},
-			{Namespace: a.ns, Labels: map[string]string{"k8s-app": "istio-cni-node"}},
+			{Namespace: a.cniNS, Labels: map[string]string{"k8s-app": "istio-cni-node"}},
 		},
 	}
 }
@@ -112,7 +232,7 @@ func (a *ambient) Verify(ctx context.Context, c kubernetes.Interface, namespace 
 	if ns.Labels[ambientDataplaneMode] != "ambient" {
 		problems = append(problems, fmt.Sprintf("the namespace is not labelled %s=ambient", ambientDataplaneMode))
 	}
-	ztunnels, err := nodesWith(ctx, c, a.ns, "app=ztunnel")
+	ztunnels, err := nodesWith(ctx, c, a.zns, "app=ztunnel")
 	if err != nil {
 		return v, err
 	}
@@ -168,9 +288,11 @@ func (a *ambient) Verify(ctx context.Context, c kubernetes.Interface, namespace 
 }
 
 // MTLS reads every ztunnel's metrics (port 15020, /metrics) through the API
-// server and keeps the edges that touch namespace.
+// server and keeps the edges that touch namespace. With a waypoint it also
+// reads the waypoint's own metrics (Envoy's, port 15090) and proves the
+// path through it (WaypointEdges).
 func (a *ambient) MTLS(ctx context.Context, c kubernetes.Interface, namespace string) ([]Edge, error) {
-	zs, err := livePods(ctx, c, a.ns, "app=ztunnel")
+	zs, err := livePods(ctx, c, a.zns, "app=ztunnel")
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +314,73 @@ func (a *ambient) MTLS(ctx context.Context, c kubernetes.Interface, namespace st
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	if a.waypoint == "" {
+		return out, nil
+	}
+	wps, err := livePods(ctx, c, namespace, gatewayNameLabel+"="+a.waypoint)
+	if err != nil {
+		return nil, err
+	}
+	if len(wps) == 0 {
+		return nil, fmt.Errorf("istio-ambient: no pod of waypoint %s/%s to read", namespace, a.waypoint)
+	}
+	rs = rs[:0]
+	for i := range wps {
+		body, err := scrape(ctx, c, &wps[i], istioEnvoyStatsPort, "stats/prometheus")
+		if err != nil {
+			return nil, fmt.Errorf("istio-ambient: waypoint: %w", err)
+		}
+		rs = append(rs, bytes.NewReader(body))
+	}
+	return WaypointEdges(namespace+"/"+a.waypoint, out, rs...)
+}
+
+// WaypointEdges proves the path through a waypoint (waypoint, as
+// "namespace/name"). The waypoint's own series (reporter="waypoint", which
+// name the client and the destination workload and say whether the
+// client's connection was mutual TLS) give the edges; ztunnel's legs to
+// and from the waypoint are added to their evidence, and an edge is
+// secured only when the waypoint and both legs (when seen) say so. A
+// ztunnel edge into the waypoint's namespace that did not go through the
+// waypoint is not secured: the path bypassed it. The remaining ztunnel
+// edges are returned as they are.
+func WaypointEdges(waypoint string, ztunnel []Edge, rs ...io.Reader) ([]Edge, error) {
+	var obs []observation
+	for _, r := range rs {
+		ss, err := readSeries(r, "istio_requests_total", "istio_tcp_connections_opened_total")
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			if s.value > 0 && s.labels["reporter"] == "waypoint" {
+				obs = append(obs, istioObservation(s, true))
+			}
+		}
+	}
+	ns, _, _ := strings.Cut(waypoint, "/")
+	legs := map[[2]string]Edge{}
+	var out []Edge
+	for _, e := range ztunnel {
+		switch {
+		case e.Src == waypoint || e.Dst == waypoint:
+			legs[[2]string{e.Src, e.Dst}] = e
+			out = append(out, e)
+		case strings.HasPrefix(e.Dst, ns+"/"):
+			out = append(out, Edge{Src: e.Src, Dst: e.Dst, Evidence: "bypassed waypoint " + waypoint + ": ztunnel saw " + e.Evidence})
+		default:
+			out = append(out, e)
+		}
+	}
+	for _, w := range mergeEdges(obs) {
+		for _, leg := range [][2]string{{w.Src, waypoint}, {waypoint, w.Dst}} {
+			if l, ok := legs[leg]; ok {
+				w.Secured = w.Secured && l.Secured
+				w.Evidence += fmt.Sprintf("; ztunnel %s → %s: %s", leg[0], leg[1], l.Evidence)
+			}
+		}
+		out = append(out, w)
+	}
+	return MergeEdges(out), nil
 }
 
 // ZtunnelEdges reads ztunnel's L4 metrics. Unlike a sidecar's client side,

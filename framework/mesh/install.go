@@ -41,6 +41,24 @@ type Chart struct {
 	Version string `json:"version"`
 	// Values are the release's values, over the chart's defaults.
 	Values map[string]any `json:"values,omitempty"`
+	// Pins are the dotted paths in Values that name the release's images
+	// (Istio's global.hub and global.tag, Linkerd's linkerdVersion). Values
+	// always sets them, so that a chart read from a source tree, whose
+	// defaults name development images (DevCoordinate), runs the release's
+	// images. A chart without one of these values cannot be pinned, and the
+	// installer refuses it.
+	Pins []string `json:"pins,omitempty"`
+}
+
+// DevCoordinate reports whether v is an image coordinate that only charts
+// in a source tree carry and no release publishes: Istio's testing hubs and
+// tag latest, Linkerd's linkerdVersionValue placeholder.
+func DevCoordinate(v string) bool {
+	switch v {
+	case "latest", "linkerdVersionValue":
+		return true
+	}
+	return strings.Contains(v, "istio-testing") || strings.Contains(v, "registry.istio.io/testing")
 }
 
 func (c Chart) String() string {

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/pem"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,7 +45,9 @@ func TestIstioCharts(t *testing.T) {
 		"istio-system/istiod=istiod@1.28.0 https://istio-release.storage.googleapis.com/charts",
 	}, plan(cs))
 	assert.Equal(t, []string{"defaultRevision=default"}, FlattenValues(cs[0].Values))
-	assert.Empty(t, FlattenValues(cs[1].Values))
+	assert.Equal(t, []string{"global.hub=docker.io/istio", "global.tag=1.28.0"}, FlattenValues(cs[1].Values))
+	assert.Empty(t, cs[0].Pins, "base runs no images")
+	assert.Equal(t, []string{"global.hub", "global.tag"}, cs[1].Pins)
 
 	m, err := New("istio", WithRevision("canary"), WithNamespace("mesh"))
 	require.NoError(t, err)
@@ -54,7 +57,7 @@ func TestIstioCharts(t *testing.T) {
 		"mesh/istiod-canary=istiod@1.27.3 https://istio-release.storage.googleapis.com/charts",
 	}, plan(cs))
 	assert.Equal(t, []string{"defaultRevision=canary", "global.hub=registry.local/istio"}, FlattenValues(cs[0].Values))
-	assert.Equal(t, []string{"global.hub=registry.local/istio", "revision=canary"}, FlattenValues(cs[1].Values))
+	assert.Equal(t, []string{"global.hub=registry.local/istio", "global.tag=1.27.3", "revision=canary"}, FlattenValues(cs[1].Values))
 }
 
 func TestAmbientCharts(t *testing.T) {
@@ -66,9 +69,10 @@ func TestAmbientCharts(t *testing.T) {
 		"istio-system/ztunnel=ztunnel@1.28.0 https://istio-release.storage.googleapis.com/charts",
 	}, plan(cs))
 	assert.Equal(t, []string{"defaultRevision=default", "global.hub=r.local", "profile=ambient"}, FlattenValues(cs[0].Values))
-	assert.Equal(t, []string{"global.hub=r.local", "profile=ambient"}, FlattenValues(cs[1].Values))
-	assert.Equal(t, []string{"global.hub=r.local", "profile=ambient"}, FlattenValues(cs[2].Values))
-	assert.Equal(t, []string{"hub=r.local", "profile=ambient"}, FlattenValues(cs[3].Values))
+	assert.Equal(t, []string{"global.hub=r.local", "global.tag=1.28.0", "profile=ambient"}, FlattenValues(cs[1].Values))
+	assert.Equal(t, []string{"global.hub=r.local", "global.tag=1.28.0", "profile=ambient"}, FlattenValues(cs[2].Values))
+	assert.Equal(t, []string{"hub=r.local", "profile=ambient", "tag=1.28.0"}, FlattenValues(cs[3].Values))
+	assert.Equal(t, []string{"hub", "tag"}, cs[3].Pins)
 }
 
 func TestLinkerdChartsCarryAValidIdentity(t *testing.T) {
@@ -98,9 +102,35 @@ func TestLinkerdChartsCarryAValidIdentity(t *testing.T) {
 		assert.NotContains(t, kv, "BEGIN")
 	}
 
+	assert.Equal(t, "edge-25.11.2", v["linkerdVersion"])
+	assert.Equal(t, []string{"linkerdVersion"}, cs[1].Pins)
+
 	cs = charts(t, newMesh(t, "linkerd"), InstallOptions{Registry: "r.local/l5d"})
-	assert.Equal(t, "r.local/l5d/proxy", cs[1].Values["proxy"].(map[string]any)["image"].(map[string]any)["name"])
-	assert.Equal(t, "r.local/l5d/controller", cs[1].Values["controllerImage"])
+	var images []string
+	for _, kv := range FlattenValues(cs[1].Values) {
+		if strings.Contains(kv, "r.local") || strings.HasPrefix(kv, "linkerdVersion=") {
+			images = append(images, kv)
+		}
+	}
+	// The policy controller runs from controllerImage (edge-25.10.1's chart
+	// has no policyController.image).
+	assert.Equal(t, []string{"controllerImage=r.local/l5d/controller", "debugContainer.image.name=r.local/l5d/debug",
+		"linkerdVersion=edge-25.10.1", "proxy.image.name=r.local/l5d/proxy", "proxyInit.image.name=r.local/l5d/proxy-init"}, images)
+}
+
+func TestLinkerdVersionOf(t *testing.T) {
+	assert.Equal(t, "edge-25.10.1", linkerdVersionOf("2025.10.1"))
+	assert.Equal(t, "edge-26.1.12", linkerdVersionOf("2026.1.12"))
+	assert.Equal(t, "stable-2.14.10", linkerdVersionOf("2.14.10"))
+}
+
+func TestDevCoordinate(t *testing.T) {
+	for _, v := range []string{"latest", "linkerdVersionValue", "gcr.io/istio-testing", "registry.istio.io/testing"} {
+		assert.True(t, DevCoordinate(v), v)
+	}
+	for _, v := range []string{"1.28.0", "docker.io/istio", "edge-25.10.1", "cr.l5d.io/linkerd/controller"} {
+		assert.False(t, DevCoordinate(v), v)
+	}
 }
 
 func TestCiliumCharts(t *testing.T) {

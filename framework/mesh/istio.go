@@ -5,12 +5,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -25,10 +26,38 @@ const (
 	istioEnvoyStatsPort = 15090
 )
 
-type istio struct{ ns, rev string }
+// Istio's per-pod sidecar resource annotations. When any is set, the
+// injection template takes the proxy's resources from the annotations
+// alone, dropping the chart's global.proxy.resources (and its 2-CPU limit).
+const (
+	istioProxyCPU      = "sidecar.istio.io/proxyCPU"
+	istioProxyMemory   = "sidecar.istio.io/proxyMemory"
+	istioProxyCPULimit = "sidecar.istio.io/proxyCPULimit"
+)
+
+// Istio sidecar defaults meshbench sets on every meshed pod: the chart's
+// requests, no limit, and 2 Envoy workers (what a default install runs,
+// since pilot-agent sizes Envoy from the chart's 2-CPU limit).
+const (
+	istioDefaultConcurrency = 2
+	istioSidecarCPU         = "100m"
+	istioSidecarMemory      = "128Mi"
+)
+
+type istio struct {
+	ns, rev string
+	// concurrency is Envoy's worker threads on every meshed pod (0: one
+	// per core of the node); cpuLimit the sidecar's CPU limit, "" for none.
+	concurrency int
+	cpuLimit    string
+}
 
 func newIstio(cfg config) *istio {
-	return &istio{ns: cmp.Or(cfg.namespace, "istio-system"), rev: cfg.revision}
+	i := &istio{ns: cmp.Or(cfg.namespace, "istio-system"), rev: cfg.revision, concurrency: istioDefaultConcurrency, cpuLimit: cfg.sidecarCPULimit}
+	if cfg.sidecarConcurrency != nil {
+		i.concurrency = *cfg.sidecarConcurrency
+	}
+	return i
 }
 
 func (i *istio) Name() string { return "istio" }
@@ -65,11 +94,50 @@ func (i *istio) Detect(ctx context.Context, c kubernetes.Interface) (Info, error
 	}
 	info.Config["trustDomain"] = mc.TrustDomain
 	info.Config["outboundTrafficPolicy.mode"] = mc.OutboundTrafficPolicy.Mode
-	info.Threads = istioThreads(mc.DefaultConfig.Concurrency, "mesh config defaultConfig.concurrency")
-	if mc.DefaultConfig.Concurrency != nil {
-		info.Config["defaultConfig.concurrency"] = strconv.Itoa(*mc.DefaultConfig.Concurrency)
+	meshDefault := istioThreads(mc.DefaultConfig.Concurrency, "mesh config defaultConfig.concurrency")
+	info.Config["defaultConfig.concurrency"] = meshDefault.String()
+	n := i.concurrency
+	info.Threads = istioThreads(&n, "pod annotation "+istioProxyConfig+" concurrency, set by meshbench on every meshed pod")
+	for k, v := range i.sidecarAnnotations() {
+		info.Config["sidecar."+k] = v
 	}
+	info.Config["sidecar.cpuLimit"] = cmp.Or(i.cpuLimit, "none")
 	return info, nil
+}
+
+// sidecarAnnotations are the annotations Inject puts on a meshed pod.
+func (i *istio) sidecarAnnotations() map[string]string {
+	a := map[string]string{
+		istioProxyConfig: fmt.Sprintf("concurrency: %d\n", i.concurrency),
+		istioProxyCPU:    istioSidecarCPU,
+		istioProxyMemory: istioSidecarMemory,
+	}
+	if i.cpuLimit != "" {
+		a[istioProxyCPULimit] = i.cpuLimit
+	}
+	return a
+}
+
+// Inject makes the sidecar's threads and resources explicit on a meshed
+// pod template: Envoy's concurrency in proxy.istio.io/config (pilot-agent
+// otherwise derives it from the CPU limit, ISTIO_CPU_LIMIT, which without a
+// limit is the node's core count), and the proxy's requests and CPU limit
+// (none unless WithSidecarCPULimit) in the sidecar.istio.io/proxy*
+// annotations, which replace the chart's default resources (a 2-CPU limit
+// that would throttle Envoy).
+func (i *istio) Inject(t *corev1.PodTemplateSpec) error {
+	if i.cpuLimit != "" {
+		if _, err := resource.ParseQuantity(i.cpuLimit); err != nil {
+			return fmt.Errorf("istio: sidecar CPU limit %q: %w", i.cpuLimit, err)
+		}
+	}
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	for k, v := range i.sidecarAnnotations() {
+		t.Annotations[k] = v
+	}
+	return nil
 }
 
 func revNote(rev string) string {
@@ -125,12 +193,13 @@ func istioMesh(ctx context.Context, c kubernetes.Interface, ns, rev string) (ist
 }
 
 // istioThreads describes Envoy's worker threads from ProxyConfig.concurrency:
-// unset lets pilot-agent size it from the proxy's CPU request or limit,
-// 0 means one worker per core of the node.
+// unset lets pilot-agent set it to the proxy's CPU limit (ISTIO_CPU_LIMIT,
+// from the downward API, which without a limit gives the node's cores; see
+// pilot/cmd/pilot-agent/config), 0 means one worker per core of the node.
 func istioThreads(concurrency *int, source string) Threads {
 	switch {
 	case concurrency == nil:
-		return Threads{Mode: "auto", Source: source + " unset: pilot-agent derives it from the proxy's CPU request/limit"}
+		return Threads{Mode: "auto", Source: source + " unset: pilot-agent sets it to the proxy's CPU limit, ISTIO_CPU_LIMIT, which without a limit is the node's core count"}
 	case *concurrency == 0:
 		return Threads{Mode: "all-cores", Source: source + "=0: one Envoy worker per core of the node"}
 	default:
@@ -162,8 +231,88 @@ func (i *istio) Verify(ctx context.Context, c kubernetes.Interface, namespace st
 	if i.rev != "" {
 		hint = "is the namespace labelled istio.io/rev=" + i.rev + ", and were the pods restarted after?"
 	}
-	return verifySidecars(ctx, c, "istio", namespace, istioProxy, hint,
+	v, err := verifySidecars(ctx, c, "istio", namespace, istioProxy, hint,
 		map[string]string{istioSidecarInject: "false"}, istioPodThreads)
+	pods, lerr := livePods(ctx, c, namespace, "")
+	if lerr != nil {
+		return v, errors.Join(err, lerr)
+	}
+	v.Notes = append(v.Notes, i.checkSidecars(ctx, c, pods, v.Pods)...)
+	return v, err
+}
+
+// checkSidecars compares each meshed pod's sidecar with the settings
+// Inject asked for, and replaces the configured threads in checks with the
+// concurrency Envoy really runs (its server.concurrency gauge). What does
+// not match is returned as notes.
+func (i *istio) checkSidecars(ctx context.Context, c kubernetes.Interface, pods []corev1.Pod, checks []PodCheck) []string {
+	var notes []string
+	for k := range pods {
+		p := &pods[k]
+		ctr, ok := proxyContainer(p, istioProxy)
+		if !ok {
+			continue
+		}
+		if got, want := ctr.Resources.Limits.Cpu().String(), cmp.Or(i.cpuLimit, "0"); !quantityEqual(got, want) {
+			how := istioProxyCPULimit
+			if i.cpuLimit == "" {
+				how = istioProxyCPU + " without " + istioProxyCPULimit
+			}
+			notes = append(notes, fmt.Sprintf("pod %s: istio-proxy has CPU limit %s, not %s as meshbench asked with %s: "+
+				"the injection template did not apply the annotations", p.Name, noneIfZero(got), cmp.Or(i.cpuLimit, "none"), how))
+		}
+		n, err := envoyConcurrencyOf(ctx, c, p)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("pod %s: Envoy's concurrency not read: %v", p.Name, err))
+			continue
+		}
+		if n != i.concurrency && i.concurrency != 0 {
+			notes = append(notes, fmt.Sprintf("pod %s: Envoy runs %d workers, not the %d meshbench set in %s", p.Name, n, i.concurrency, istioProxyConfig))
+		}
+		for j := range checks {
+			if checks[j].Pod == p.Name {
+				checks[j].Threads = &Threads{N: n, Mode: "fixed", Source: "Envoy's envoy_server_concurrency (:15090/stats/prometheus)"}
+			}
+		}
+	}
+	return notes
+}
+
+func noneIfZero(q string) string {
+	if q == "0" {
+		return "none"
+	}
+	return q
+}
+
+func quantityEqual(a, b string) bool {
+	qa, err1 := resource.ParseQuantity(a)
+	qb, err2 := resource.ParseQuantity(b)
+	return err1 == nil && err2 == nil && qa.Cmp(qb) == 0
+}
+
+// envoyConcurrencyOf reads the worker threads of a pod's Envoy from its
+// stats (the server.concurrency gauge, which Istio's bootstrap keeps: its
+// stats inclusion list has the "server" prefix).
+func envoyConcurrencyOf(ctx context.Context, c kubernetes.Interface, p *corev1.Pod) (int, error) {
+	body, err := scrape(ctx, c, p, istioEnvoyStatsPort, "stats/prometheus")
+	if err != nil {
+		return 0, err
+	}
+	return EnvoyConcurrency(bytes.NewReader(body))
+}
+
+// EnvoyConcurrency reads Envoy's worker threads, the envoy_server_concurrency
+// gauge, from its Prometheus stats.
+func EnvoyConcurrency(r io.Reader) (int, error) {
+	ss, err := readSeries(r, "envoy_server_concurrency")
+	if err != nil {
+		return 0, err
+	}
+	if len(ss) == 0 {
+		return 0, errors.New("no envoy_server_concurrency in Envoy's stats")
+	}
+	return int(ss[0].value), nil
 }
 
 // istioPodThreads reads Envoy's concurrency from the pod's
@@ -256,9 +405,15 @@ func (i *istio) Charts(o InstallOptions) ([]Chart, error) {
 	return istioCharts("istio", i.ns, i.rev, i.defaultVersion(), o, "")
 }
 
+// istioHub is where Istio's releases publish their images.
+const istioHub = "docker.io/istio"
+
 // istioCharts returns base and istiod, then the extra releases (ambient's
 // cni and ztunnel, as {release, chart} pairs), all of one version, with the
-// profile (when set) and the registry as their hub.
+// profile (when set). Every chart that runs images gets its hub (the
+// registry, else Istio's) and tag (the version) set and pinned, so that
+// charts read from a source tree (hub registry.istio.io/testing, tag
+// latest) run the release's images too.
 func istioCharts(mesh, ns, rev, def string, o InstallOptions, profile string, extra ...[2]string) ([]Chart, error) {
 	v, err := o.version(mesh, def)
 	if err != nil {
@@ -269,14 +424,22 @@ func istioCharts(mesh, ns, rev, def string, o InstallOptions, profile string, ex
 		if profile != "" {
 			values["profile"] = profile
 		}
-		if o.Registry != "" {
-			hub := "global.hub"
-			if name == "ztunnel" {
-				hub = "hub" // the ztunnel chart reads its hub at the top level
-			}
-			set(values, hub, o.Registry)
+		c := Chart{Release: release, Namespace: ns, Name: name, Repo: istioRepo, Version: v, Values: values}
+		hub, tag := "global.hub", "global.tag"
+		if name == "ztunnel" {
+			hub, tag = "hub", "tag" // the ztunnel chart reads its hub and tag at the top level
 		}
-		return Chart{Release: release, Namespace: ns, Name: name, Repo: istioRepo, Version: v, Values: values}
+		switch {
+		case name == "base": // no images; the registry only for its global values, as before
+			if o.Registry != "" {
+				set(values, hub, o.Registry)
+			}
+		default:
+			set(values, hub, cmp.Or(o.Registry, istioHub))
+			set(values, tag, v)
+			c.Pins = []string{hub, tag}
+		}
+		return c
 	}
 	base := chart("istio-base", "base")
 	base.Values["defaultRevision"] = cmp.Or(rev, "default")

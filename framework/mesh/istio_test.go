@@ -4,13 +4,17 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"text/template"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 func TestIstioDetect(t *testing.T) {
@@ -21,8 +25,10 @@ func TestIstioDetect(t *testing.T) {
 	assert.Equal(t, []Component{{Kind: "Deployment", Namespace: "istio-system", Name: "istiod",
 		Image: "registry.istio.io/release/pilot:1.1.4"}}, info.Components)
 	assert.Equal(t, "cluster.local", info.Config["trustDomain"])
-	assert.Equal(t, Threads{Mode: "auto", Source: "mesh config defaultConfig.concurrency unset: " +
-		"pilot-agent derives it from the proxy's CPU request/limit"}, info.Threads)
+	assert.Equal(t, Threads{N: 2, Mode: "fixed", Source: "pod annotation proxy.istio.io/config concurrency, set by meshbench on every meshed pod"}, info.Threads)
+	assert.Equal(t, "auto (mesh config defaultConfig.concurrency unset: pilot-agent sets it to the proxy's CPU limit, "+
+		"ISTIO_CPU_LIMIT, which without a limit is the node's core count)", info.Config["defaultConfig.concurrency"])
+	assert.Equal(t, "none", info.Config["sidecar.cpuLimit"])
 
 	_, err = newMesh(t, "istio", WithRevision("canary")).Detect(ctx, clientset(load(t, "istio/istiod.yaml")...))
 	assert.EqualError(t, err, "istio is not installed: no Deployment labelled app=istiod in istio-system with istio.io/rev=canary")
@@ -92,4 +98,107 @@ func TestIstioEdges(t *testing.T) {
 			Evidence: `unverified: only client-side telemetry (istio_requests_total{reporter="source",connection_security_policy="unknown"} 310), ` +
 				`which cannot see mTLS; read the destination's proxy`},
 	}, edges)
+}
+
+func TestIstioInjectMakesTheSidecarExplicit(t *testing.T) {
+	d := loadOne[*appsv1.Deployment](t, "istio/deployment-plain.yaml")
+	tmpl := d.Spec.Template.DeepCopy()
+	require.NoError(t, newMesh(t, "istio").(Injector).Inject(tmpl))
+	assert.Equal(t, map[string]string{
+		"proxy.istio.io/config":        "concurrency: 2\n",
+		"sidecar.istio.io/proxyCPU":    "100m",
+		"sidecar.istio.io/proxyMemory": "128Mi",
+	}, tmpl.Annotations)
+
+	tmpl = d.Spec.Template.DeepCopy()
+	m := newMesh(t, "istio", WithSidecarConcurrency(4), WithSidecarCPULimit("4"))
+	require.NoError(t, m.(Injector).Inject(tmpl))
+	assert.Equal(t, "concurrency: 4\n", tmpl.Annotations["proxy.istio.io/config"])
+	assert.Equal(t, "4", tmpl.Annotations["sidecar.istio.io/proxyCPULimit"])
+	assert.EqualError(t, newMesh(t, "istio", WithSidecarCPULimit("two")).(Injector).Inject(d.Spec.Template.DeepCopy()),
+		`istio: sidecar CPU limit "two": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`)
+
+	// Detect records what every meshed pod gets.
+	info, err := m.Detect(ctx, clientset(load(t, "istio/istiod.yaml")...))
+	require.NoError(t, err)
+	assert.Equal(t, Threads{N: 4, Mode: "fixed", Source: "pod annotation proxy.istio.io/config concurrency, set by meshbench on every meshed pod"}, info.Threads)
+	assert.Equal(t, "4", info.Config["sidecar.cpuLimit"])
+	assert.Equal(t, "100m", info.Config["sidecar.sidecar.istio.io/proxyCPU"])
+}
+
+// TestIstioSidecarAnnotationsDropTheChartLimit renders the "resources"
+// block of the real injection template (istiod chart,
+// files/injection-template.yaml) with the annotations Inject sets: the
+// chart's default resources, with their 2-CPU limit, must be gone.
+func TestIstioSidecarAnnotationsDropTheChartLimit(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(istioChartsDir(t), "istio-control", "istio-discovery", "files", "injection-template.yaml"))
+	require.NoError(t, err)
+	src := string(b)
+	start := strings.Index(src, `{{- define "resources"  }}`)
+	require.GreaterOrEqual(t, start, 0, "the injection template has no resources block")
+	end := strings.Index(src[start:], "\n{{- end }}\n")
+	require.Greater(t, end, 0)
+	funcs := template.FuncMap{
+		"isset": func(m map[string]string, k string) bool { _, ok := m[k]; return ok },
+		"quote": func(s string) string { return strconv.Quote(s) },
+		"toYaml": func(v any) string {
+			out, err := sigsyaml.Marshal(v)
+			require.NoError(t, err)
+			return strings.TrimSpace(string(out))
+		},
+		"omitNil": func(v any) any { return v },
+		"indent": func(n int, s string) string {
+			return strings.ReplaceAll(s, "\n", "\n"+strings.Repeat(" ", n))
+		},
+	}
+	tpl, err := template.New("t").Funcs(funcs).Parse(src[start:start+end] + "\n{{- end }}\n" + `resources:{{ template "resources" . }}`)
+	require.NoError(t, err)
+	render := func(annotations map[string]string) corev1.ResourceRequirements {
+		// The chart's default global.proxy.resources (istiod values.yaml).
+		values := map[string]any{"global": map[string]any{"proxy": map[string]any{"resources": map[string]any{
+			"requests": map[string]any{"cpu": "100m", "memory": "128Mi"},
+			"limits":   map[string]any{"cpu": "2000m", "memory": "1024Mi"}}}}}
+		var out strings.Builder
+		require.NoError(t, tpl.Execute(&out, map[string]any{"ObjectMeta": map[string]any{"Annotations": annotations}, "Values": values}))
+		var r struct {
+			Resources corev1.ResourceRequirements `json:"resources"`
+		}
+		require.NoError(t, sigsyaml.Unmarshal([]byte(out.String()), &r), out.String())
+		return r.Resources
+	}
+	def := render(nil)
+	assert.Equal(t, "2", def.Limits.Cpu().String(), "without annotations the chart's 2-CPU limit applies")
+
+	tmpl := corev1.PodTemplateSpec{}
+	require.NoError(t, newMesh(t, "istio").(Injector).Inject(&tmpl))
+	got := render(tmpl.Annotations)
+	assert.Empty(t, got.Limits, "meshbench's sidecar must have no limit")
+	assert.Equal(t, "100m", got.Requests.Cpu().String())
+	assert.Equal(t, "128Mi", got.Requests.Memory().String())
+
+	require.NoError(t, newMesh(t, "istio", WithSidecarCPULimit("3")).(Injector).Inject(&tmpl))
+	got = render(tmpl.Annotations)
+	assert.Equal(t, "3", got.Limits.Cpu().String())
+}
+
+func TestIstioVerifyReadsEnvoyConcurrency(t *testing.T) {
+	stats, err := os.ReadFile(filepath.Join("testdata", "istio", "envoy-server-stats.txt"))
+	require.NoError(t, err)
+	pod := podFrom(t, loadOne[*appsv1.Deployment](t, "istio/deployment-injected.yaml"), "traffic-7d9c5-abcde", "mb", "kind-worker")
+	c := apiServer(t, []corev1.Pod{*pod}, map[string]string{
+		"/api/v1/namespaces/mb/pods/traffic-7d9c5-abcde:15090/proxy/stats/prometheus": string(stats),
+	})
+	v, err := newMesh(t, "istio").Verify(ctx, c, "mb", true)
+	require.NoError(t, err)
+	// The recorded pod asks for concurrency 0 (all cores); Envoy reports 2.
+	assert.Equal(t, &Threads{N: 2, Mode: "fixed", Source: "Envoy's envoy_server_concurrency (:15090/stats/prometheus)"}, v.Pods[0].Threads)
+	// The recorded pod has requests only, as meshbench asks by default.
+	assert.Empty(t, v.Notes)
+
+	v, err = newMesh(t, "istio", WithSidecarConcurrency(4), WithSidecarCPULimit("2")).Verify(ctx, c, "mb", true)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"pod traffic-7d9c5-abcde: istio-proxy has CPU limit none, not 2 as meshbench asked with sidecar.istio.io/proxyCPULimit: " +
+			"the injection template did not apply the annotations",
+		"pod traffic-7d9c5-abcde: Envoy runs 2 workers, not the 4 meshbench set in proxy.istio.io/config"}, v.Notes)
 }

@@ -205,36 +205,65 @@ func (l *linkerd) MTLS(ctx context.Context, c kubernetes.Interface, namespace st
 // on application ports without tls="true" show clients that reached the pod
 // in plaintext; their source is unknown. Inbound mTLS series are left to the
 // client's own outbound series, which name the workload rather than its
-// service account. The proxy's admin and control ports (4191, 4190: probes
-// and metrics scrapes) are skipped.
+// service account.
+//
+// What is not traffic between workloads is left out (linkerdLocal): the
+// proxy's own hops to and from its application (peer="src" outbound,
+// peer="dst" inbound, no_tls_reason="loopback"), the admin and control ports
+// (4191, 4190: metrics scrapes and the proxy's probes), and the kubelet's
+// probes of the application (the policy controller's default "probe" route
+// and authorization). A probe is only told apart at HTTP level, so on a port
+// with inbound request_total series the plaintext tcp_open_total series
+// (which count the probes' connections too) are left to request_total.
 func LinkerdEdges(self string, r io.Reader) ([]Edge, error) {
 	ss, err := readSeries(r, "request_total", "tcp_open_total")
 	if err != nil {
 		return nil, err
 	}
+	httpPorts := map[string]bool{}
+	for _, s := range ss {
+		if s.name == "request_total" && s.labels["direction"] == "inbound" {
+			httpPorts[s.labels["target_port"]] = true
+		}
+	}
 	var obs []observation
 	for _, s := range ss {
-		if s.value <= 0 {
+		l := s.labels
+		if s.value <= 0 || linkerdLocal(l) {
 			continue
 		}
-		l := s.labels
 		secured := l["tls"] == "true"
 		ev := describe(s, "direction", "peer", "target_port", "tls", "no_tls_reason", "server_id")
 		switch l["direction"] {
 		case "outbound":
-			if l["peer"] == "src" {
-				continue // the application's own plaintext hop to its proxy
-			}
 			obs = append(obs, observation{src: self, dst: linkerdDst(l), secured: secured, authoritative: true, evidence: ev})
 		case "inbound":
-			port := l["target_port"]
-			if port == strconv.Itoa(linkerdAdminPort) || port == strconv.Itoa(linkerdControlPort) || secured {
+			if secured || s.name == "tcp_open_total" && httpPorts[l["target_port"]] {
 				continue
 			}
 			obs = append(obs, observation{src: "unknown", dst: self, secured: false, authoritative: true, evidence: ev})
 		}
 	}
 	return mergeEdges(obs), nil
+}
+
+// linkerdLocal reports whether a series of a linkerd-proxy counts traffic
+// that is not between two workloads: the proxy's hop to or from its own
+// application over loopback, its admin and control ports, or the kubelet's
+// probes (the default "probe" route and authorization of Linkerd's policy
+// controller).
+func linkerdLocal(l map[string]string) bool {
+	switch {
+	case l["no_tls_reason"] == "loopback":
+		return true
+	case l["direction"] == "outbound" && l["peer"] == "src", l["direction"] == "inbound" && l["peer"] == "dst":
+		return true
+	case l["target_port"] == strconv.Itoa(linkerdAdminPort) || l["target_port"] == strconv.Itoa(linkerdControlPort):
+		return true
+	case l["route_name"] == "probe" && l["route_kind"] == "default", l["authz_name"] == "probe" && l["authz_kind"] == "default":
+		return true
+	}
+	return false
 }
 
 func linkerdDst(l map[string]string) string {
@@ -268,6 +297,9 @@ func (l *linkerd) Charts(o InstallOptions) ([]Chart, error) {
 		return nil, fmt.Errorf("linkerd: identity certificates: %w", err)
 	}
 	cp := map[string]any{}
+	// The chart's images default to linkerdVersion, which a source tree
+	// leaves as the placeholder linkerdVersionValue.
+	set(cp, "linkerdVersion", linkerdVersionOf(v))
 	set(cp, "identityTrustAnchorsPEM", string(chain.RootPEM))
 	set(cp, "identity.issuer.tls.crtPEM", string(chain.IssuerPEM))
 	set(cp, "identity.issuer.tls.keyPEM", string(chain.IssuerKeyPEM))
@@ -275,11 +307,23 @@ func (l *linkerd) Charts(o InstallOptions) ([]Chart, error) {
 		set(cp, "controllerImage", r+"/controller")
 		set(cp, "proxy.image.name", r+"/proxy")
 		set(cp, "proxyInit.image.name", r+"/proxy-init")
-		set(cp, "policyController.image.name", r+"/policy-controller")
+		// The policy controller runs from controllerImage: the chart has
+		// had no policyController.image since it merged the two images.
 		set(cp, "debugContainer.image.name", r+"/debug")
 	}
 	return []Chart{
 		{Release: "linkerd-crds", Namespace: l.ns, Name: "linkerd-crds", Repo: linkerdRepo, Version: v, Values: map[string]any{}},
-		{Release: "linkerd-control-plane", Namespace: l.ns, Name: "linkerd-control-plane", Repo: linkerdRepo, Version: v, Values: cp},
+		{Release: "linkerd-control-plane", Namespace: l.ns, Name: "linkerd-control-plane", Repo: linkerdRepo, Version: v, Values: cp,
+			Pins: []string{"linkerdVersion"}},
 	}, nil
+}
+
+// linkerdVersionOf is the image tag of a Linkerd chart version: an edge
+// chart 2025.10.1 runs edge-25.10.1, a stable chart 2.14.10 stable-2.14.10.
+func linkerdVersionOf(chartVersion string) string {
+	var y, m, p int
+	if n, _ := fmt.Sscanf(chartVersion, "%d.%d.%d", &y, &m, &p); n == 3 && y >= 2000 {
+		return fmt.Sprintf("edge-%02d.%d.%d", y%100, m, p)
+	}
+	return "stable-" + chartVersion
 }

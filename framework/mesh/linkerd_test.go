@@ -128,6 +128,37 @@ func TestLinkerdEdgesPlaintextInbound(t *testing.T) {
 		Evidence: `tcp_open_total{direction="inbound",peer="src",target_port="8080",tls="no_identity",no_tls_reason="no_tls_from_remote"} 30`}}, edges)
 }
 
+func TestLinkerdEdgesLeaveOutLoopbackAndProbes(t *testing.T) {
+	// The inbound proxy's own connection to its application
+	// (peer="dst", no_tls_reason="loopback"), as a Linkerd proxy reported it.
+	f, err := os.Open(filepath.Join("testdata", "linkerd", "proxy-metrics-loopback.txt"))
+	require.NoError(t, err)
+	defer f.Close()
+	edges, err := LinkerdEdges("mb/backend", f)
+	require.NoError(t, err)
+	// What is left is the plaintext inbound series of that old proxy, which
+	// had no target_port: it cannot be told apart from a client outside the
+	// mesh, so it stays, and nothing else does.
+	assert.Equal(t, []Edge{{Src: "unknown", Dst: "mb/backend",
+		Evidence: `tcp_open_total{direction="inbound",peer="src",tls="no_identity",no_tls_reason="no_tls_from_remote"} 44`}}, edges)
+
+	// The recorded admin-port request_total line moved to the application
+	// port and routed as the policy controller routes kubelet probes: the
+	// probes' requests and their connections on that port are left out,
+	// while a plaintext request from elsewhere still shows.
+	probe := `request_total{direction="inbound",target_addr="0.0.0.0:8080",target_ip="0.0.0.0",target_port="8080",tls="no_identity",no_tls_reason="no_tls_from_remote",srv_kind="default",srv_name="all-unauthenticated",route_kind="default",route_name="probe",authz_kind="default",authz_name="probe"} 30` + "\n"
+	conns := `tcp_open_total{direction="inbound",peer="src",target_addr="0.0.0.0:8080",target_ip="0.0.0.0",target_port="8080",tls="no_identity",no_tls_reason="no_tls_from_remote",srv_kind="default",srv_name="all-unauthenticated"} 30` + "\n"
+	loop := `tcp_open_total{direction="inbound",peer="dst",target_addr="10.42.0.7:8080",target_ip="10.42.0.7",target_port="8080",tls="no_identity",no_tls_reason="loopback"} 2` + "\n"
+	edges, err = LinkerdEdges("mb/backend", strings.NewReader(probe+conns+loop))
+	require.NoError(t, err)
+	assert.Empty(t, edges)
+	stray := `request_total{direction="inbound",target_addr="0.0.0.0:8080",target_ip="0.0.0.0",target_port="8080",tls="no_identity",no_tls_reason="no_tls_from_remote",srv_kind="default",srv_name="all-unauthenticated",route_kind="default",route_name="default",authz_kind="default",authz_name="all-unauthenticated"} 3` + "\n"
+	edges, err = LinkerdEdges("mb/backend", strings.NewReader(probe+conns+loop+stray))
+	require.NoError(t, err)
+	assert.Equal(t, []Edge{{Src: "unknown", Dst: "mb/backend",
+		Evidence: `request_total{direction="inbound",target_port="8080",tls="no_identity",no_tls_reason="no_tls_from_remote"} 3`}}, edges)
+}
+
 // apiServer serves a pod list and the pods' proxy endpoints, standing in for
 // the API server.
 func apiServer(t *testing.T, pods []corev1.Pod, proxied map[string]string) kubernetes.Interface {

@@ -45,8 +45,9 @@ type MTLSChecker interface {
 	MTLS(ctx context.Context, c kubernetes.Interface, namespace string) ([]Edge, error)
 }
 
-// Injector is a mesh whose proxy the harness injects itself (the
-// bring-your-own sidecar): Inject adds the proxy to a pod template.
+// Injector is a mesh that edits the meshed arm's pod templates before they
+// are created: the bring-your-own sidecar adds its proxy; Istio makes its
+// sidecar's resources and Envoy threads explicit.
 type Injector interface {
 	Inject(t *corev1.PodTemplateSpec) error
 }
@@ -212,6 +213,12 @@ type config struct {
 	sidecarArgs  []string
 	// evidence supplies the bring-your-own proxy's mTLS evidence.
 	evidence EvidenceFunc
+	// sidecarConcurrency and sidecarCPULimit are the Istio sidecar's
+	// Envoy workers (nil: 2) and CPU limit ("": none).
+	sidecarConcurrency *int
+	sidecarCPULimit    string
+	// gatewayAPICRDs is a directory of Gateway API CRDs ("": the module's).
+	gatewayAPICRDs string
 }
 
 // EvidenceFunc returns the mTLS edges of a namespace, for a mesh whose proxy
@@ -230,6 +237,21 @@ func WithRevision(rev string) Option { return optionFunc(func(c *config) { c.rev
 // the waypoint named name (istio.io/use-waypoint). The waypoint Gateway
 // (class istio-waypoint) must exist in the namespace.
 func WithWaypoint(name string) Option { return optionFunc(func(c *config) { c.waypoint = name }) }
+
+// WithSidecarConcurrency sets the Envoy worker threads of every Istio
+// sidecar of the meshed arm (proxy.istio.io/config concurrency). Default 2,
+// what a default Istio install runs; 0 is one worker per core of the node.
+func WithSidecarConcurrency(n int) Option {
+	return optionFunc(func(c *config) { c.sidecarConcurrency = &n })
+}
+
+// WithSidecarCPULimit sets the CPU limit of every Istio sidecar of the
+// meshed arm (sidecar.istio.io/proxyCPULimit, a quantity such as "2").
+// Default none: a limit can throttle the proxy, and the run then measures
+// the limit.
+func WithSidecarCPULimit(q string) Option {
+	return optionFunc(func(c *config) { c.sidecarCPULimit = q })
+}
 
 // WithSidecar sets the bring-your-own proxy container's name (default
 // mb-sidecar), image and arguments.
@@ -542,4 +564,6 @@ var (
 	_ MTLSChecker = (*cilium)(nil)
 	_ MTLSChecker = (*sidecar)(nil)
 	_ Injector    = (*sidecar)(nil)
+	_ Injector    = (*istio)(nil)
+	_ Cleaner     = (*ambient)(nil)
 )

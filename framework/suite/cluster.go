@@ -95,7 +95,7 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 	if err := s.loadImages(ctx); err != nil {
 		return nil, err
 	}
-	m, err := mesh.New(c.Mesh)
+	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("-mesh=%s: %w", c.Mesh, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
@@ -54,6 +56,10 @@ type Config struct {
 	MeshVersion  string `json:"meshVersion,omitempty"`
 	MeshCharts   string `json:"meshCharts,omitempty"`
 	MeshRegistry string `json:"meshRegistry,omitempty"`
+	// MeshRevision is the Istio revision (istio.io/rev) the meshed arm is
+	// injected by; Waypoint routes an ambient meshed arm through a waypoint.
+	MeshRevision string `json:"meshRevision,omitempty"`
+	Waypoint     bool   `json:"waypoint,omitempty"`
 	Thresholds   string `json:"thresholds"`
 	// ThresholdsNote says why the default fixture was not used.
 	ThresholdsNote string `json:"thresholdsNote,omitempty"`
@@ -113,6 +119,34 @@ func (p protocolFlag) Set(s string) error {
 	return nil
 }
 
+// MeshOptions are the mesh adapter's options the flags ask for.
+func (c *Config) MeshOptions() []mesh.Option {
+	var opts []mesh.Option
+	if c.MeshRevision != "" {
+		opts = append(opts, mesh.WithRevision(c.MeshRevision))
+	}
+	if c.Waypoint {
+		opts = append(opts, mesh.WithWaypoint(mesh.DefaultWaypoint))
+	}
+	return opts
+}
+
+// checkMeshModes checks -mesh-revision and -waypoint against -mesh.
+func (c *Config) checkMeshModes() []error {
+	var errs []error
+	if r := c.MeshRevision; r != "" {
+		if c.Mesh != "istio" {
+			errs = append(errs, fmt.Errorf("-mesh-revision=%s: only used with -mesh=istio (got -mesh=%q)", r, c.Mesh))
+		} else if msgs := validation.IsDNS1123Label(r); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("-mesh-revision=%s: not a revision name: %s", r, strings.Join(msgs, "; ")))
+		}
+	}
+	if c.Waypoint && c.Mesh != "istio-ambient" {
+		errs = append(errs, fmt.Errorf("-waypoint: only used with -mesh=istio-ambient (got -mesh=%q)", c.Mesh))
+	}
+	return errs
+}
+
 // RegisterFlags defines meshbench's flags on fs with their defaults.
 func RegisterFlags(fs *flag.FlagSet) *Config {
 	c := &Config{
@@ -138,6 +172,8 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.MeshVersion, "mesh-version", "", "kind/remote: with -mesh-install, the mesh release (chart version) to install (default: the adapter's pinned one)")
 	fs.StringVar(&c.MeshCharts, "mesh-charts", "", "kind/remote: with -mesh-install, a directory holding the charts (air-gapped; default: download from the mesh's Helm repository)")
 	fs.StringVar(&c.MeshRegistry, "mesh-registry", "", "kind/remote: with -mesh-install, the registry to pull the mesh's images from (default upstream)")
+	fs.StringVar(&c.MeshRevision, "mesh-revision", "", "kind/remote: with -mesh=istio, the Istio revision (istio.io/rev) that injects the meshed arm, and that -mesh-install installs (default: the default injector)")
+	fs.BoolVar(&c.Waypoint, "waypoint", false, "kind/remote: with -mesh=istio-ambient, route the meshed arm through a waypoint proxy created in its namespace (Gateway API CRDs installed when missing)")
 	fs.StringVar(&c.Placement, "placement", "in-mesh", "kind/remote: loadgen placement, in-mesh or out-of-mesh")
 	fs.IntVar(&c.Loadgens, "loadgens", 1, "kind/remote: loadgen replicas a run is sharded over (histograms merged)")
 	fs.StringVar(&c.NginxImage, "nginx-image", manifests.DefaultImages.Nginx, "kind/remote: backend and frontend image")
@@ -177,8 +213,9 @@ func (c *Config) Normalize() error {
 		errs = append(errs, fmt.Errorf("-target=%s: want local, kind or remote", c.Target))
 	}
 	// The mesh flags are checked before any cluster is made.
+	errs = append(errs, c.checkMeshModes()...)
 	if c.Target != "local" && c.Mesh != "" {
-		m, err := mesh.New(c.Mesh)
+		m, err := mesh.New(c.Mesh, c.MeshOptions()...)
 		switch inst, installs := m.(mesh.Installer); {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("-mesh=%s: %w", c.Mesh, err))

@@ -44,3 +44,21 @@ func TestMeshInstallFlags(t *testing.T) {
 	_, err = normalize(t, "-target", "kind", "-mesh", "linkerd", "-mesh-install", "-mesh-version", "stable")
 	assert.EqualError(t, err, `-mesh-version=stable: linkerd: install version "stable" is not a chart version (want e.g. 2025.10.1)`)
 }
+
+func TestMeshRevisionAndWaypointFlags(t *testing.T) {
+	cfg, err := normalize(t, "-target", "kind", "-mesh", "istio", "-mesh-revision", "canary")
+	require.NoError(t, err)
+	assert.Equal(t, "canary", cfg.MeshRevision)
+	require.Len(t, cfg.MeshOptions(), 1)
+	cfg, err = normalize(t, "-target", "kind", "-mesh", "istio-ambient", "-waypoint")
+	require.NoError(t, err)
+	assert.True(t, cfg.Waypoint)
+	require.Len(t, cfg.MeshOptions(), 1)
+
+	_, err = normalize(t, "-target", "kind", "-mesh", "linkerd", "-mesh-revision", "canary")
+	assert.EqualError(t, err, `-mesh-revision=canary: only used with -mesh=istio (got -mesh="linkerd")`)
+	_, err = normalize(t, "-target", "kind", "-mesh", "istio", "-mesh-revision", "1.28")
+	assert.EqualError(t, err, `-mesh-revision=1.28: not a revision name: must not contain dots`)
+	_, err = normalize(t, "-target", "kind", "-mesh", "istio", "-waypoint")
+	assert.EqualError(t, err, `-waypoint: only used with -mesh=istio-ambient (got -mesh="istio")`)
+}

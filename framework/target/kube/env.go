@@ -90,14 +90,14 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		// The bring-your-own proxy defaults to the workloads' nginx image.
 		e.Mesh.Version = orDefault(t.o.Workloads.Images.Nginx, manifests.DefaultImages.Nginx)
 	}
-	if info.Threads.Mode == "fixed" {
-		e.Mesh.Threads = info.Threads.N
-	}
+	measured := ""
+	e.Mesh.Threads, measured = t.meshThreads(info.Threads)
 	p := t.o.Workloads
 	_ = p.Normalize() // only for the defaults; validated by New
 	cfg := map[string]string{}
 	maps.Copy(cfg, info.Config)
 	cfg["threads"] = info.Threads.String()
+	cfg["threads.measured"] = measured
 	if info.Namespace != "" {
 		cfg["controlPlaneNamespace"] = info.Namespace
 	}
@@ -151,6 +151,61 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	}
 	e.Loadgen = fmt.Sprintf("%d× mbloadgen (%s REST API over port-forward) %s", t.o.Loadgens, fortio, where)
 	return e
+}
+
+// meshThreads is the proxies' worker threads for the environment: what
+// Verify read from the meshed arm's proxies when they all run the same
+// number, else the configured fixed number (0 when not fixed); and the
+// summary of what was read.
+func (t *Target) meshThreads(configured mesh.Threads) (int, string) {
+	t.mu.Lock()
+	measured, n := measuredThreads(t.verified[target.Meshed])
+	t.mu.Unlock()
+	if n == 0 && configured.Mode == "fixed" {
+		n = configured.N
+	}
+	if measured == "" {
+		measured = "not read from the proxies"
+	}
+	return n, measured
+}
+
+// measuredThreads summarises the worker threads Verify read from the meshed
+// arm's proxies ("2 (Envoy's envoy_server_concurrency ...) on 4 of 4 pods",
+// one entry per distinct reading), and returns the count when every pod
+// runs the same fixed number; "" and 0 when none was read.
+func measuredThreads(v mesh.Verification) (string, int) {
+	counts := map[string]int{}
+	var keys []string
+	fixed, total := map[int]bool{}, 0
+	for _, p := range v.Pods {
+		if p.Threads == nil {
+			continue
+		}
+		total++
+		k := p.Threads.String()
+		if counts[k] == 0 {
+			keys = append(keys, k)
+		}
+		counts[k]++
+		if p.Threads.Mode == "fixed" {
+			fixed[p.Threads.N] = true
+		} else {
+			fixed[-1] = true
+		}
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s on %d of %d pods", k, counts[k], len(v.Pods)))
+	}
+	n := 0
+	if len(fixed) == 1 && !fixed[-1] {
+		for k := range fixed {
+			n = k
+		}
+	}
+	return strings.Join(parts, "; "), n
 }
 
 // placement says which node each workload of a runs on, e.g.

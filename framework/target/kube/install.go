@@ -84,8 +84,12 @@ func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error 
 			return err
 		}
 		got := loaded.Metadata.Name + " " + loaded.Metadata.Version
-		if from != "" && loaded.Metadata.Version != ch.Version {
-			h.logf("kube target: helm: %s: %s holds version %s, not %s: installing it as it is", ch.Release, from, loaded.Metadata.Version, ch.Version)
+		note, err := pinChart(ch, loaded, from)
+		if err != nil {
+			return fmt.Errorf("helm install %s/%s: %w", ch.Namespace, ch.Release, err)
+		}
+		if note != "" {
+			h.logf("kube target: helm: %s: %s", ch.Release, note)
 		}
 		desc := ch.String()
 		if from != "" {
@@ -219,6 +223,77 @@ func (h *helmInstaller) load(ch mesh.Chart) (*chart.Chart, string, error) {
 		return nil, "", fmt.Errorf("load chart %s: %w", path, err)
 	}
 	return c, "", nil
+}
+
+// pinChart checks that the loaded chart will run the images of the release
+// ch asks for. Every pin of ch (the values naming its images) must be a
+// value the chart has; otherwise the images cannot be set and the chart is
+// refused. A chart from a local directory whose version is not the one
+// asked for is refused too, unless it is a source tree (the defaults of its
+// pins are development coordinates, such as tag latest, which no release
+// publishes): then the pins set the release's images, and the note says so.
+// A chart without pins keeps the old behaviour: a note on the mismatch.
+func pinChart(ch mesh.Chart, loaded *chart.Chart, from string) (string, error) {
+	got := loaded.Metadata.Name + " " + loaded.Metadata.Version
+	where := cmp.Or(from, ch.Repo)
+	var dev []string
+	for _, p := range ch.Pins {
+		def, ok := chartDefault(loaded.Values, p)
+		if !ok {
+			return "", fmt.Errorf("chart %s from %s has no value %s, so meshbench cannot set the images it runs (%s=%v): "+
+				"use the released chart %s %s (helm pull %s --repo %s --version %s)", got, where, p, p, valueAt(ch.Values, p), ch.Name, ch.Version, ch.Name, ch.Repo, ch.Version)
+		}
+		if s, isString := def.(string); isString && mesh.DevCoordinate(s) {
+			dev = append(dev, fmt.Sprintf("%s=%s", p, s))
+		}
+	}
+	if from == "" || loaded.Metadata.Version == ch.Version {
+		return "", nil
+	}
+	if len(ch.Pins) == 0 {
+		return fmt.Sprintf("%s holds version %s, not %s: installing it as it is", from, loaded.Metadata.Version, ch.Version), nil
+	}
+	if len(dev) == 0 {
+		return "", fmt.Errorf("%s holds %s, not version %s: its templates would run the images of %s; "+
+			"pass -mesh-version=%s, or point -mesh-charts at the %s charts", from, got, ch.Version, ch.Version, loaded.Metadata.Version, ch.Version)
+	}
+	var pins []string
+	for _, p := range ch.Pins {
+		pins = append(pins, fmt.Sprintf("%s=%v", p, valueAt(ch.Values, p)))
+	}
+	return fmt.Sprintf("%s is a source tree (%s, chart version %s): its images are set to the release's: %s",
+		from, strings.Join(dev, ", "), loaded.Metadata.Version, strings.Join(pins, ", ")), nil
+}
+
+// chartDefault reads the dotted path from a chart's default values, or
+// from under _internal_defaults_do_not_set, where Istio's charts keep their
+// defaults (their templates merge what is set at the top level over them).
+func chartDefault(values map[string]any, path string) (any, bool) {
+	for _, p := range []string{path, "_internal_defaults_do_not_set." + path} {
+		if v, ok := lookup(values, p); ok {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+func valueAt(values map[string]any, path string) any {
+	v, _ := lookup(values, path)
+	return v
+}
+
+func lookup(values map[string]any, path string) (any, bool) {
+	var cur any = values
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
 }
 
 // findChart looks in dir, four levels deep, for <name>-<version>.tgz or a
@@ -419,7 +494,9 @@ func (h *helmInstaller) deleteKept(ctx context.Context, ns string, kept []object
 
 // rollout waits until every workload of the release is rolled out, and
 // fails as soon as one of their pods cannot become ready, with its events
-// and last log lines.
+// and last log lines. A control plane's normal start-up restarts are
+// forgiven (startupForgiveness); an image that cannot be pulled, a missing
+// Secret or ConfigMap, or a pod that keeps crashing is not.
 func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest string) error {
 	ws, err := releaseWorkloads(manifest, ch.Namespace)
 	if err != nil {
@@ -431,6 +508,7 @@ func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest str
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	r := &readiness{c: h.c, logf: h.logf, logLines: 20}
+	forgiven := map[string]int32{} // pod/container: restarts already reported
 	var pending []string
 	start, said := time.Now(), time.Now()
 	err = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -452,14 +530,8 @@ func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest str
 			if selector == nil {
 				continue
 			}
-			pods, err := h.c.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(selector)})
-			if err != nil {
-				return false, fmt.Errorf("list pods of %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
-			}
-			for i := range pods.Items {
-				if e := podProblem(&pods.Items[i], time.Now(), h.grace); e != nil {
-					return false, r.explain(ctx, e)
-				}
+			if err := h.podsProblem(ctx, r, ch, w, selector, forgiven); err != nil {
+				return false, err
 			}
 		}
 		return len(pending) == 0, nil
@@ -468,6 +540,79 @@ func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest str
 		return fmt.Errorf("not rolled out after %v: %s: %w", h.timeout, strings.Join(pending, ", "), err)
 	}
 	return err
+}
+
+// podsProblem judges the pods of one workload: the first that cannot
+// become ready is explained and returned; a forgiven start-up restart is
+// logged once per restart, with the container's last exit.
+func (h *helmInstaller) podsProblem(ctx context.Context, r *readiness, ch mesh.Chart, w workload, selector *metav1.LabelSelector, forgiven map[string]int32) error {
+	pods, err := h.c.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(selector)})
+	if err != nil {
+		return fmt.Errorf("list pods of %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		e, restarts := installProblem(p, time.Now(), h.grace, startupForgiveness)
+		if e == nil {
+			continue
+		}
+		if restarts == 0 {
+			return r.explain(ctx, e)
+		}
+		if k := p.Name + "/" + e.Container; forgiven[k] < restarts {
+			forgiven[k] = restarts
+			h.logf("kube target: helm: %s: %s/%s container %s restarted while starting (%d of %d restarts forgiven in its first %v): %s",
+				ch.Release, p.Namespace, p.Name, e.Container, restarts, startupForgiveness.Restarts, startupForgiveness.Within, e.Message)
+		}
+	}
+	return nil
+}
+
+// forgiveness bounds the crashes an install forgives a pod while it starts.
+type forgiveness struct {
+	// Restarts is the most restarts forgiven per container.
+	Restarts int32
+	// Within is how long after the pod started they are forgiven.
+	Within time.Duration
+}
+
+// startupForgiveness is what an install forgives: a control plane often
+// restarts once or twice while its webhooks and certificates come up
+// (istiod, linkerd-destination waiting for linkerd-identity). CrashLoopBackOff
+// waits 10 s, then 20 s, before the second and third start, so a pod that
+// keeps crashing is stopped about a minute after it started.
+var startupForgiveness = forgiveness{Restarts: 2, Within: 3 * time.Minute}
+
+// installProblem is podProblem for a release's pods: a container in
+// CrashLoopBackOff that has restarted at most f.Restarts times within
+// f.Within of the pod's start is forgiven, and returned with its restart
+// count so the caller can say so; every other problem (image pulls,
+// CreateContainerConfigError, OOMKilled, ...) is returned with 0 restarts,
+// to stop the install.
+func installProblem(p *corev1.Pod, now time.Time, grace time.Duration, f forgiveness) (*PodError, int32) {
+	e := podProblem(p, now, grace)
+	if e == nil || e.Reason != "CrashLoopBackOff" {
+		return e, 0
+	}
+	started := p.Status.StartTime
+	if started == nil {
+		started = &p.CreationTimestamp
+	}
+	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if s.Name != e.Container {
+			continue
+		}
+		age := time.Duration(0)
+		if !started.IsZero() {
+			age = now.Sub(started.Time)
+		}
+		if s.RestartCount <= f.Restarts && age < f.Within {
+			return e, max(s.RestartCount, 1)
+		}
+		e.Message = strings.TrimSpace(fmt.Sprintf("%s; it keeps crashing: %d restarts, %v after the pod started (at most %d are forgiven in its first %v)",
+			e.Message, s.RestartCount, age.Round(time.Second), f.Restarts, f.Within))
+	}
+	return e, 0
 }
 
 // rolledOut reports whether w is fully rolled out, and its pod selector.
