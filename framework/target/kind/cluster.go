@@ -81,7 +81,7 @@ func Down(ctx context.Context, name string, opts ...Option) error {
 	return newCluster(name, opts).Delete(ctx)
 }
 
-func (c *cluster) Name() string       { return c.name }
+func (c *cluster) Name() string { return c.name }
 
 func (c *cluster) ExportLogs(ctx context.Context, dir string) error {
 	return c.step("export logs to "+dir, func() error {

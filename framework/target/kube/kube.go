@@ -545,6 +545,13 @@ func (t *Target) Close(ctx context.Context) error {
 		defer cancel()
 	}
 	errs := deleteNamespaces(ctx, t.c, nss, t.o.Logf)
+	// What the mesh adapter itself added for the run (a waypoint's Gateway
+	// API CRDs, when it installed them) goes with the workloads.
+	if cl, ok := t.o.Mesh.(mesh.Cleaner); ok {
+		if err := cl.Cleanup(ctx, t.c); err != nil {
+			errs = append(errs, fmt.Errorf("clean up after %s: %w", t.o.Mesh.Name(), err))
+		}
+	}
 	// The mesh goes after the workloads it served, and only when the run
 	// installed it.
 	if helm != nil {
