@@ -66,9 +66,9 @@ func TestRuleMatchesLabelsAndGlobs(t *testing.T) {
 		{Labels{"path": "one-hop", "c": "16"}, SidecarCPUPer1kReq, 7},
 		{Labels{}, SidecarCPUPer1kReq, 7},
 		{Labels{"loop": "open", "c": "32"}, P99, 10},
-		{Labels{"loop": "open", "c": "0"}, P99, 0},       // glob [1-9]* needs a leading 1-9
-		{Labels{"loop": "open"}, P99, 0},                 // a label the rule names must be present
-		{Labels{"loop": "closed", "c": "32"}, P99, 0},    // value differs
+		{Labels{"loop": "open", "c": "0"}, P99, 0},    // glob [1-9]* needs a leading 1-9
+		{Labels{"loop": "open"}, P99, 0},              // a label the rule names must be present
+		{Labels{"loop": "closed", "c": "32"}, P99, 0}, // value differs
 		{Labels{"loop": "closed", "c": "1"}, Throughput, 15},
 		{Labels{"loop": "open", "c": "1"}, Throughput, 0},
 		{Labels{"loop": "closed", "c": "1"}, SidecarRSS, 0}, // no rule for the metric
