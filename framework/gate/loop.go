@@ -11,8 +11,8 @@ import (
 // wrong answer, so the error rate is split evenly over the looks
 // (Bonferroni): with L looks each interval is at 1 - (1-Confidence)/L, and
 // a candidate at its limit is still judged wrongly at most 2.5 % of the
-// time in all. Three looks (98.3 % each) keep the first look's intervals
-// about 35 % wider than a single decision's at n=6, not more.
+// time in all. Three looks (98.3 % each) make the first look's interval
+// at n=6 37 % wider than a single decision's (t 3.534 against 2.571).
 const MaxLooks = 3
 
 // Pair is one more reference/candidate pair of one metric of one scenario,
