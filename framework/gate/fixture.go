@@ -192,9 +192,11 @@ func (p *parser) rule(n *yaml.Node, field string) (Rule, error) {
 		want, other = other, want
 	}
 	if o, ok := fs[other]; ok {
-		return Rule{}, p.fail(o.Line, field+"."+other, "%s is worse when %s, so a gate limits its %s; write %s",
-			r.Metric, map[Direction]string{HigherIsWorse: "higher", LowerIsWorse: "lower"}[r.Worse],
-			map[Direction]string{HigherIsWorse: "increase", LowerIsWorse: "decrease"}[r.Worse], want)
+		worse, change := "higher", "increase"
+		if r.Worse == LowerIsWorse {
+			worse, change = "lower", "decrease"
+		}
+		return Rule{}, p.fail(o.Line, field+"."+other, "%s is worse when %s, so a gate limits its %s; write %s", r.Metric, worse, change, want)
 	}
 	v, ok := fs[want]
 	if !ok {

@@ -167,11 +167,15 @@ func (b *builder) buildModule(ctx context.Context, name, module, version, pkg st
 }
 
 // built reports whether bin exists and was built from module@version with
-// Go goVersion.
+// Go goVersion. A main package built from a dependency of the wrapper
+// module records that dependency as the main module.
 func built(bin, module, version, goVersion string) bool {
 	bi, err := buildinfo.ReadFile(bin)
 	if err != nil || bi.GoVersion != goVersion {
 		return false
+	}
+	if bi.Main.Path == module {
+		return bi.Main.Version == version && bi.Main.Replace == nil
 	}
 	for _, d := range bi.Deps {
 		if d.Path == module {

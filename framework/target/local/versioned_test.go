@@ -85,26 +85,33 @@ func TestBuildSidecarRefusesAnUnbuildableVersionFast(t *testing.T) {
 }
 
 // TestBuildSidecarVersion builds an older Caddy from the Go module proxy
-// (minutes when cold), checks the binary says that version, and that a
-// second call reuses it.
+// into a fresh directory, checks the binary is that version, and that a
+// second call reuses it. Cold (modules not downloaded, nothing in the Go
+// build cache) it took 9m29s on 2 shared, busy cores; with the Go caches
+// warm, 17s. Run it with -timeout 30m, as make test does.
 func TestBuildSidecarVersion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Caddy from the module proxy: minutes when cold")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	if c := os.Getenv("MESHBENCH_CACHE"); c != "" {
-		dir = "" // use, and fill, the shared cache
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok {
+		if time.Until(d) < 15*time.Minute {
+			t.Skip("a cold build can take 10 minutes: run with -timeout 30m")
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
+		defer cancel()
 	}
+	dir := t.TempDir()
 	ref := SidecarRef{Name: "caddy", Version: "v2.10.2"}
 	start := time.Now()
 	bin, err := BuildSidecar(ctx, ref, dir, t.Logf)
 	require.NoError(t, err)
-	t.Logf("built or found %s in %v", bin, time.Since(start).Round(time.Second))
+	t.Logf("built %s in %v", bin, time.Since(start).Round(time.Second))
 	bi, err := buildinfo.ReadFile(bin)
 	require.NoError(t, err)
-	assert.Equal(t, "meshbench.local/sidecar/caddy", bi.Main.Path)
+	assert.Equal(t, "github.com/caddyserver/caddy/v2", bi.Main.Path)
+	assert.Equal(t, "v2.10.2", bi.Main.Version)
 	sc, err := SidecarFor(ref)
 	require.NoError(t, err)
 	assert.Equal(t, "v2.10.2", sc.Version(ctx, bin))
