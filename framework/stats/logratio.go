@@ -108,17 +108,14 @@ func PairsToResolve(sd, distance, confidence float64, maxPairs int) int {
 	if !ok(maxPairs) {
 		return -1
 	}
-	// t(n-1)/√n falls as n grows, so ok is monotone: bisect.
-	lo, hi := MinPairsForInterval-1, maxPairs // ok(lo) is false or lo is below range; ok(hi) holds
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if ok(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
+	// t(n-1) > z for every n, so no n ≤ (z·sd/distance)² will do; walk up
+	// from there (t(n-1)/√n falls as n grows, and the answer is near).
+	z := distuv.UnitNormal.Quantile((1 + confidence) / 2)
+	n := max(MinPairsForInterval, int(math.Ceil(math.Pow(z*sd/distance, 2))))
+	for !ok(n) {
+		n++
 	}
-	return hi
+	return n
 }
 
 // Summary returns the interval as a Summary (Median holds the geometric-mean
