@@ -17,8 +17,9 @@ import (
 //     otherwise gate nothing, silently);
 //   - a rule matches no scenario;
 //   - every scenario a rule matches is already gated on its metric by the
-//     rules above it, so it never applies;
-//   - no rule gates any scenario at all.
+//     rules above it, so it never applies.
+//
+// With none of these, every rule gates at least one scenario.
 func (g *Gate) Check(scenarios []Labels) error {
 	if len(scenarios) == 0 {
 		return fmt.Errorf("%s: no scenarios to gate", g.File)
@@ -30,7 +31,6 @@ func (g *Gate) Check(scenarios []Labels) error {
 		}
 	}
 	var errs []error
-	gated := 0
 	for i, r := range g.Rules {
 		field := fmt.Sprintf("rules[%d].match", i)
 		if err := g.checkLabels(r, field, known); err != nil {
@@ -47,16 +47,12 @@ func (g *Gate) Check(scenarios []Labels) error {
 				applied++
 			}
 		}
-		gated += applied
 		switch {
 		case matched == 0:
 			errs = append(errs, g.fail(r.Line, field, "matches none of the %d scenarios; their labels are %s", len(scenarios), labelValues(scenarios)))
 		case applied == 0:
 			errs = append(errs, g.fail(r.Line, fmt.Sprintf("rules[%d]", i), "never applies: the rules above it already gate %s on all %d scenarios it matches, and the first matching rule wins; move it above them or delete it", r.Metric, matched))
 		}
-	}
-	if len(errs) == 0 && gated == 0 {
-		errs = append(errs, g.fail(1, "rules", "no rule gates any of the %d scenarios", len(scenarios)))
 	}
 	return errors.Join(errs...)
 }
