@@ -1,8 +1,11 @@
 // Package stats turns raw load results into the numbers meshbench reports:
 // lossless merges of fortio histograms from several load generators,
 // percentiles computed on merged data (never averaged), repeat summaries as a
-// median with an interval, and meshed-versus-baseline overheads as both an
-// absolute delta and a ratio.
+// median with an interval, meshed-versus-baseline overheads as both an
+// absolute delta and a ratio, and, for gating an upgrade, the paired
+// candidate/reference ratio with a Student-t interval on log ratios
+// (PairedLogRatio) and the pairs an interval needs to clear a limit
+// (PairsToResolve).
 package stats
 
 // Summary is a set of repeated measurements of one quantity, summarised as

@@ -1,0 +1,102 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/meshbench/meshbench/framework/verdict"
+)
+
+// Check validates the fixture against the scenarios a run will measure, so
+// that it fails before the first run rather than after the sweep. It
+// returns every problem found, each a [*verdict.FixtureError]:
+//
+//   - a rule matches on a label no scenario has (a misspelt label would
+//     otherwise gate nothing, silently);
+//   - a rule matches no scenario;
+//   - every scenario a rule matches is already gated on its metric by the
+//     rules above it, so it never applies.
+//
+// With none of these, every rule gates at least one scenario.
+func (g *Gate) Check(scenarios []Labels) error {
+	if len(scenarios) == 0 {
+		return fmt.Errorf("%s: no scenarios to gate", g.File)
+	}
+	known := map[string]bool{}
+	for _, s := range scenarios {
+		for k := range s {
+			known[k] = true
+		}
+	}
+	var errs []error
+	for i, r := range g.Rules {
+		field := fmt.Sprintf("rules[%d].match", i)
+		if err := g.checkLabels(r, field, known); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		matched, applied := 0, 0
+		for _, s := range scenarios {
+			if !r.Matches(s) {
+				continue
+			}
+			matched++
+			if g.ruleIndex(s, r.Metric) == i {
+				applied++
+			}
+		}
+		switch {
+		case matched == 0:
+			errs = append(errs, g.fail(r.Line, field, "matches none of the %d scenarios; their labels are %s", len(scenarios), labelValues(scenarios)))
+		case applied == 0:
+			errs = append(errs, g.fail(r.Line, fmt.Sprintf("rules[%d]", i), "never applies: the rules above it already gate %s on all %d scenarios it matches, and the first matching rule wins; move it above them or delete it", r.Metric, matched))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Gated returns the metrics the fixture gates on the scenario labelled l,
+// in [Metrics] order: what the run must measure for it.
+func (g *Gate) Gated(l Labels) []Metric {
+	var out []Metric
+	for _, m := range Metrics() {
+		if _, ok := g.Rule(l, m); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (g *Gate) checkLabels(r Rule, field string, known map[string]bool) error {
+	names := sortedKeys(known)
+	for _, k := range sortedKeys(r.Match) {
+		if !known[k] {
+			return g.fail(r.Line, field+"."+k, "no scenario has the label %s; %s", k, suggest(k, names, "scenarios have"))
+		}
+	}
+	return nil
+}
+
+func (g *Gate) fail(line int, field, format string, args ...any) error {
+	return &verdict.FixtureError{File: g.File, Line: line, Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// labelValues lists each label with the values the scenarios give it, e.g.
+// "c=1,8 path=one-hop,two-hop".
+func labelValues(scenarios []Labels) string {
+	vals := map[string][]string{}
+	for _, s := range scenarios {
+		for k, v := range s {
+			if !slices.Contains(vals[k], v) {
+				vals[k] = append(vals[k], v)
+			}
+		}
+	}
+	parts := make([]string, 0, len(vals))
+	for _, k := range sortedKeys(vals) {
+		parts = append(parts, k+"="+strings.Join(vals[k], ","))
+	}
+	return strings.Join(parts, " ")
+}

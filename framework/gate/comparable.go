@@ -1,0 +1,177 @@
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/report"
+)
+
+// IncomparableError is one field on which a stored reference and this run
+// differ so that their figures cannot be compared.
+type IncomparableError struct {
+	Field     string // e.g. "settings.duration" or "environment.cores"
+	Reference string // the stored run's value
+	Candidate string // this run's value
+	// Detail, when set, says how they differ instead.
+	Detail string
+}
+
+// Error returns e.g. "settings.duration differs: reference 3s, this run 10s".
+func (e *IncomparableError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("%s differ: %s", e.Field, e.Detail)
+	}
+	return fmt.Sprintf("%s differs: reference %s, this run %s", e.Field, e.Reference, e.Candidate)
+}
+
+// runSettings are the harness settings that must match, decoded from
+// Results.Settings (the suite's Config, or the map a stored file decodes
+// to) by their JSON names.
+type runSettings struct {
+	Target       string        `json:"target"`
+	Concurrency  []int         `json:"concurrency"`
+	Duration     time.Duration `json:"duration"`
+	Warmup       time.Duration `json:"warmup"`
+	QPS          float64       `json:"qps"`
+	Protocol     string        `json:"protocol"`
+	ResponseSize int           `json:"responseSize"`
+	RequestSize  int           `json:"requestSize"`
+	Placement    string        `json:"placement"`
+	Loadgens     int           `json:"loadgens"`
+}
+
+// Comparable checks that a stored reference run and this run can be
+// compared figure by figure: same target, scenarios, concurrency, load
+// settings (duration, warm-up, rate, protocol, payload and request size,
+// and per scenario the load each run really used), loadgen placement and
+// count, cores and nodes. It returns every difference as an
+// [*IncomparableError], joined, naming the field. Differences that shift
+// figures without breaking the comparison (CPU model, kernel, Kubernetes,
+// Go, OS image, memory) come back as warnings, one line each.
+func Comparable(ref, run *report.Results) (warnings []string, err error) {
+	rs, err := settingsOf(ref)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	cs, err := settingsOf(run)
+	if err != nil {
+		return nil, fmt.Errorf("this run: %w", err)
+	}
+	var errs []error
+	differ := func(field string, a, b any) {
+		if fa, fb := fmt.Sprint(a), fmt.Sprint(b); fa != fb {
+			errs = append(errs, &IncomparableError{Field: field, Reference: fa, Candidate: fb})
+		}
+	}
+	re, ce := ref.Environment, run.Environment
+	differ("environment.target", re.Target, ce.Target)
+	differ("settings.concurrency", rs.Concurrency, cs.Concurrency)
+	differ("settings.duration", rs.Duration, cs.Duration)
+	differ("settings.warmup", rs.Warmup, cs.Warmup)
+	differ("settings.qps", rs.QPS, cs.QPS)
+	differ("settings.protocol", rs.Protocol, cs.Protocol)
+	differ("settings.responseSize", rs.ResponseSize, cs.ResponseSize)
+	differ("settings.requestSize", rs.RequestSize, cs.RequestSize)
+	differ("settings.placement", rs.Placement, cs.Placement)
+	differ("settings.loadgens", rs.Loadgens, cs.Loadgens)
+	differ("environment.cores", re.Cores, ce.Cores)
+	differ("environment.nodes", re.Nodes, ce.Nodes)
+	errs = append(errs, compareScenarios(ref.Records, run.Records)...)
+	for _, w := range []struct{ field, a, b string }{
+		{"environment.cpuModel", re.CPUModel, ce.CPUModel},
+		{"environment.kernel", re.Kernel, ce.Kernel},
+		{"environment.kubernetes", re.Kubernetes, ce.Kubernetes},
+		{"environment.goVersion", re.GoVersion, ce.GoVersion},
+		{"environment.osImage", re.OSImage, ce.OSImage},
+		{"environment.memoryMiB", fmt.Sprint(re.MemoryMiB), fmt.Sprint(ce.MemoryMiB)},
+	} {
+		if w.a != w.b {
+			warnings = append(warnings, fmt.Sprintf("%s differs: reference %s, this run %s; figures may shift with it", w.field, orNone(w.a), orNone(w.b)))
+		}
+	}
+	return warnings, errors.Join(errs...)
+}
+
+func settingsOf(r *report.Results) (runSettings, error) {
+	var s runSettings
+	data, err := json.Marshal(r.Settings)
+	if err != nil {
+		return s, fmt.Errorf("encode settings: %w", err)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("decode settings: %w", err)
+	}
+	return s, nil
+}
+
+// loadKey is what a scenario's runs must share across the two results: the
+// load each really ran with (a scenario may set its own rate).
+type loadKey struct {
+	QPS         float64
+	Duration    time.Duration
+	Warmup      time.Duration
+	Protocol    string
+	RequestSize int
+}
+
+// compareScenarios checks that both runs measured the same scenarios
+// (benchmark, path, concurrency) with the same load.
+func compareScenarios(ref, run []report.Record) []error {
+	rl, cl := scenarioLoads(ref), scenarioLoads(run)
+	var errs []error
+	only := func(a, b map[string]loadKey) []string {
+		var out []string
+		for k := range a {
+			if _, ok := b[k]; !ok {
+				out = append(out, k)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if ro, co := only(rl, cl), only(cl, rl); len(ro)+len(co) > 0 {
+		errs = append(errs, &IncomparableError{Field: "scenarios", Detail: fmt.Sprintf("only the reference has %s; only this run has %s",
+			orNone(strings.Join(ro, ", ")), orNone(strings.Join(co, ", ")))})
+	}
+	for _, k := range slices.Sorted(maps.Keys(rl)) {
+		if c, ok := cl[k]; ok && c != rl[k] {
+			errs = append(errs, &IncomparableError{Field: "records[" + k + "].load.options",
+				Reference: fmt.Sprintf("%+v", rl[k]), Candidate: fmt.Sprintf("%+v", c)})
+		}
+	}
+	return errs
+}
+
+// scenarioLoads maps "BenchmarkOneHop/path=one-hop/c=8" to the load its
+// first record with a load result ran (zero when none has one).
+func scenarioLoads(recs []report.Record) map[string]loadKey {
+	out := map[string]loadKey{}
+	for _, r := range recs {
+		if r.Run == nil {
+			continue
+		}
+		name := fmt.Sprintf("%s/path=%s/c=%d", r.Benchmark, r.Path, r.Concurrency)
+		if k, seen := out[name]; seen && k != (loadKey{}) {
+			continue
+		}
+		out[name] = loadKey{}
+		if r.Load != nil {
+			o := r.Load.Options
+			out[name] = loadKey{QPS: o.QPS, Duration: o.Duration, Warmup: o.Warmup, Protocol: string(o.Protocol), RequestSize: o.RequestSize}
+		}
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

@@ -1,0 +1,129 @@
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// settings mirrors the JSON names of the suite's Config that Comparable
+// reads, as a run writes them.
+type settings struct {
+	Target       string        `json:"target"`
+	Concurrency  []int         `json:"concurrency"`
+	Duration     time.Duration `json:"duration"`
+	Warmup       time.Duration `json:"warmup"`
+	QPS          float64       `json:"qps"`
+	Protocol     string        `json:"protocol"`
+	ResponseSize int           `json:"responseSize"`
+	RequestSize  int           `json:"requestSize"`
+	Sidecar      string        `json:"sidecar"`
+}
+
+func record(bench string, path target.Path, c int, arm target.Arm, qps float64) report.Record {
+	return report.Record{Benchmark: bench, Concurrency: c, Run: &target.Run{Arm: arm, Path: path,
+		Load: &load.Result{Options: load.Options{Concurrency: c, QPS: qps, Duration: 3 * time.Second, Warmup: time.Second, Protocol: "http1"}}}}
+}
+
+func results(mut func(*settings, *report.Results)) *report.Results {
+	s := settings{Target: "local", Concurrency: []int{1, 8}, Duration: 3 * time.Second, Warmup: time.Second,
+		Protocol: "http1", ResponseSize: 128, Sidecar: "caddy@v2.10.2"}
+	r := &report.Results{Schema: report.Schema,
+		Environment: target.Environment{Target: "local", GoVersion: "go1.26.8", Kernel: "6.1.0-18-amd64",
+			CPUModel: "Intel(R) Xeon(R) Processor", Cores: 2, MemoryMiB: 24000, Nodes: 1,
+			Mesh: target.MeshInfo{Name: "sidecar/caddy", Version: "v2.10.2"}},
+		Records: []report.Record{
+			record("BenchmarkOneHop", target.OneHop, 1, target.Baseline, 0),
+			record("BenchmarkOneHop", target.OneHop, 1, target.Meshed, 0),
+			record("BenchmarkOneHop", target.OneHop, 8, target.Meshed, 0),
+			record("BenchmarkOneHopOpenLoop", target.OneHop, 8, target.Meshed, 2000),
+		}}
+	if mut != nil {
+		mut(&s, r)
+	}
+	r.Settings = s
+	return r
+}
+
+// stored round-trips r through JSON, as report.Read would give it back:
+// Settings becomes a map.
+func stored(t *testing.T, r *report.Results) *report.Results {
+	data, err := json.Marshal(r)
+	require.NoError(t, err)
+	var out report.Results
+	require.NoError(t, json.Unmarshal(data, &out))
+	require.IsType(t, map[string]any{}, out.Settings)
+	return &out
+}
+
+func TestComparableRunsWithAnotherMeshVersion(t *testing.T) {
+	ref := stored(t, results(nil))
+	run := results(func(s *settings, r *report.Results) {
+		s.Sidecar = "caddy@v2.11.9" // the mesh is what is compared
+		r.Environment.Mesh.Version = "v2.11.9"
+	})
+	warnings, err := Comparable(ref, run)
+	require.NoError(t, err)
+	assert.Empty(t, warnings)
+}
+
+func TestComparableRefusesNamingTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mut  func(*settings, *report.Results)
+		want string
+	}{
+		{"target", func(s *settings, r *report.Results) { r.Environment.Target = "kind" }, "environment.target differs: reference local, this run kind"},
+		{"concurrency", func(s *settings, r *report.Results) { s.Concurrency = []int{1, 8, 32} }, "settings.concurrency differs: reference [1 8], this run [1 8 32]"},
+		{"duration", func(s *settings, r *report.Results) { s.Duration = 10 * time.Second }, "settings.duration differs: reference 3s, this run 10s"},
+		{"warmup", func(s *settings, r *report.Results) { s.Warmup = 0 }, "settings.warmup differs: reference 1s, this run 0s"},
+		{"qps", func(s *settings, r *report.Results) { s.QPS = 500 }, "settings.qps differs: reference 0, this run 500"},
+		{"protocol", func(s *settings, r *report.Results) { s.Protocol = "h2" }, "settings.protocol differs: reference http1, this run h2"},
+		{"payload", func(s *settings, r *report.Results) { s.ResponseSize = 1024 }, "settings.responseSize differs: reference 128, this run 1024"},
+		{"request size", func(s *settings, r *report.Results) { s.RequestSize = 512 }, "settings.requestSize differs: reference 0, this run 512"},
+		{"cores", func(s *settings, r *report.Results) { r.Environment.Cores = 4 }, "environment.cores differs: reference 2, this run 4"},
+		{"nodes", func(s *settings, r *report.Results) { r.Environment.Nodes = 3 }, "environment.nodes differs: reference 1, this run 3"},
+		{"scenario set", func(s *settings, r *report.Results) {
+			r.Records = append(r.Records[:3], record("BenchmarkTwoHop", target.TwoHop, 8, target.Meshed, 0))
+		}, "scenarios differ: only the reference has BenchmarkOneHopOpenLoop/path=one-hop/c=8; only this run has BenchmarkTwoHop/path=two-hop/c=8"},
+		{"a scenario's own rate", func(s *settings, r *report.Results) { r.Records[3].Load.Options.QPS = 1000 }, "records[BenchmarkOneHopOpenLoop/path=one-hop/c=8].load.options differs: reference {QPS:2000 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}, this run {QPS:1000 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Comparable(stored(t, results(nil)), results(tc.mut))
+			require.Error(t, err)
+			var ie *IncomparableError
+			assert.True(t, errors.As(err, &ie))
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+}
+
+func TestComparableListsEveryDifference(t *testing.T) {
+	_, err := Comparable(stored(t, results(nil)), results(func(s *settings, r *report.Results) {
+		s.Duration = 10 * time.Second
+		r.Environment.Cores = 8
+	}))
+	assert.EqualError(t, err, "settings.duration differs: reference 3s, this run 10s\nenvironment.cores differs: reference 2, this run 8")
+}
+
+func TestComparableWarnsOnTheMachine(t *testing.T) {
+	warnings, err := Comparable(stored(t, results(nil)), results(func(s *settings, r *report.Results) {
+		r.Environment.CPUModel = "AMD EPYC 7B13"
+		r.Environment.Kernel = "6.1.0-21-amd64"
+		r.Environment.Kubernetes = "v1.34.0"
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"environment.cpuModel differs: reference Intel(R) Xeon(R) Processor, this run AMD EPYC 7B13; figures may shift with it",
+		"environment.kernel differs: reference 6.1.0-18-amd64, this run 6.1.0-21-amd64; figures may shift with it",
+		"environment.kubernetes differs: reference (none), this run v1.34.0; figures may shift with it",
+	}, warnings)
+}

@@ -1,0 +1,270 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/meshbench/meshbench/framework/stats"
+)
+
+// Confidence is the two-sided confidence level of the ratio interval a
+// single decision rests on: a candidate exactly at its limit is failed (or
+// passed) wrongly at most 2.5 % of the time.
+const Confidence = 0.95
+
+// MaxPairsEstimate bounds the pairs-needed estimate: a decision that would
+// need more is reported with PairsNeeded -1.
+const MaxPairsEstimate = 1000
+
+// Outcome is a gate's answer. Outcomes are ordered: the worst decision
+// decides a verdict, Fail over Inconclusive over Pass.
+type Outcome int
+
+const (
+	// Pass: the whole interval lies inside the limit.
+	Pass Outcome = iota
+	// Inconclusive: the interval straddles the limit.
+	Inconclusive
+	// Fail: the whole interval lies beyond the limit.
+	Fail
+)
+
+// Exit codes of a gated run, one per outcome; ExitError is for a run that
+// could not decide at all (bad fixture, runs that are not comparable).
+const (
+	ExitPass         = 0
+	ExitFail         = 1
+	ExitError        = 2
+	ExitInconclusive = 3
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Pass:
+		return "pass"
+	case Inconclusive:
+		return "inconclusive"
+	case Fail:
+		return "fail"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// ExitCode maps an outcome to the process exit code: 0 pass, 1 fail (what
+// `go test` uses for a failure), 3 inconclusive (2 is the go command's own
+// code for a build or usage error, and ExitError here).
+func (o Outcome) ExitCode() int {
+	switch o {
+	case Pass:
+		return ExitPass
+	case Fail:
+		return ExitFail
+	case Inconclusive:
+		return ExitInconclusive
+	}
+	return ExitError
+}
+
+// Measurement is one metric of one scenario over paired repeats:
+// Reference[i] and Candidate[i] were measured back to back, so drift of the
+// machine hits both alike. Values are in the metric's unit and > 0.
+type Measurement struct {
+	Scenario             Labels
+	Metric               Metric
+	Reference, Candidate []float64
+}
+
+// Decision is the gate's answer for one metric of one scenario. It is an
+// error, so a failing or inconclusive one can travel in a joined error
+// while the verdict keeps them all.
+type Decision struct {
+	Scenario Labels
+	Metric   Metric
+	Rule     Rule    // the rule applied
+	Limit    float64 // Rule.Limit(): the limit on candidate/reference
+	// Interval is the candidate/reference ratio with its confidence
+	// interval; zero when fewer than stats.MinPairsForInterval pairs.
+	Interval stats.RatioInterval
+	Outcome  Outcome
+	// PairsNeeded is, for an inconclusive decision, how many more pairs
+	// would settle it if the ratio and its spread stay as observed; 0 when
+	// conclusive, -1 when no number of pairs up to MaxPairsEstimate would
+	// (the estimate sits on the limit).
+	PairsNeeded int
+	// Reason is the one-line message, e.g. "fixtures/gates/local.yaml:4:
+	// c=8/path=one-hop: too high sidecar CPU per 1k req: candidate/reference
+	// 1.42 (1.31–1.55, n=6) expected ≤ 1.10".
+	Reason string
+}
+
+func (d *Decision) Error() string { return d.Reason }
+
+// Verdict is every decision of a gated run and their overall outcome.
+type Verdict struct {
+	Decisions []Decision // in the order of the measurements
+	Outcome   Outcome    // the worst decision's
+	// Confidence is the level each interval was computed at.
+	Confidence float64
+}
+
+// ExitCode is the overall outcome's exit code.
+func (v Verdict) ExitCode() int { return v.Outcome.ExitCode() }
+
+// Err returns the failing and inconclusive decisions joined, as
+// [*Decision] errors, or nil when everything passed.
+func (v Verdict) Err() error {
+	var errs []error
+	for i := range v.Decisions {
+		if v.Decisions[i].Outcome != Pass {
+			errs = append(errs, &v.Decisions[i])
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Decide judges every measurement whose metric the fixture gates on its
+// scenario, at [Confidence]. It fails on input that cannot be judged: an
+// unknown metric, a measurement given twice, a gated metric missing from a
+// scenario that has measurements, unpaired repeats or a value that is not
+// a finite number > 0, or nothing gated at all.
+func (g *Gate) Decide(ms []Measurement) (Verdict, error) {
+	return g.decide(ms, Confidence)
+}
+
+func (g *Gate) decide(ms []Measurement, conf float64) (Verdict, error) {
+	if err := g.checkMeasurements(ms); err != nil {
+		return Verdict{}, err
+	}
+	v := Verdict{Confidence: conf}
+	for _, m := range ms {
+		r, ok := g.Rule(m.Scenario, m.Metric)
+		if !ok {
+			continue
+		}
+		d, err := decideOne(r, m, conf)
+		if err != nil {
+			return Verdict{}, err
+		}
+		v.Decisions = append(v.Decisions, d)
+		v.Outcome = max(v.Outcome, d.Outcome)
+	}
+	if len(v.Decisions) == 0 {
+		return Verdict{}, fmt.Errorf("%s: no measurement is gated by any rule", g.File)
+	}
+	return v, nil
+}
+
+// checkMeasurements rejects input the gate cannot judge.
+func (g *Gate) checkMeasurements(ms []Measurement) error {
+	type key struct {
+		scenario string
+		metric   Metric
+	}
+	seen := map[key]bool{}
+	scenarios := map[string]Labels{}
+	for _, m := range ms {
+		if m.Metric.Worse() == 0 {
+			return fmt.Errorf("gate: %s: unknown metric %q", m.Scenario, m.Metric)
+		}
+		k := key{m.Scenario.String(), m.Metric}
+		if seen[k] {
+			return fmt.Errorf("gate: %s: %s measured twice", m.Scenario, m.Metric)
+		}
+		seen[k] = true
+		scenarios[k.scenario] = m.Scenario
+		if len(m.Reference) != len(m.Candidate) {
+			return fmt.Errorf("gate: %s: %s: %d reference repeats but %d candidate: repeats must come in pairs", m.Scenario, m.Metric, len(m.Reference), len(m.Candidate))
+		}
+	}
+	for name, l := range scenarios {
+		for _, met := range g.Gated(l) {
+			if !seen[key{name, met}] {
+				return fmt.Errorf("gate: %s: %s is gated by %s:%d but was not measured", name, met, g.File, g.Rules[g.ruleIndex(l, met)].Line)
+			}
+		}
+	}
+	return nil
+}
+
+// decideOne judges one measurement against its rule.
+func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
+	d := Decision{Scenario: m.Scenario, Metric: m.Metric, Rule: r, Limit: r.Limit(), Outcome: Inconclusive}
+	prefix := fmt.Sprintf("%s:%d: %s: ", r.File, r.Line, m.Scenario)
+	n := len(m.Reference)
+	if n < stats.MinPairsForInterval {
+		d.PairsNeeded = stats.MinPairsForInterval - n
+		d.Reason = fmt.Sprintf("%sinconclusive %s: n=%d, and an interval needs at least %d pairs", prefix, m.Metric.Label(), n, stats.MinPairsForInterval)
+		return d, nil
+	}
+	iv, err := stats.PairedLogRatio(m.Reference, m.Candidate, conf)
+	if err != nil {
+		return Decision{}, fmt.Errorf("gate: %s: %s: %w", m.Scenario, m.Metric, err)
+	}
+	d.Interval = iv
+	worseOutside, betterInside := iv.Lo > d.Limit, iv.Hi <= d.Limit
+	if r.Worse == LowerIsWorse {
+		worseOutside, betterInside = iv.Hi < d.Limit, iv.Lo >= d.Limit
+	}
+	switch {
+	case worseOutside:
+		d.Outcome = Fail
+	case betterInside:
+		d.Outcome = Pass
+	default:
+		d.PairsNeeded = pairsNeeded(iv, d.Limit, conf)
+	}
+	d.Reason = prefix + d.sentence()
+	return d, nil
+}
+
+// pairsNeeded estimates the further pairs that would settle a straddling
+// interval, holding the observed log mean m and spread s: the smallest
+// N > n with t(N-1)·s/√N < |m - ln limit|, minus n (see
+// stats.PairsToResolve); -1 when none up to MaxPairsEstimate.
+func pairsNeeded(iv stats.RatioInterval, limit, conf float64) int {
+	total := stats.PairsToResolve(iv.LogSD, math.Abs(iv.LogMean-math.Log(limit)), conf, MaxPairsEstimate)
+	if total < 0 {
+		return -1
+	}
+	return max(1, total-iv.N)
+}
+
+// sentence is the decision's message after its location.
+func (d *Decision) sentence() string {
+	op, bad := "≤", "too high"
+	if d.Rule.Worse == LowerIsWorse {
+		op, bad = "≥", "too low"
+	}
+	iv := d.Interval
+	dec := decimals(iv.Lo, iv.Hi, d.Limit)
+	got := fmt.Sprintf("candidate/reference %.*f (%.*f–%.*f, n=%d)", dec, iv.Ratio, dec, iv.Lo, dec, iv.Hi, iv.N)
+	limit := fmt.Sprintf("%s %.*f", op, dec, d.Limit)
+	switch d.Outcome {
+	case Fail:
+		return fmt.Sprintf("%s %s: %s expected %s", bad, d.Metric.Label(), got, limit)
+	case Pass:
+		return fmt.Sprintf("%s within limit: %s expected %s", d.Metric.Label(), got, limit)
+	}
+	more := fmt.Sprintf("about %d more pairs would settle it if the spread holds", d.PairsNeeded)
+	switch {
+	case d.PairsNeeded == 1:
+		more = "about 1 more pair would settle it if the spread holds"
+	case d.PairsNeeded < 0:
+		more = fmt.Sprintf("more than %d pairs would be needed: the ratio sits on the limit", MaxPairsEstimate)
+	}
+	return fmt.Sprintf("inconclusive %s: %s straddles %s; %s", d.Metric.Label(), got, limit, more)
+}
+
+// decimals returns how many decimals (2 to 4) print the interval ends and
+// the limit distinctly when they differ, so that "1.10–1.10" never hides
+// which side of 1.10 an end is on.
+func decimals(lo, hi, limit float64) int {
+	for dec := 2; dec < 4; dec++ {
+		f := func(x float64) string { return fmt.Sprintf("%.*f", dec, x) }
+		if (f(lo) != f(limit) || lo == limit) && (f(hi) != f(limit) || hi == limit) && (f(lo) != f(hi) || lo == hi) {
+			return dec
+		}
+	}
+	return 4
+}

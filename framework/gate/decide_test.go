@@ -1,0 +1,214 @@
+package gate
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const testFixture = `target: local
+rules:
+  - metric: sidecarCPUPer1kReq
+    match: {}
+    maxIncreasePct: 10
+  - metric: throughput
+    match: {loop: closed}
+    maxDecreasePct: 5
+`
+
+func testGate(t *testing.T) *Gate {
+	t.Helper()
+	g, err := Parse("g.yaml", []byte(testFixture))
+	require.NoError(t, err)
+	return g
+}
+
+// logPairs returns paired repeats whose ln(candidate/reference) are
+// exactly x: reference 100 (or 40 on odd pairs, since only ratios count)
+// and candidate reference·e^x.
+func logPairs(x ...float64) (ref, cand []float64) {
+	for i, v := range x {
+		r := 100.0
+		if i%2 == 1 {
+			r = 40
+		}
+		ref = append(ref, r)
+		cand = append(cand, r*math.Exp(v))
+	}
+	return ref, cand
+}
+
+func measure(l Labels, m Metric, x ...float64) Measurement {
+	ref, cand := logPairs(x...)
+	return Measurement{Scenario: l, Metric: m, Reference: ref, Candidate: cand}
+}
+
+var (
+	closed8 = Labels{"path": "one-hop", "c": "8", "loop": "closed"}
+	open8   = Labels{"path": "one-hop", "c": "8", "loop": "open"}
+	// Hand-computed with t(0.975, 5) = 2.570582, √6 = 2.449490:
+	//   upBy42:  x = 0.1…0.6, mean 0.35, sd 0.187083, h 0.196331
+	//            → 1.419068 (1.166104–1.726906)
+	//   same:    mean 0, sd 0.028284, h 0.029683 → 1 (0.970754–1.030127)
+	//   upBy20:  mean 0.18, sd 0.113137, h 0.118730
+	//            → 1.197217 (1.063186–1.348146)
+	//   downBy10: mean -0.1, sd 0.056569, h 0.059365
+	//            → 0.904837 (0.852685–0.960180)
+	upBy42   = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6}
+	same     = []float64{-0.04, -0.02, 0, 0.02, 0.04, 0}
+	upBy20   = []float64{0.02, 0.10, 0.18, 0.26, 0.34, 0.18}
+	downBy10 = []float64{-0.02, -0.06, -0.10, -0.14, -0.18, -0.10}
+)
+
+func negate(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = -v
+	}
+	return out
+}
+
+func TestDecideEachOutcome(t *testing.T) {
+	g := testGate(t)
+	for _, tc := range []struct {
+		name        string
+		m           Measurement
+		outcome     Outcome
+		ratio       [3]float64 // ratio, lo, hi
+		pairsNeeded int
+		reason      string
+	}{
+		{"cpu fail", measure(closed8, SidecarCPUPer1kReq, upBy42...), Fail, [3]float64{1.419068, 1.166104, 1.726906}, 0,
+			"g.yaml:3: c=8/loop=closed/path=one-hop: too high sidecar CPU per 1k req: candidate/reference 1.42 (1.17–1.73, n=6) expected ≤ 1.10"},
+		{"cpu pass", measure(closed8, SidecarCPUPer1kReq, same...), Pass, [3]float64{1, 0.970754, 1.030127}, 0,
+			"g.yaml:3: c=8/loop=closed/path=one-hop: sidecar CPU per 1k req within limit: candidate/reference 1.00 (0.97–1.03, n=6) expected ≤ 1.10"},
+		// Needs t(N-1)/√N < (0.18 - ln 1.1)/0.113137 = 0.748559:
+		// N=9: 2.306004/3 = 0.768668 (no); N=10: 2.262157/√10 = 0.715357 (yes).
+		{"cpu inconclusive", measure(closed8, SidecarCPUPer1kReq, upBy20...), Inconclusive, [3]float64{1.197217, 1.063186, 1.348146}, 4,
+			"g.yaml:3: c=8/loop=closed/path=one-hop: inconclusive sidecar CPU per 1k req: candidate/reference 1.20 (1.06–1.35, n=6) straddles ≤ 1.10; about 4 more pairs would settle it if the spread holds"},
+		{"throughput fail", measure(closed8, Throughput, negate(upBy42)...), Fail, [3]float64{0.704688, 0.579070, 0.857556}, 0,
+			"g.yaml:6: c=8/loop=closed/path=one-hop: too low max throughput: candidate/reference 0.70 (0.58–0.86, n=6) expected ≥ 0.95"},
+		{"throughput pass", measure(closed8, Throughput, same...), Pass, [3]float64{1, 0.970754, 1.030127}, 0,
+			"g.yaml:6: c=8/loop=closed/path=one-hop: max throughput within limit: candidate/reference 1.00 (0.97–1.03, n=6) expected ≥ 0.95"},
+		// Needs t(N-1)/√N < (ln 0.95 + 0.1)/0.056569 = 0.861016:
+		// N=7: 2.446912/√7 = 0.924846 (no); N=8: 2.364624/√8 = 0.836020 (yes).
+		{"throughput inconclusive", measure(closed8, Throughput, downBy10...), Inconclusive, [3]float64{0.904837, 0.852685, 0.960180}, 2,
+			"g.yaml:6: c=8/loop=closed/path=one-hop: inconclusive max throughput: candidate/reference 0.90 (0.85–0.96, n=6) straddles ≥ 0.95; about 2 more pairs would settle it if the spread holds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// closed8 gates both metrics: the other one passes.
+			other := measure(closed8, Throughput, same...)
+			if tc.m.Metric == Throughput {
+				other = measure(closed8, SidecarCPUPer1kReq, same...)
+			}
+			v, err := g.Decide([]Measurement{tc.m, other})
+			require.NoError(t, err)
+			require.Len(t, v.Decisions, 2)
+			d := v.Decisions[0]
+			assert.Equal(t, Pass, v.Decisions[1].Outcome)
+			assert.Equal(t, tc.outcome, d.Outcome)
+			assert.Equal(t, tc.outcome, v.Outcome)
+			assert.InDelta(t, tc.ratio[0], d.Interval.Ratio, 1e-6)
+			assert.InDelta(t, tc.ratio[1], d.Interval.Lo, 1e-6)
+			assert.InDelta(t, tc.ratio[2], d.Interval.Hi, 1e-6)
+			assert.Equal(t, 6, d.Interval.N)
+			assert.Equal(t, tc.pairsNeeded, d.PairsNeeded)
+			assert.Equal(t, tc.reason, d.Reason)
+			assert.Equal(t, tc.reason, d.Error())
+		})
+	}
+}
+
+func TestDecideTooFewPairsAndALimitItCannotLeave(t *testing.T) {
+	g := testGate(t)
+	v, err := g.Decide([]Measurement{measure(open8, SidecarCPUPer1kReq, 0.5)})
+	require.NoError(t, err)
+	d := v.Decisions[0]
+	assert.Equal(t, Inconclusive, d.Outcome)
+	assert.Equal(t, 1, d.PairsNeeded)
+	assert.Equal(t, "g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: n=1, and an interval needs at least 2 pairs", d.Reason)
+
+	// Ratios around 1.10 itself: no number of pairs moves the interval off
+	// it. sd = √(6·0.05²/5) = 0.054772, h = 2.570582·0.054772/√6 = 0.057480,
+	// 1.1·e^∓h = 1.038555–1.165080.
+	l := math.Log(1.1)
+	v, err = g.Decide([]Measurement{measure(open8, SidecarCPUPer1kReq, l-0.05, l+0.05, l-0.05, l+0.05, l-0.05, l+0.05)})
+	require.NoError(t, err)
+	d = v.Decisions[0]
+	assert.Equal(t, Inconclusive, d.Outcome)
+	assert.Equal(t, -1, d.PairsNeeded)
+	assert.Equal(t, "g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: candidate/reference 1.10 (1.04–1.17, n=6) straddles ≤ 1.10; more than 1000 pairs would be needed: the ratio sits on the limit", d.Reason)
+}
+
+func TestVerdictIsTheWorstDecision(t *testing.T) {
+	g := testGate(t)
+	pass := measure(closed8, SidecarCPUPer1kReq, same...)
+	inconclusive := measure(closed8, Throughput, downBy10...)
+	fail := measure(open8, SidecarCPUPer1kReq, upBy42...)
+
+	v, err := g.Decide([]Measurement{pass, measure(closed8, Throughput, same...)})
+	require.NoError(t, err)
+	assert.Equal(t, Pass, v.Outcome)
+	assert.Equal(t, 0, v.ExitCode())
+	assert.NoError(t, v.Err())
+	assert.Equal(t, Confidence, v.Confidence)
+
+	v, err = g.Decide([]Measurement{pass, inconclusive})
+	require.NoError(t, err)
+	assert.Equal(t, Inconclusive, v.Outcome)
+	assert.Equal(t, 3, v.ExitCode())
+
+	// The open-loop scenario gates CPU only: its throughput is not judged.
+	v, err = g.Decide([]Measurement{pass, inconclusive, fail, measure(open8, Throughput, upBy42...)})
+	require.NoError(t, err)
+	assert.Equal(t, Fail, v.Outcome)
+	assert.Equal(t, 1, v.ExitCode())
+	require.Len(t, v.Decisions, 3)
+	assert.Equal(t, []Outcome{Pass, Inconclusive, Fail}, []Outcome{v.Decisions[0].Outcome, v.Decisions[1].Outcome, v.Decisions[2].Outcome})
+	err = v.Err()
+	var d *Decision
+	require.True(t, errors.As(err, &d))
+	assert.Equal(t, Inconclusive, d.Outcome, "the first non-pass decision")
+	assert.Equal(t, "g.yaml:6: c=8/loop=closed/path=one-hop: inconclusive max throughput: candidate/reference 0.90 (0.85–0.96, n=6) straddles ≥ 0.95; about 2 more pairs would settle it if the spread holds\n"+
+		"g.yaml:3: c=8/loop=open/path=one-hop: too high sidecar CPU per 1k req: candidate/reference 1.42 (1.17–1.73, n=6) expected ≤ 1.10", err.Error())
+}
+
+func TestExitCodes(t *testing.T) {
+	assert.Equal(t, []int{0, 3, 1, 2}, []int{Pass.ExitCode(), Inconclusive.ExitCode(), Fail.ExitCode(), Outcome(7).ExitCode()})
+	assert.Equal(t, []string{"pass", "inconclusive", "fail", "Outcome(7)"}, []string{Pass.String(), Inconclusive.String(), Fail.String(), Outcome(7).String()})
+}
+
+func TestDecideRejectsWhatItCannotJudge(t *testing.T) {
+	g := testGate(t)
+	cpu := measure(closed8, SidecarCPUPer1kReq, same...)
+	tput := measure(closed8, Throughput, same...)
+	for _, tc := range []struct {
+		name string
+		ms   []Measurement
+		want string
+	}{
+		{"unknown metric", []Measurement{cpu, tput, {Scenario: closed8, Metric: "p98"}}, `gate: c=8/loop=closed/path=one-hop: unknown metric "p98"`},
+		{"twice", []Measurement{cpu, tput, cpu}, "gate: c=8/loop=closed/path=one-hop: sidecarCPUPer1kReq measured twice"},
+		{"gated but missing", []Measurement{cpu}, "gate: c=8/loop=closed/path=one-hop: throughput is gated by g.yaml:6 but was not measured"},
+		{"unpaired", []Measurement{cpu, {Scenario: closed8, Metric: Throughput, Reference: []float64{1, 2}, Candidate: []float64{1}}},
+			"gate: c=8/loop=closed/path=one-hop: throughput: 2 reference repeats but 1 candidate: repeats must come in pairs"},
+		{"zero", []Measurement{cpu, {Scenario: closed8, Metric: Throughput, Reference: []float64{1, 2}, Candidate: []float64{1, 0}}},
+			"gate: c=8/loop=closed/path=one-hop: throughput: stats: pair 1: candidate is 0; a ratio on the log scale needs finite values > 0"},
+		{"not gated, and a gated one missing", []Measurement{measure(open8, P99, same...)}, "gate: c=8/loop=open/path=one-hop: sidecarCPUPer1kReq is gated by g.yaml:3 but was not measured"},
+		{"nothing", nil, "g.yaml: no measurement is gated by any rule"},
+	} {
+		_, err := g.Decide(tc.ms)
+		assert.EqualError(t, err, tc.want, tc.name)
+	}
+}
+
+func TestDecimalsWidenNearTheLimit(t *testing.T) {
+	assert.Equal(t, 2, decimals(1.063, 1.348, 1.10))
+	assert.Equal(t, 3, decimals(1.041, 1.1049, 1.10), "1.10 would hide that 1.1049 is above 1.10")
+	assert.Equal(t, 3, decimals(1.0951, 1.2, 1.10), "1.10 would hide that 1.0951 is below 1.10")
+	assert.Equal(t, 2, decimals(1.10, 1.2, 1.10), "an end exactly on the limit prints as the limit")
+	assert.Equal(t, 4, decimals(1.09999, 1.2, 1.10))
+}

@@ -1,0 +1,90 @@
+// Package gate decides whether a candidate (a new mesh or sidecar version,
+// or another configuration) is worse than its reference by more than a
+// limit. It answers pass, fail or inconclusive, from paired repeats of both
+// measured back to back in the same run.
+//
+// # Fixtures
+//
+// Limits are relative, candidate against reference, and live in a YAML
+// fixture per target under fixtures/gates/:
+//
+//	target: local                     # refused on any other target (Gate.CheckTarget)
+//	rules:
+//	  - metric: sidecarCPUPer1kReq    # see Metrics
+//	    match: {}                     # every scenario
+//	    maxIncreasePct: 10            # candidate/reference ≤ 1.10
+//	  - metric: p99
+//	    match: {loop: open, c: "8"}   # label → value or glob ("*", "[1-9]*")
+//	    maxIncreasePct: 15
+//	  - metric: throughput
+//	    match: {loop: closed}
+//	    maxDecreasePct: 5             # candidate/reference ≥ 0.95
+//
+// A rule limits an increase (maxIncreasePct) for a metric that is worse
+// when higher (CPU, latency, memory) and a decrease (maxDecreasePct) for
+// one that is worse when lower (throughput); the other key is refused. Per
+// metric, the first rule in file order whose match selects a scenario
+// applies. [Parse] decodes strictly and fails with a [*verdict.FixtureError]
+// naming the file, the line and the field, as the threshold fixtures do;
+// [Gate.Check] then checks the rules against the run's scenarios before
+// anything is measured (a misspelt label, a rule that gates nothing, a
+// rule hidden by those above it).
+//
+// # Method
+//
+// For each gated metric of each scenario, with n pairs (reference[i],
+// candidate[i]) measured back to back, the decision rests on the ratio
+// candidate/reference: d[i] = ln(candidate[i]/reference[i]), and the 95 %
+// Student-t interval exp(mean(d) ∓ t(0.975, n-1)·sd(d)/√n) around the
+// geometric-mean ratio (stats.PairedLogRatio).
+//
+//   - Fail: the whole interval is beyond the limit.
+//   - Pass: the whole interval is inside it (the limit itself is inside).
+//   - Inconclusive: it straddles the limit. PairsNeeded estimates the more
+//     pairs that would settle it, holding the observed mean m and spread s:
+//     the smallest N with t(0.975, N-1)·s/√N < |m - ln limit|, minus n.
+//
+// Why this interval for n around 6. Pairing cancels the drift that hits
+// both arms of a pair. The log makes ratios additive and symmetric (1.25
+// and 0.8 are equally far from 1), so the interval is the same whichever
+// arm is on top and never goes below 0. The t interval uses every pair,
+// narrows as 1/√n, and so gives the pairs-needed formula above. The
+// distribution-free interval for the median that benchstat prints
+// (stats.Summarize) is at n=6 the whole range of the six ratios, at 96.9 %,
+// and cannot narrow until n=9; its width cannot be extrapolated to a number
+// of pairs. The t interval assumes roughly normal log ratios, which CPU per
+// request and percentiles of a steady window are; one outlier widens it on
+// both sides more than it moves it, so noise errs towards inconclusive,
+// not towards a wrong pass or fail. At the 95 % level a candidate exactly
+// at its limit is failed wrongly, or passed wrongly, at most 2.5 % of the
+// time each; an unchanged candidate, far inside the limit, far less.
+//
+// Adding pairs until the answer is conclusive ([Gate.UntilConclusive], for
+// -max-count) looks at the data several times, and each look is a chance
+// to stop on a wrong answer; it looks at most [MaxLooks] times and splits
+// the 5 % over the looks (Bonferroni), so the guarantee above still holds.
+//
+// # Noise
+//
+// An A/A run (candidate identical to reference) shows what the machine can
+// detect: [Gate.Calibrate] reports, per gated metric, the half-width of the
+// A/A interval as the smallest detectable change. A change that size is
+// the smallest the interval can tell from none, and it is also how far an
+// unchanged candidate's interval reaches, so when it exceeds the limit the
+// gate cannot pass honestly, and says so, with the pairs that would let it.
+//
+// # Outcomes and exit codes
+//
+// A [Verdict] is the worst of its decisions: fail over inconclusive over
+// pass. Its exit code is 0 for pass, 1 for fail and 3 for inconclusive;
+// 2 ([ExitError]) is left for a run that could not decide (a bad fixture,
+// results that are not comparable), as the go command uses it.
+//
+// # Stored reference
+//
+// When reference and candidate cannot run together, [Comparable] checks
+// that a stored results file can stand in for the reference: it refuses,
+// naming the field, on a different target, scenario set, concurrency,
+// load, placement or machine size, and warns on a different CPU model,
+// kernel or Kubernetes version.
+package gate

@@ -1,0 +1,108 @@
+package gate
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/meshbench/meshbench/framework/stats"
+)
+
+// Noise is what an A/A run (the candidate identical to the reference) says
+// about one gated metric of one scenario: the smallest change a run of this
+// many pairs can tell from no change.
+type Noise struct {
+	Scenario Labels
+	Metric   Metric
+	Rule     Rule
+	// Interval is the A/A ratio; it should contain 1.
+	Interval stats.RatioInterval
+	// Detectable is the smallest relative change, in the metric's worse
+	// direction, that this run's interval could tell from no change: its
+	// half-width on the log scale h = t·s/√n, as e^h - 1 for an increase
+	// and 1 - e^-h for a decrease (0.14 is 14 %). It is also the limit an
+	// unchanged candidate needs to pass: its interval reaches 1 ± that.
+	Detectable float64
+	// CanPass is false when Detectable exceeds the rule's limit: even an
+	// unchanged candidate would be inconclusive, never a pass.
+	CanPass bool
+	// PairsToPass is how many pairs in all an unchanged candidate needs for
+	// its interval to fit inside the limit at this spread (-1 beyond
+	// MaxPairsEstimate); the -count a gate run should use.
+	PairsToPass int
+	// Biased is true when the A/A interval excludes 1: the two arms differ
+	// even with the same build (order, placement), and the gate would judge
+	// that difference as the candidate's.
+	Biased bool
+	// Message is the one-line summary.
+	Message string
+}
+
+// Calibrate reads an A/A run: for every measurement the fixture gates it
+// returns the smallest change the run could detect, at [Confidence], and
+// says when the gate cannot pass honestly. It fails as Decide does.
+func (g *Gate) Calibrate(aa []Measurement) ([]Noise, error) {
+	if err := g.checkMeasurements(aa); err != nil {
+		return nil, err
+	}
+	var out []Noise
+	for _, m := range aa {
+		r, ok := g.Rule(m.Scenario, m.Metric)
+		if !ok {
+			continue
+		}
+		iv, err := stats.PairedLogRatio(m.Reference, m.Candidate, Confidence)
+		if err != nil {
+			return nil, fmt.Errorf("gate: A/A %s: %s: %w", m.Scenario, m.Metric, err)
+		}
+		out = append(out, noise(r, m, iv))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no A/A measurement is gated by any rule", g.File)
+	}
+	return out, nil
+}
+
+func noise(r Rule, m Measurement, iv stats.RatioInterval) Noise {
+	h := iv.LogHalfWidth
+	n := Noise{Scenario: m.Scenario, Metric: m.Metric, Rule: r, Interval: iv,
+		Detectable: math.Exp(h) - 1, Biased: iv.Lo > 1 || iv.Hi < 1}
+	if r.Worse == LowerIsWorse {
+		n.Detectable = 1 - math.Exp(-h)
+	}
+	margin := math.Abs(math.Log(r.Limit()))
+	n.CanPass = h <= margin
+	n.PairsToPass = stats.PairsToResolve(iv.LogSD, margin, Confidence, MaxPairsEstimate)
+	if n.CanPass {
+		n.PairsToPass = min(n.PairsToPass, iv.N)
+	}
+	n.Message = n.message()
+	return n
+}
+
+func (n Noise) message() string {
+	where := fmt.Sprintf("%s:%d: %s: %s: ", n.Rule.File, n.Rule.Line, n.Scenario, n.Metric.Label())
+	det := fmt.Sprintf("detectable change %s at n=%d", pct(n.Detectable), n.Interval.N)
+	limit := fmt.Sprintf("limit %s", pct(n.Rule.LimitPct/100))
+	msg := where + det + " (" + limit + ")"
+	if !n.CanPass {
+		need := fmt.Sprintf("about %d pairs would let it", n.PairsToPass)
+		if n.PairsToPass < 0 {
+			need = fmt.Sprintf("not even %d pairs would let it", MaxPairsEstimate)
+		}
+		msg = fmt.Sprintf("%sthis gate cannot pass honestly: %s > %s; %s", where, det, limit, need)
+	}
+	if n.Biased {
+		msg += fmt.Sprintf("; the A/A ratio %.3f (%.3f–%.3f) excludes 1: the arms differ even with the same build", n.Interval.Ratio, n.Interval.Lo, n.Interval.Hi)
+	}
+	return msg
+}
+
+// pct prints a fraction as a percentage, with one decimal below 10 %:
+// "4.1 %", "5 %", "14 %".
+func pct(f float64) string {
+	if f < 0.0995 {
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", f*100), ".0") + " %"
+	}
+	return fmt.Sprintf("%.0f %%", f*100)
+}
