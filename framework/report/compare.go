@@ -113,6 +113,7 @@ func (c Comparison) Scenario() string {
 // arms. Output is in sweep order. Records of nested sweeps stay apart: no
 // record is ever overwritten by another.
 func Compare(records []Record) []Comparison {
+	records = upgradeArms(records)
 	type key struct {
 		labels string
 		path   target.Path
@@ -261,4 +262,36 @@ func (c Comparison) Observation() verdict.Observation {
 		o.Values[verdict.SidecarRSSMiB] = s
 	}
 	return o
+}
+
+// upgradeArms turns an upgrade gate's runs into two ordinary comparisons
+// per scenario, labelled mesh=reference and mesh=candidate: each of those
+// arms against the same baseline runs. Other runs pass unchanged.
+func upgradeArms(records []Record) []Record {
+	upgrade := false
+	for _, r := range records {
+		upgrade = upgrade || r.Arm == target.Reference || r.Arm == target.Candidate
+	}
+	if !upgrade {
+		return records
+	}
+	as := func(r Record, mesh target.Arm, arm target.Arm) Record {
+		run := *r.Run
+		run.Arm = arm
+		r.Run = &run
+		r.Labels = r.key().With("mesh", string(mesh))
+		return r
+	}
+	var out []Record
+	for _, r := range records {
+		switch r.Arm {
+		case target.Baseline:
+			out = append(out, as(r, target.Reference, target.Baseline), as(r, target.Candidate, target.Baseline))
+		case target.Reference, target.Candidate:
+			out = append(out, as(r, r.Arm, target.Meshed))
+		default:
+			out = append(out, r)
+		}
+	}
+	return out
 }

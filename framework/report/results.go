@@ -32,6 +32,10 @@ type Results struct {
 	// Breaches the limits the run broke, one line each.
 	Thresholds string   `json:"thresholds,omitempty"`
 	Breaches   []string `json:"breaches,omitempty"`
+	// Gate is the upgrade gate's fixture, GateDecisions its decision per
+	// scenario and metric (interval, outcome, pairs needed).
+	Gate          string `json:"gate,omitempty"`
+	GateDecisions any    `json:"gateDecisions,omitempty"`
 }
 
 // Write stores r as dir/<started>-<target>.json and returns the path.

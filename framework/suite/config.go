@@ -15,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/target/local"
 )
 
 // Config is the harness settings, set by flags. Every field's default is
@@ -38,8 +39,15 @@ type Config struct {
 	ResponseSize   int           `json:"responseSize"`
 	RequestSize    int           `json:"requestSize"`
 	Sidecar        string        `json:"sidecar"`
-	SidecarThreads int           `json:"sidecarThreads"`
-	ResultsDir     string        `json:"resultsDir"`
+	// Candidate, when set, is an upgrade gate's candidate sidecar; Sidecar
+	// is then the reference. The arms are baseline, reference, candidate.
+	Candidate string `json:"candidate,omitempty"`
+	// Gate is the gate fixture, "none" for no decision; MaxCount the
+	// rounds a point may grow to while its gate is inconclusive.
+	Gate           string `json:"gate,omitempty"`
+	MaxCount       int    `json:"maxCount,omitempty"`
+	SidecarThreads int    `json:"sidecarThreads"`
+	ResultsDir     string `json:"resultsDir"`
 	// Kubernetes targets.
 	Mesh         string `json:"mesh,omitempty"`
 	Placement    string `json:"placement,omitempty"`
@@ -165,7 +173,10 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.Var(protocolFlag{&c.Protocol}, "protocol", "http1 or h2 (cleartext HTTP/2)")
 	fs.IntVar(&c.ResponseSize, "payload", 128, "response body size in bytes")
 	fs.IntVar(&c.RequestSize, "request-size", 0, "request body size in bytes (non-zero sends POSTs)")
-	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or envoy, nginx or haproxy when on PATH")
+	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or envoy, nginx or haproxy when on PATH; caddy@VERSION builds that release; a +no-keepalive suffix turns keep-alive between sidecars off")
+	fs.StringVar(&c.Candidate, "candidate", "", "local: an upgrade gate's candidate sidecar, written like -sidecar (which is then the reference); arms baseline, reference, candidate")
+	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
+	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate: add rounds at a point while its gate is inconclusive, up to this many (0: -count only)")
 	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")
 	fs.StringVar(&c.Mesh, "mesh", "", "kind/remote: the meshed arm's mesh: none, linkerd, istio, istio-ambient, cilium, sidecar (default sidecar on kind; required on remote)")
 	fs.BoolVar(&c.MeshInstall, "mesh-install", false, "kind/remote: install the mesh from its Helm charts when it is missing, and uninstall it at the end")
@@ -267,6 +278,17 @@ func (c *Config) Normalize() error {
 	if c.RequestSize < 0 {
 		errs = append(errs, fmt.Errorf("-request-size=%d: must be >= 0", c.RequestSize))
 	}
+	if c.Candidate != "" && c.Target != "local" {
+		errs = append(errs, fmt.Errorf("-candidate=%s: only the local target runs two sidecars side by side so far", c.Candidate))
+	}
+	if c.Target == "local" {
+		if err := local.CheckSidecars(c.Sidecar, c.Candidate); err != nil {
+			errs = append(errs, fmt.Errorf("-sidecar/-candidate: %w", err))
+		}
+	}
+	if c.MaxCount < 0 || (c.MaxCount > 0 && c.Candidate == "") {
+		errs = append(errs, fmt.Errorf("-max-count=%d: a number of rounds, only with -candidate", c.MaxCount))
+	}
 	if c.SidecarThreads < 0 {
 		errs = append(errs, fmt.Errorf("-sidecar-threads=%d: must be >= 0", c.SidecarThreads))
 	}
@@ -276,7 +298,7 @@ func (c *Config) Normalize() error {
 	root := moduleRoot()
 	// go test runs in the package directory: a relative path the user
 	// typed from the module root is found there too.
-	for _, p := range []*string{&c.Thresholds, &c.KindConfig, &c.MeshCharts} {
+	for _, p := range []*string{&c.Thresholds, &c.KindConfig, &c.MeshCharts, &c.Gate} {
 		if *p != "" && *p != "none" && !filepath.IsAbs(*p) {
 			if _, err := os.Stat(*p); err != nil {
 				if _, err := os.Stat(filepath.Join(root, *p)); err == nil {
@@ -287,6 +309,9 @@ func (c *Config) Normalize() error {
 	}
 	if c.ResultsDir == "" {
 		c.ResultsDir = filepath.Join(root, "results")
+	}
+	if c.Gate == "" && c.Candidate != "" {
+		c.Gate = defaultGate(root, c.Target)
 	}
 	if c.KindConfig == "" {
 		c.KindConfig = filepath.Join(root, "kind-config.yaml")

@@ -86,6 +86,14 @@ func (s *Suite) Run(testenv env.Environment, m *testing.M) int {
 			code = 1
 		}
 	}
+	// An upgrade gate's three answers are three exit codes: 0 pass, 1 fail,
+	// 3 inconclusive (add pairs: -count, or -max-count).
+	if v := s.gateVerdict; v != nil && s.otherErr == nil && !s.failed && code <= 1 {
+		code = v.ExitCode()
+	}
+	if v := s.gateVerdict; v != nil {
+		fmt.Fprintf(os.Stdout, "meshbench: upgrade gate: %s (exit code %d)\n", strings.ToUpper(v.Outcome.String()), code)
+	}
 	return code
 }
 
@@ -94,6 +102,9 @@ func (s *Suite) Run(testenv env.Environment, m *testing.M) int {
 // one written for another target, stops the run naming the file, line
 // and field.
 func (s *Suite) CheckFixtures(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if err := s.loadGate(); err != nil {
+		return ctx, err
+	}
 	if s.Config.ThresholdsNote != "" {
 		s.logf("%s", s.Config.ThresholdsNote)
 	}

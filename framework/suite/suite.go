@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target"
@@ -58,7 +59,12 @@ type Suite struct {
 	recs  []report.Record
 	calls map[string]int // leaf sub-benchmark → run1 calls so far (one per -count)
 
-	cl clusterState
+	cl   clusterState
+	gate *gate.Gate
+	// gateVerdict is the upgrade gate's decision, when there is one;
+	// otherErr what else failed the verdict.
+	gateVerdict *gate.Verdict
+	otherErr    error
 	// verdict is report's outcome, carried out of e2e-framework's Finish
 	// (which only logs errors) into the exit code; failed is set when a
 	// sweep failed, for the log export.
@@ -153,6 +159,7 @@ func (s *Suite) defaultTarget(ctx context.Context, c *Config, logf func(string, 
 	}
 	tg, err := local.New(ctx, local.Options{
 		Sidecar:            c.Sidecar,
+		Candidate:          c.Candidate,
 		SidecarThreads:     c.SidecarThreads,
 		Protocol:           c.Protocol,
 		ResponseSize:       c.ResponseSize,
@@ -256,6 +263,15 @@ func (s *Suite) summarize() error {
 			}
 		}
 	}
+	var gerr error
+	if s.gate != nil {
+		res.Gate = s.Config.Gate
+		s.gateVerdict, gerr = s.judgeGate(os.Stdout, recs)
+		if s.gateVerdict != nil {
+			res.GateDecisions = s.gateVerdict.Decisions
+			gerr = errors.Join(gerr, s.gateVerdict.Err())
+		}
+	}
 	path, werr := report.Write(s.Config.ResultsDir, res)
 	fmt.Fprintln(os.Stdout)
 	fmt.Fprintf(os.Stdout, progressPrefix+"summary: %s, %s %s, %d runs (medians over repeats; intervals in parentheses)\n",
@@ -285,7 +301,8 @@ func (s *Suite) summarize() error {
 	case verr == nil:
 		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: every limit held\n", s.Config.Thresholds)
 	}
-	return errors.Join(werr, verr, ierr)
+	s.otherErr = errors.Join(werr, verr, ierr)
+	return errors.Join(werr, verr, ierr, gerr)
 }
 
 // close tears the target down once. A second caller (Finish racing the

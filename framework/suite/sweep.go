@@ -40,6 +40,9 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	arms := sc.Arms
 	if len(arms) == 0 {
 		arms = target.Arms
+		if a, ok := tg.(target.Armed); ok {
+			arms = a.Arms()
+		}
 	}
 	reps := s.reps()
 	per := s.Config.Warmup + s.Config.Duration + 300*time.Millisecond

@@ -36,10 +36,26 @@ type Arm string
 const (
 	Baseline Arm = "baseline" // no mesh
 	Meshed   Arm = "meshed"   // injection on
+	// Reference and Candidate are two versions or configurations of the
+	// same mesh, gated one against the other (an upgrade).
+	Reference Arm = "reference"
+	Candidate Arm = "candidate"
 )
 
-// Arms lists both arms in their interleaving order.
+// Arms lists both arms of an ordinary run in their interleaving order.
 var Arms = []Arm{Baseline, Meshed}
+
+// UpgradeArms are the arms of an upgrade gate, in interleaving order.
+var UpgradeArms = []Arm{Baseline, Reference, Candidate}
+
+// IsMeshed reports whether the arm runs with the mesh on.
+func (a Arm) IsMeshed() bool { return a != Baseline }
+
+// Armed is a target whose arms are not the ordinary two: an upgrade gate's
+// baseline, reference and candidate.
+type Armed interface {
+	Arms() []Arm
+}
 
 // Target runs loads against a deployed pair of arms.
 type Target interface {
@@ -198,7 +214,7 @@ func CheckEdges(arm Arm, path Path, edges []Edge, minReq int64, plain ...Hop) []
 		case e.Requests == 0:
 		case !expected[h]:
 			stray = append(stray, fmt.Sprintf("%s → %s (%d requests, verified peer %q)", e.Src, e.Dst, e.Requests, e.Peer))
-		case arm == Meshed && !e.Secured && !slices.Contains(plain, h):
+		case arm.IsMeshed() && !e.Secured && !slices.Contains(plain, h):
 			why = append(why, fmt.Sprintf("mesh not really on: %d requests %s → %s were not mTLS-verified as %s (verified peer %q)", e.Requests, e.Src, e.Dst, e.Src, e.Peer))
 		case arm == Baseline && e.Peer != "":
 			why = append(why, fmt.Sprintf("baseline is meshed: %d requests %s → %s went through a proxy (verified peer %q)", e.Requests, e.Src, e.Dst, e.Peer))

@@ -23,6 +23,9 @@ func (caddy) Name() string { return "caddy" }
 // permissive: Caddy's inbound side can also take plain text.
 func (caddy) permissive() {}
 
+// variants: Caddy renders the no-keep-alive configuration.
+func (caddy) variants() {}
+
 func (caddy) Binary(ctx context.Context, b *builder) (string, error) {
 	return b.build(ctx, "caddy", caddyPkg)
 }
@@ -115,7 +118,7 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 				"transport": obj{
 					"protocol":   "http",
 					"versions":   []string{"1.1"},
-					"keep_alive": obj{"max_idle_conns_per_host": 1024},
+					"keep_alive": keepAlive(s.NoKeepAlive),
 					"tls": obj{
 						"ca":                          caPool,
 						"client_certificate_file":     s.CertFile,
@@ -142,6 +145,14 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("render caddy config for %s: %w", s.Name, err)
 	}
 	return data, s.stem() + "-caddy.json", nil
+}
+
+// keepAlive is the outbound transport's connection reuse.
+func keepAlive(off bool) map[string]any {
+	if off {
+		return map[string]any{"enabled": false}
+	}
+	return map[string]any{"max_idle_conns_per_host": 1024}
 }
 
 // appVersions is what the inbound side speaks to its app.

@@ -118,7 +118,7 @@ func (t *Target) identity(name string) (pki.Identity, error) {
 // loadgen is out of the mesh) and its outbound side carries its app's calls
 // to the next workload's inbound side. In the mesh, each loadgen shard has
 // its own sidecar with one outbound listener per path.
-func (t *Target) startMeshed(ctx context.Context, d target.Deployment) (*arm, error) {
+func (t *Target) startMeshed(ctx context.Context, d target.Deployment, m meshArm) (*arm, error) {
 	a := &arm{urls: map[target.Path][]string{}, apps: map[string]string{}, procs: map[target.Path][]*process{}, byName: map[string]*process{}}
 	h2c := d.Protocol == load.H2
 	inbound := map[string]string{}
@@ -135,11 +135,11 @@ func (t *Target) startMeshed(ctx context.Context, d target.Deployment) (*arm, er
 		if k > 0 {
 			args = []string{"proxy", "-name", name, "-upstream", "http://" + out}
 		}
-		ap, err := t.startApp(ctx, "meshed/"+name, args, h2c, app)
+		ap, err := t.startApp(ctx, string(m.arm)+"/"+name, args, h2c, app)
 		if err != nil {
 			return nil, err
 		}
-		spec, err := t.spec(name, d)
+		spec, err := t.spec(name, d, m)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func (t *Target) startMeshed(ctx context.Context, d target.Deployment) (*arm, er
 			next := target.FrontendName(k - 1)
 			spec.Outbound = []Outbound{{Listen: out, Peer: inbound[next], ServerName: t.ids[next].ServerName()}}
 		}
-		sp, err := t.startSidecar(ctx, "meshed/"+name+"-sidecar", spec)
+		sp, err := t.startSidecar(ctx, m, string(m.arm)+"/"+name+"-sidecar", spec)
 		if err != nil {
 			return nil, err
 		}
@@ -166,17 +166,17 @@ func (t *Target) startMeshed(ctx context.Context, d target.Deployment) (*arm, er
 		}
 		return a, nil
 	}
-	return a, t.startLoadgenSidecars(ctx, d, a, inbound)
+	return a, t.startLoadgenSidecars(ctx, d, m, a, inbound)
 }
 
 // startLoadgenSidecars gives every loadgen shard its own outbound sidecar.
-func (t *Target) startLoadgenSidecars(ctx context.Context, d target.Deployment, a *arm, inbound map[string]string) error {
+func (t *Target) startLoadgenSidecars(ctx context.Context, d target.Deployment, m meshArm, a *arm, inbound map[string]string) error {
 	for i := range d.Loadgens {
 		ports, err := freePorts(d.Hops)
 		if err != nil {
 			return err
 		}
-		spec, err := t.spec("loadgen", d)
+		spec, err := t.spec("loadgen", d, m)
 		if err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func (t *Target) startLoadgenSidecars(ctx context.Context, d target.Deployment, 
 		if i > 0 {
 			name = fmt.Sprintf("loadgen-%d-sidecar", i+1)
 		}
-		p, err := t.startSidecar(ctx, "meshed/"+name, spec)
+		p, err := t.startSidecar(ctx, m, string(m.arm)+"/"+name, spec)
 		if err != nil {
 			return err
 		}
@@ -206,17 +206,17 @@ func (t *Target) startLoadgenSidecars(ctx context.Context, d target.Deployment, 
 }
 
 // spec is a sidecar's identity and settings, without its listeners.
-func (t *Target) spec(name string, d target.Deployment) (SidecarSpec, error) {
+func (t *Target) spec(name string, d target.Deployment, m meshArm) (SidecarSpec, error) {
 	id, err := t.identity(name)
 	if err != nil {
 		return SidecarSpec{}, err
 	}
 	return SidecarSpec{Name: name, Dir: t.dir, CertFile: id.CertFile, KeyFile: id.KeyFile, BundleFile: id.BundleFile,
-		CAFile: t.caFile, H2C: d.Protocol == load.H2, Threads: d.Threads, File: name + "-" + tag(d)}, nil
+		CAFile: t.caFile, H2C: d.Protocol == load.H2, Threads: d.Threads, File: string(m.arm) + "-" + name + "-" + tag(d), NoKeepAlive: m.noKeepAlive}, nil
 }
 
-func (t *Target) startSidecar(ctx context.Context, name string, s SidecarSpec) (*process, error) {
-	data, file, err := t.sc.Config(s)
+func (t *Target) startSidecar(ctx context.Context, m meshArm, name string, s SidecarSpec) (*process, error) {
+	data, file, err := m.sc.Config(s)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func (t *Target) startSidecar(ctx context.Context, name string, s SidecarSpec) (
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return nil, fmt.Errorf("write %s sidecar config: %w", s.Name, err)
 	}
-	argv, env := t.sc.Command(t.scBin, path, s)
+	argv, env := m.sc.Command(m.bin, path, s)
 	p, err := t.sup.start(name, measure.RoleSidecar, argv, env)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,10 @@ type Options struct {
 	Protocol load.Protocol
 	// ResponseSize is the backend's response body in bytes. Default 0.
 	ResponseSize int
+	// Candidate, when set, is the sidecar of an upgrade gate's candidate
+	// arm, written like Sidecar (name[@version][+no-keepalive]); Sidecar is
+	// then the reference arm's. Default "": one meshed arm.
+	Candidate string
 	// MeshedBackendDelay slows the meshed arm's backend on purpose, to show
 	// that a threshold fixture catches a regression. Never set it for a
 	// real measurement.
@@ -91,9 +95,8 @@ type Target struct {
 	sup    *supervisor
 	env    target.Environment
 	def    target.Workload
-	sc     Sidecar
-	app    string // mbapp binary
-	scBin  string // sidecar binary
+	meshes []meshArm // the meshed arms: meshed, or reference and candidate
+	app    string    // mbapp binary
 	ca     *pki.Authority
 	caFile string
 
@@ -129,7 +132,7 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 	if err := o.normalize(); err != nil {
 		return nil, fmt.Errorf("local target: %w", err)
 	}
-	sc, err := lookSidecar(o.Sidecar)
+	meshes, err := meshArms(o.Sidecar, o.Candidate)
 	if err != nil {
 		return nil, fmt.Errorf("local target: %w", err)
 	}
@@ -137,7 +140,7 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("local target: run directory: %w", err)
 	}
-	t := &Target{o: o, dir: dir, sc: sc, sup: &supervisor{dir: dir}, ids: map[string]pki.Identity{}, deps: map[target.Deployment]*deployment{},
+	t := &Target{o: o, dir: dir, meshes: meshes, sup: &supervisor{dir: dir}, ids: map[string]pki.Identity{}, deps: map[target.Deployment]*deployment{},
 		def: target.Workload{ResponseSize: o.ResponseSize, Protocol: o.Protocol, Threads: o.SidecarThreads}}
 	defer func() {
 		if err != nil {
@@ -148,12 +151,14 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Logf("local target: building mbapp and the %s sidecar", sc.Name())
+	o.Logf("local target: building mbapp and the %s sidecar", t.sidecarNames())
 	if t.app, err = b.build(ctx, "mbapp", "github.com/meshbench/meshbench/cmd/mbapp"); err != nil {
 		return nil, err
 	}
-	if t.scBin, err = sc.Binary(ctx, b); err != nil {
-		return nil, err
+	for i := range t.meshes {
+		if t.meshes[i].bin, err = t.meshes[i].sc.Binary(ctx, b); err != nil {
+			return nil, err
+		}
 	}
 	if t.ca, err = pki.NewAuthority(0); err != nil {
 		return nil, err
@@ -177,9 +182,10 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	env := target.Host()
 	env.Target = "local"
 	env.Loadgen = "in-process fortio (meshbench test binary); in the meshed arm it has its own outbound sidecar, as an in-mesh client does"
+	ref := t.meshes[0]
 	env.Mesh = target.MeshInfo{
-		Name:    "sidecar/" + t.sc.Name(),
-		Version: t.sc.Version(ctx, t.scBin),
+		Name:    "sidecar/" + ref.sc.Name(),
+		Version: ref.sc.Version(ctx, ref.bin),
 		Threads: t.o.SidecarThreads,
 		Config: map[string]string{
 			"mtls":         "ECDSA P-256 run-scoped CA, client certificate required and verified",
@@ -191,6 +197,9 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	}
 	if t.o.MeshedBackendDelay > 0 {
 		env.Mesh.Config["meshedBackendDelay"] = t.o.MeshedBackendDelay.String()
+	}
+	for _, m := range t.meshes {
+		env.Mesh.Config["arm."+string(m.arm)] = m.describe(ctx)
 	}
 	return env
 }
@@ -205,8 +214,10 @@ func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 		why = append(why, fmt.Sprintf("replicas=%d: the local target runs one backend per arm; use -target=kind", w.Replicas))
 	}
 	if w.Placement == target.OutOfMesh {
-		if _, ok := t.sc.(permissive); !ok {
-			why = append(why, fmt.Sprintf("out-of-mesh placement needs a sidecar that also takes plain text on its inbound side (caddy); -sidecar=%s does not", t.sc.Name()))
+		for _, m := range t.meshes {
+			if _, ok := plain(m.sc).(permissive); !ok {
+				why = append(why, fmt.Sprintf("out-of-mesh placement needs a sidecar that also takes plain text on its inbound side (caddy); %s does not", m.sc.Name()))
+			}
 		}
 	}
 	if f != nil && f.Action != target.Kill {
@@ -237,11 +248,13 @@ func (t *Target) deploy(ctx context.Context, d target.Deployment) (*deployment, 
 	if dep.arms[target.Baseline], err = t.startBaseline(ctx, d); err != nil {
 		return nil, err
 	}
-	if dep.arms[target.Meshed], err = t.startMeshed(ctx, d); err != nil {
-		return nil, err
+	for _, m := range t.meshes {
+		if dep.arms[m.arm], err = t.startMeshed(ctx, d, m); err != nil {
+			return nil, err
+		}
 	}
 	h2c := d.Protocol == load.H2
-	for _, a := range target.Arms {
+	for _, a := range t.Arms() {
 		for p, urls := range dep.arms[a].urls {
 			for _, u := range urls {
 				if err := probe(ctx, u, h2c); err != nil {

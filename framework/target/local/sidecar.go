@@ -46,6 +46,9 @@ type SidecarSpec struct {
 	H2C bool
 	// Threads limits the proxy's worker threads; 0 leaves its default.
 	Threads int
+	// NoKeepAlive opens a new connection to the peer for every request
+	// (a configuration variant; only sidecars implementing variants).
+	NoKeepAlive bool
 	// File is a stem for the files the proxy writes, unique in the run
 	// directory; default Name.
 	File string

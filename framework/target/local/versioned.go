@@ -112,6 +112,18 @@ type versioned struct {
 
 func (v versioned) Name() string { return v.ref.String() }
 
+// unwrap is the plain sidecar, for its optional interfaces (permissive,
+// variants).
+func (v versioned) unwrap() Sidecar { return v.Sidecar }
+
+// plain returns sc without a version wrapper.
+func plain(sc Sidecar) Sidecar {
+	if v, ok := sc.(versioned); ok {
+		return v.unwrap()
+	}
+	return sc
+}
+
 func (v versioned) Binary(ctx context.Context, b *builder) (string, error) {
 	return b.buildModule(ctx, v.ref.Name, v.module, v.ref.Version, v.pkg)
 }

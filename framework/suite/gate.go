@@ -1,0 +1,181 @@
+package suite
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// loadGate decodes the gate fixture, checked against the target, before
+// anything runs. Without a candidate there is nothing to gate.
+func (s *Suite) loadGate() error {
+	if s.Config.Candidate == "" || s.Config.Gate == "none" {
+		return nil
+	}
+	g, err := gate.Load(s.Config.Gate)
+	if err != nil {
+		return err
+	}
+	if err := g.CheckTarget(s.fixtureTarget()); err != nil {
+		return err
+	}
+	s.gate = g
+	return nil
+}
+
+// gateLabels are what gate rules match: the scenario's labels without the
+// benchmark's name and the arm, plus path and loop (open: a fixed rate;
+// closed: maximum rate).
+func gateLabels(r report.Record) gate.Labels {
+	l := gate.Labels(r.Labels.Without(labels.Arm).Map())
+	l[labels.Path] = string(r.Path)
+	l["loop"] = "closed"
+	if r.Load.Options.QPS > 0 {
+		l["loop"] = "open"
+	}
+	return l
+}
+
+// gateValue is one run's figure for a gated metric, in the metric's unit.
+func gateValue(r report.Record, m gate.Metric) float64 {
+	l := r.Load
+	switch m {
+	case gate.SidecarCPUPer1kReq:
+		u, _ := r.Resources.Role(measure.RoleSidecar)
+		if l.Requests == 0 {
+			return 0
+		}
+		return u.MilliCores * r.Resources.Elapsed.Seconds() / float64(l.Requests) * 1000
+	case gate.SidecarRSS:
+		u, _ := r.Resources.Role(measure.RoleSidecar)
+		return float64(u.MaxLoadRSS) / (1 << 20)
+	case gate.Throughput:
+		return l.AchievedQPS
+	case gate.P50:
+		return l.Percentile(50) * 1e3
+	case gate.P90:
+		return l.Percentile(90) * 1e3
+	case gate.P99:
+		return l.Percentile(99) * 1e3
+	case gate.P999:
+		return l.Percentile(99.9) * 1e3
+	}
+	return 0
+}
+
+// gateMeasurements pairs every scenario's reference and candidate runs of
+// the same round, both valid, for each metric the fixture gates there.
+func gateMeasurements(g *gate.Gate, recs []report.Record) []gate.Measurement {
+	type key struct {
+		scenario string
+		metric   gate.Metric
+	}
+	byRound := map[string]map[int]map[target.Arm]report.Record{}
+	var order []string
+	for _, r := range recs {
+		k := r.Labels.Without(labels.Arm).Key() + "|" + string(r.Path)
+		if byRound[k] == nil {
+			byRound[k] = map[int]map[target.Arm]report.Record{}
+			order = append(order, k)
+		}
+		if byRound[k][r.Repeat] == nil {
+			byRound[k][r.Repeat] = map[target.Arm]report.Record{}
+		}
+		byRound[k][r.Repeat][r.Arm] = r
+	}
+	var out []gate.Measurement
+	for _, k := range order {
+		rounds := slices.Sorted(maps.Keys(byRound[k]))
+		var m map[gate.Metric]*gate.Measurement
+		var metrics []gate.Metric
+		for _, rep := range rounds {
+			ref, okR := byRound[k][rep][target.Reference]
+			cand, okC := byRound[k][rep][target.Candidate]
+			if !okR || !okC || !ref.Valid() || !cand.Valid() {
+				continue
+			}
+			if m == nil {
+				m = map[gate.Metric]*gate.Measurement{}
+				metrics = g.Gated(gateLabels(ref))
+				for _, met := range metrics {
+					m[met] = &gate.Measurement{Scenario: gateLabels(ref), Metric: met}
+				}
+			}
+			for _, met := range metrics {
+				m[met].Reference = append(m[met].Reference, gateValue(ref, met))
+				m[met].Candidate = append(m[met].Candidate, gateValue(cand, met))
+			}
+		}
+		for _, met := range metrics {
+			out = append(out, *m[met])
+		}
+	}
+	return out
+}
+
+// judgeGate decides the upgrade from the run's records, prints every
+// decision and the noise, and returns the verdict.
+func (s *Suite) judgeGate(w io.Writer, recs []report.Record) (*gate.Verdict, error) {
+	ms := gateMeasurements(s.gate, recs)
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("gate %s: no scenario has valid reference and candidate pairs to judge", s.gate.File)
+	}
+	v, err := s.gate.Decide(ms)
+	if err != nil {
+		return nil, fmt.Errorf("gate %s: %w", s.gate.File, err)
+	}
+	aa := s.Config.Candidate == s.Config.Sidecar
+	fmt.Fprintf(w, "%sgate: %s, candidate %s against reference %s: %s\n", progressPrefix, s.gate.File, s.Config.Candidate, s.Config.Sidecar, v.Outcome)
+	for _, d := range v.Decisions {
+		fmt.Fprintf(w, "%s  %s: %s\n", progressPrefix, d.Outcome, d.Reason)
+	}
+	noise, err := s.gate.Calibrate(ms)
+	if err != nil {
+		return &v, fmt.Errorf("gate %s: noise: %w", s.gate.File, err)
+	}
+	what := "the spread of this run's pairs"
+	if aa {
+		what = "this A/A run (candidate = reference)"
+	}
+	fmt.Fprintf(w, "%sgate: smallest change this run could detect, from %s:\n", progressPrefix, what)
+	for _, n := range noise {
+		if !aa {
+			n.Biased = false
+		}
+		fmt.Fprintf(w, "%s  %s %s: %.1f %% (limit %.0f %%)%s\n", progressPrefix, n.Scenario, n.Metric, n.Detectable*100, n.Rule.LimitPct, cannotPass(n))
+	}
+	return &v, nil
+}
+
+func cannotPass(n gate.Noise) string {
+	if n.CanPass {
+		return ""
+	}
+	return ": " + n.Message
+}
+
+// defaultGate is fixtures/gates/<target>.yaml.
+func defaultGate(root, target string) string {
+	p := filepath.Join(root, "fixtures", "gates", target+".yaml")
+	if _, err := os.Stat(p); err != nil {
+		return "none"
+	}
+	return p
+}
+
+// GateVerdict is the upgrade gate's decision after Finish (or Report);
+// nil when nothing was gated.
+func (s *Suite) GateVerdict() *gate.Verdict { return s.gateVerdict }
+
+// LoadGate decodes the gate fixture for a Suite driven without Main
+// (tests): CheckFixtures does it in TestMain.
+func (s *Suite) LoadGate() error { return s.loadGate() }
