@@ -1,6 +1,7 @@
 // Package workload holds the applications that meshbench measures a mesh
-// around: an echo backend that answers with a fixed-size body, and a frontend
-// that reverse-proxies to it. Both count who called them, as told by the
+// around: an echo backend that answers with a fixed-size body (over HTTP, or
+// as fortio's gRPC ping service), and a frontend that reverse-proxies to it
+// (HTTP/1.1, or h2c, which carries gRPC with its trailers). Both count who called them, as told by the
 // peer-identity header that an inbound sidecar sets after verifying the
 // caller's mTLS certificate, so a run can prove which path its requests took.
 package workload
@@ -161,7 +162,8 @@ type ProxyOptions struct {
 	// Upstream is the URL requests are forwarded to (the backend, or the
 	// frontend's own outbound sidecar in a meshed arm).
 	Upstream *url.URL
-	// H2C speaks cleartext HTTP/2 to the upstream; HTTP/1.1 otherwise.
+	// H2C speaks cleartext HTTP/2 to the upstream, which gRPC needs;
+	// HTTP/1.1 otherwise.
 	H2C bool
 	// MaxIdleConns is the idle keep-alive pool towards the upstream. Default 1024.
 	MaxIdleConns int
