@@ -23,6 +23,10 @@ func (caddy) Name() string { return "caddy" }
 // permissive: Caddy's inbound side can also take plain text.
 func (caddy) permissive() {}
 
+// h2Upstream: Caddy's reverse proxy speaks h2 over TLS and h2c upstream,
+// trailers included, so it carries h2 and gRPC end to end.
+func (caddy) h2Upstream() {}
+
 func (caddy) Binary(ctx context.Context, b *builder) (string, error) {
 	return b.build(ctx, "caddy", caddyPkg)
 }
@@ -56,7 +60,8 @@ func (caddy) Command(bin, path string, s SidecarSpec) (argv, env []string) {
 // Config renders Caddy's native JSON: one server per listener, automatic
 // HTTPS off, the workload certificate loaded from files, and client
 // certificates required and verified against the run's CA on the inbound
-// side.
+// side. With H2C every hop is HTTP/2: h2c on the plain sides and to the
+// app, h2 over mTLS between peers.
 func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 	type obj = map[string]any
 	plain := []string{"h1"}
@@ -114,7 +119,7 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 				"headers": obj{"request": obj{"set": obj{"Host": []string{out.ServerName}}}},
 				"transport": obj{
 					"protocol":   "http",
-					"versions":   []string{"1.1"},
+					"versions":   peerVersions(s.H2C),
 					"keep_alive": obj{"max_idle_conns_per_host": 1024},
 					"tls": obj{
 						"ca":                          caPool,
@@ -142,6 +147,15 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("render caddy config for %s: %w", s.Name, err)
 	}
 	return data, s.stem() + "-caddy.json", nil
+}
+
+// peerVersions is what the outbound side speaks to a peer over mTLS: h2
+// (ALPN h2 only) when the workload is HTTP/2 end to end.
+func peerVersions(h2 bool) []string {
+	if h2 {
+		return []string{"2"}
+	}
+	return []string{"1.1"}
 }
 
 // appVersions is what the inbound side speaks to its app.

@@ -8,7 +8,10 @@
 //
 //	loadgen → [sc] ⇒ [sc] → frontend → [sc] ⇒ [sc] → backend
 //
-// where [sc] is a sidecar proxy and ⇒ is mutual TLS.
+// where [sc] is a sidecar proxy and ⇒ is mutual TLS. The workload's
+// protocol is spoken on every hop: HTTP/1.1, or for h2 and grpc HTTP/2 end
+// to end (h2c on the plain hops, h2 with ALPN over mTLS, the frontend
+// proxying in h2c, and a gRPC backend for grpc).
 package local
 
 import (
@@ -18,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -25,6 +29,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"fortio.org/fortio/fgrpc"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
@@ -41,8 +50,8 @@ type Options struct {
 	// SidecarThreads caps each sidecar's worker threads; 0 is the proxy's
 	// default.
 	SidecarThreads int
-	// Protocol the loadgen speaks; h2 makes the apps and the plain sides of
-	// the sidecars accept cleartext HTTP/2. Default http1.
+	// Protocol of the default workload, on every hop: http1 (default), h2
+	// or grpc (HTTP/2 end to end; needs a sidecar with HTTP/2 upstreams).
 	Protocol load.Protocol
 	// ResponseSize is the backend's response body in bytes. Default 0.
 	ResponseSize int
@@ -161,9 +170,10 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 		return nil, err
 	}
 	w := t.def
-	if err := w.Normalize(t.def); err != nil {
+	if err := t.Supports(w, nil); err != nil {
 		return nil, fmt.Errorf("local target: %w", err)
 	}
+	_ = w.Normalize(t.def) // checked by Supports
 	if _, err := t.deploy(ctx, w.Deployment()); err != nil {
 		return nil, err
 	}
@@ -183,7 +193,7 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		Config: map[string]string{
 			"mtls":         "ECDSA P-256 run-scoped CA, client certificate required and verified",
 			"protocol":     string(t.o.Protocol),
-			"peerProtocol": "HTTP/1.1 over mTLS with keep-alive, between sidecars",
+			"peerProtocol": "between sidecars, over mTLS with keep-alive: HTTP/1.1 for http1; h2 (ALPN h2) for h2 and grpc, which are HTTP/2 on every hop",
 			"responseSize": strconv.Itoa(t.o.ResponseSize),
 			"cores":        strconv.Itoa(runtime.NumCPU()),
 		},
@@ -207,6 +217,9 @@ func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 		if _, ok := t.sc.(permissive); !ok {
 			why = append(why, fmt.Sprintf("out-of-mesh placement needs a sidecar that also takes plain text on its inbound side (caddy); -sidecar=%s does not", t.sc.Name()))
 		}
+	}
+	if _, ok := t.sc.(h2Upstream); w.Protocol.HTTP2() && !ok {
+		why = append(why, fmt.Sprintf("protocol %s runs HTTP/2 end to end and needs a sidecar that proxies HTTP/2 to its peers and app (caddy); -sidecar=%s proxies in HTTP/1.1", w.Protocol, t.sc.Name()))
 	}
 	if f != nil && f.Action != target.Kill {
 		why = append(why, fmt.Sprintf("fault %q: the local target can only kill", f.Action))
@@ -239,11 +252,10 @@ func (t *Target) deploy(ctx context.Context, d target.Deployment) (*deployment, 
 	if dep.arms[target.Meshed], err = t.startMeshed(ctx, d); err != nil {
 		return nil, err
 	}
-	h2c := d.Protocol == load.H2
 	for _, a := range target.Arms {
 		for p, urls := range dep.arms[a].urls {
 			for _, u := range urls {
-				if err := probe(ctx, u, h2c); err != nil {
+				if err := probe(ctx, u, d.Protocol); err != nil {
 					return nil, fmt.Errorf("local target: %s %s path does not answer: %w%s", a, p, err, t.logs())
 				}
 			}
@@ -254,17 +266,21 @@ func (t *Target) deploy(ctx context.Context, d target.Deployment) (*deployment, 
 	return dep, nil
 }
 
-// probe sends one request, in the loadgen's protocol, and wants a 200.
-func probe(ctx context.Context, url string, h2c bool) error {
+// probe sends one request, in the loadgen's protocol, and wants a 200 (a
+// gRPC ping answered OK for grpc).
+func probe(ctx context.Context, rawURL string, proto load.Protocol) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if proto == load.GRPC {
+		return probeGRPC(ctx, rawURL)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set(workload.SourceHeader, "probe")
 	tr := &http.Transport{}
-	if h2c {
+	if proto == load.H2 {
 		tr.Protocols = new(http.Protocols)
 		tr.Protocols.SetUnencryptedHTTP2(true)
 	}
@@ -275,7 +291,25 @@ func probe(ctx context.Context, url string, h2c bool) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
+		return fmt.Errorf("GET %s: %s", rawURL, resp.Status)
+	}
+	return nil
+}
+
+// probeGRPC makes one gRPC ping call to the host of rawURL.
+func probeGRPC(ctx context.Context, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("probe %q: %w", rawURL, err)
+	}
+	conn, err := grpc.NewClient("passthrough:///"+u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("grpc client for %s: %w", u.Host, err)
+	}
+	defer conn.Close()
+	ctx = metadata.AppendToOutgoingContext(ctx, strings.ToLower(workload.SourceHeader), "probe")
+	if _, err := fgrpc.NewPingServerClient(conn).Ping(ctx, &fgrpc.PingMessage{}); err != nil {
+		return fmt.Errorf("grpc ping %s: %w", u.Host, err)
 	}
 	return nil
 }
