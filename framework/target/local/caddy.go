@@ -83,7 +83,8 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 				"handler":   "reverse_proxy",
 				"upstreams": []obj{{"dial": in.App}},
 				"headers": obj{"request": obj{"set": obj{
-					workload.PeerHeader: []string{"{http.request.tls.client.subject}"},
+					workload.PeerHeader:  []string{"{http.request.tls.client.subject}"},
+					workload.ProtoHeader: []string{"{http.request.proto}"},
 				}}},
 				"transport": obj{"protocol": "http", "versions": appVersions(s.H2C),
 					"keep_alive": obj{"max_idle_conns_per_host": 1024}},
@@ -100,7 +101,10 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 			"routes": []obj{{"handle": []obj{{
 				"handler":   "reverse_proxy",
 				"upstreams": []obj{{"dial": in.App}},
-				"headers":   obj{"request": obj{"delete": []string{workload.PeerHeader}}},
+				"headers": obj{"request": obj{
+					"delete": []string{workload.PeerHeader},
+					"set":    obj{workload.ProtoHeader: []string{"{http.request.proto}"}},
+				}},
 				"transport": obj{"protocol": "http", "versions": appVersions(s.H2C),
 					"keep_alive": obj{"max_idle_conns_per_host": 1024}},
 			}}}},

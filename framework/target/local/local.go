@@ -392,6 +392,7 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 		plain = target.Hops(w.Path)[:1]
 	}
 	run.Invalid = append(run.Invalid, target.CheckEdges(s.Arm, w.Path, run.Edges, run.Load.Requests, plain...)...)
+	run.Invalid = append(run.Invalid, checkProto(w.Protocol, run.Edges)...)
 	target.Judge(run, float64(runtime.GOMAXPROCS(0))*1000)
 	return run, nil
 }
@@ -491,14 +492,14 @@ func edges(before, after map[string]workload.Stats) []target.Edge {
 	for _, dst := range []string{"frontend", "backend"} {
 		prev := map[workload.Caller]int64{}
 		for _, c := range before[dst].Callers {
-			prev[workload.Caller{Source: c.Source, Peer: c.Peer}] = c.Requests
+			prev[workload.Caller{Source: c.Source, Peer: c.Peer, Proto: c.Proto}] = c.Requests
 		}
 		for _, c := range after[dst].Callers {
-			n := c.Requests - prev[workload.Caller{Source: c.Source, Peer: c.Peer}]
+			n := c.Requests - prev[workload.Caller{Source: c.Source, Peer: c.Peer, Proto: c.Proto}]
 			if n <= 0 || c.Source == "probe" {
 				continue
 			}
-			e := target.Edge{Src: c.Source, Dst: dst, Requests: n}
+			e := target.Edge{Src: c.Source, Dst: dst, Proto: c.Proto, Requests: n}
 			if c.Peer != workload.Direct {
 				e.Peer = c.Peer
 				e.Secured = c.Peer == c.Source
@@ -507,6 +508,23 @@ func edges(before, after map[string]workload.Stats) []target.Edge {
 		}
 	}
 	return out
+}
+
+// checkProto wants every edge of an h2 or grpc workload to have spoken
+// HTTP/2 into its callee, as the callee's sidecar (or, without one, the
+// callee) saw it: h2 end to end, not only on the loadgen's hop.
+func checkProto(p load.Protocol, edges []target.Edge) []string {
+	if !p.HTTP2() {
+		return nil
+	}
+	var why []string
+	for _, e := range edges {
+		if e.Proto != "HTTP/2.0" {
+			why = append(why, fmt.Sprintf("%s → %s: %d requests arrived in %s, not HTTP/2: protocol %s must be HTTP/2 on every hop",
+				e.Src, e.Dst, e.Requests, cmp.Or(e.Proto, "an unknown protocol"), p))
+		}
+	}
+	return why
 }
 
 // Close stops every process and removes the run directory.

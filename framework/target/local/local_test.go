@@ -58,6 +58,7 @@ func TestLocalTargetLifecycle(t *testing.T) {
 				assert.Equal(t, hops[i].Dst, e.Dst)
 				assert.Equal(t, arm == target.Meshed, e.Secured, "%s → %s secured", e.Src, e.Dst)
 				assert.GreaterOrEqual(t, e.Requests, run.Load.Requests)
+				assert.Equal(t, "HTTP/1.1", e.Proto, "%s → %s", e.Src, e.Dst)
 			}
 			roles := map[measure.Role]bool{}
 			for _, u := range run.Resources.Usage {
@@ -137,6 +138,7 @@ func TestLocalProtocols(t *testing.T) {
 					assert.Equal(t, hops[i].Dst, e.Dst)
 					assert.Equal(t, arm == target.Meshed, e.Secured, "%s %s: %s → %s secured", proto, arm, e.Src, e.Dst)
 					assert.GreaterOrEqual(t, e.Requests, run.Load.Requests)
+					assert.Equal(t, "HTTP/2.0", e.Proto, "%s %s: %s → %s: HTTP/2 on every hop", proto, arm, e.Src, e.Dst)
 				}
 			}
 		}
