@@ -78,7 +78,7 @@ type Options struct {
 	// RequestSize is the request body in bytes; non-zero turns GETs into
 	// POSTs. For grpc it is the ping request's payload. Default 0.
 	RequestSize int `json:"requestSize"`
-	// Timeout is the per-request timeout. Default 3s.
+	// Timeout is the per-request timeout (a gRPC call's deadline). Default 3s.
 	Timeout time.Duration `json:"timeout"`
 	// Resolution is the latency histogram's bucket divider. Default
 	// stats.DefaultResolution (10µs); fortio's own 1ms default would put every
