@@ -63,7 +63,6 @@ func (caddy) Command(bin, path string, s SidecarSpec) (argv, env []string) {
 // side. With H2C every hop is HTTP/2: h2c on the plain sides and to the
 // app, h2 over mTLS between peers.
 func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
-	type obj = map[string]any
 	plain := []string{"h1"}
 	if s.H2C {
 		plain = append(plain, "h2c")
@@ -79,16 +78,10 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 				"certificate_selection": obj{"any_tag": []string{"mesh"}},
 				"client_authentication": obj{"ca": caPool, "mode": "require_and_verify"},
 			}},
-			"routes": []obj{{"handle": []obj{{
-				"handler":   "reverse_proxy",
-				"upstreams": []obj{{"dial": in.App}},
-				"headers": obj{"request": obj{"set": obj{
-					workload.PeerHeader:  []string{"{http.request.tls.client.subject}"},
-					workload.ProtoHeader: []string{"{http.request.proto}"},
-				}}},
-				"transport": obj{"protocol": "http", "versions": appVersions(s.H2C),
-					"keep_alive": obj{"max_idle_conns_per_host": 1024}},
-			}}}},
+			"routes": caddyToApp(in.App, s.H2C, obj{"set": obj{
+				workload.PeerHeader:  []string{"{http.request.tls.client.subject}"},
+				workload.ProtoHeader: []string{"{http.request.proto}"},
+			}}),
 		}
 	}
 	if in := s.Inbound; in != nil && in.Plain != "" {
@@ -98,16 +91,10 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 			"listen":          []string{in.Plain},
 			"protocols":       plain,
 			"automatic_https": obj{"disable": true},
-			"routes": []obj{{"handle": []obj{{
-				"handler":   "reverse_proxy",
-				"upstreams": []obj{{"dial": in.App}},
-				"headers": obj{"request": obj{
-					"delete": []string{workload.PeerHeader},
-					"set":    obj{workload.ProtoHeader: []string{"{http.request.proto}"}},
-				}},
-				"transport": obj{"protocol": "http", "versions": appVersions(s.H2C),
-					"keep_alive": obj{"max_idle_conns_per_host": 1024}},
-			}}}},
+			"routes": caddyToApp(in.App, s.H2C, obj{
+				"delete": []string{workload.PeerHeader},
+				"set":    obj{workload.ProtoHeader: []string{"{http.request.proto}"}},
+			}),
 		}
 	}
 	for i, out := range s.Outbound {
@@ -151,6 +138,19 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("render caddy config for %s: %w", s.Name, err)
 	}
 	return data, s.stem() + "-caddy.json", nil
+}
+
+// caddyToApp is an inbound route to the app, with header operations on
+// the request: who the verified peer is, and which HTTP version the hop
+// into the sidecar spoke.
+func caddyToApp(app string, h2c bool, headers obj) []obj {
+	return []obj{{"handle": []obj{{
+		"handler":   "reverse_proxy",
+		"upstreams": []obj{{"dial": app}},
+		"headers":   obj{"request": headers},
+		"transport": obj{"protocol": "http", "versions": appVersions(h2c),
+			"keep_alive": obj{"max_idle_conns_per_host": 1024}},
+	}}}}
 }
 
 // peerVersions is what the outbound side speaks to a peer over mTLS: h2

@@ -143,4 +143,13 @@ func TestLocalProtocols(t *testing.T) {
 			}
 		}
 	}
+	// Out of the mesh, gRPC enters the frontend's sidecar in h2c, plain,
+	// and goes on over mTLS.
+	w := target.Workload{Path: target.TwoHop, Protocol: load.GRPC, Placement: target.OutOfMesh}
+	run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: w, Load: load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	assert.Empty(t, run.Invalid)
+	require.Len(t, run.Edges, 2)
+	assert.Equal(t, []bool{false, true}, []bool{run.Edges[0].Secured, run.Edges[1].Secured})
+	assert.Equal(t, []string{"HTTP/2.0", "HTTP/2.0"}, []string{run.Edges[0].Proto, run.Edges[1].Proto})
 }
