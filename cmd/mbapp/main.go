@@ -1,9 +1,11 @@
 // Command mbapp runs one meshbench workload as its own process: the echo
-// backend or the reverse-proxy frontend. The local target starts it; users
-// rarely need it by hand.
+// backend (HTTP, or with -grpc fortio's gRPC ping service) or the
+// reverse-proxy frontend. The local target starts it; users rarely need it
+// by hand.
 //
 //	mbapp echo  -listen 127.0.0.1:8080 -size 1024
-//	mbapp proxy -listen 127.0.0.1:8081 -upstream http://127.0.0.1:8080
+//	mbapp echo  -listen 127.0.0.1:8080 -size 1024 -grpc
+//	mbapp proxy -listen 127.0.0.1:8081 -upstream http://127.0.0.1:8080 -h2c
 package main
 
 import (
@@ -34,7 +36,8 @@ func run(args []string) error {
 	}
 	fs := flag.NewFlagSet("mbapp "+args[0], flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
-	h2c := fs.Bool("h2c", false, "also accept cleartext HTTP/2 (and, for proxy, speak it upstream)")
+	h2c := fs.Bool("h2c", false, "also accept cleartext HTTP/2 (and, for proxy, speak it upstream, which carries gRPC too)")
+	grpc := fs.Bool("grpc", false, "echo: answer fortio's gRPC ping with a reply of -size bytes (implies -h2c)")
 	size := fs.Int("size", 0, "echo: response body size in bytes")
 	delay := fs.Duration("delay", 0, "echo: delay added to every answer")
 	upstream := fs.String("upstream", "", "proxy: upstream URL, e.g. http://127.0.0.1:8080")
@@ -49,7 +52,13 @@ func run(args []string) error {
 			return fmt.Errorf("-size %d: must be >= 0", *size)
 		}
 		h = workload.Echo(workload.EchoOptions{Size: *size, Delay: *delay})
+		if *grpc {
+			h, *h2c = workload.GRPCEcho(workload.EchoOptions{Size: *size, Delay: *delay}), true
+		}
 	case "proxy":
+		if *grpc {
+			return errors.New("-grpc: only for echo; the proxy carries gRPC with -h2c")
+		}
 		u, err := url.Parse(*upstream)
 		if err != nil || u.Host == "" {
 			return fmt.Errorf("-upstream %q: want a URL such as http://127.0.0.1:8080", *upstream)

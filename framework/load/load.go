@@ -1,7 +1,9 @@
-// Package load drives fortio's HTTP runner in-process: a thrown-away warm-up,
+// Package load drives fortio's runners in-process, HTTP (fhttp) or gRPC
+// (fgrpc's ping client on fortio's periodic engine): a thrown-away warm-up,
 // then one measured window, closed loop at maximum rate or open loop at a
 // fixed rate. Its Result carries the raw histogram, the per-status counts and
-// the settings that produced them, and says whether the run is valid.
+// the settings that produced them, and says whether the run is valid; it has
+// the same shape for every protocol.
 package load
 
 import (
@@ -24,24 +26,34 @@ import (
 	"github.com/meshbench/meshbench/framework/stats"
 )
 
-// Protocol is the wire protocol between the load generator and its first hop.
+// Protocol is the wire protocol the load generator speaks. How far it goes
+// down the path is the target's business (the local target carries h2 and
+// grpc end to end).
 type Protocol string
 
-// Protocols meshbench can drive today. gRPC will join them through fgrpc.
+// Protocols meshbench can drive.
 const (
 	HTTP1 Protocol = "http1" // HTTP/1.1 with keep-alive
 	H2    Protocol = "h2"    // HTTP/2 (cleartext, prior knowledge, on plain http:// URLs)
+	// GRPC is unary gRPC calls of fortio's ping service (fgrpc.PingServer/Ping)
+	// over cleartext HTTP/2, one connection per unit of concurrency.
+	GRPC Protocol = "grpc"
 )
+
+// HTTP2 reports whether p runs over HTTP/2 (h2 or grpc).
+func (p Protocol) HTTP2() bool { return p == H2 || p == GRPC }
 
 // ParseProtocol turns a flag value into a Protocol.
 func ParseProtocol(s string) (Protocol, error) {
 	switch p := Protocol(strings.ToLower(s)); p {
-	case HTTP1, H2:
+	case HTTP1, H2, GRPC:
 		return p, nil
 	case "http1.1", "http/1.1", "h1":
 		return HTTP1, nil
+	case "http2", "http/2", "h2c":
+		return H2, nil
 	}
-	return "", fmt.Errorf("unknown protocol %q: want http1 or h2", s)
+	return "", fmt.Errorf("unknown protocol %q: want http1, h2 or grpc", s)
 }
 
 // Options are the settings of one load. The zero value of every field means
@@ -61,12 +73,12 @@ type Options struct {
 	// away: connection set-up and TLS handshakes dominate the first seconds.
 	// Default 1s; negative means none.
 	Warmup time.Duration `json:"warmup"`
-	// Protocol is http1 (default) or h2.
+	// Protocol is http1 (default), h2 or grpc.
 	Protocol Protocol `json:"protocol"`
 	// RequestSize is the request body in bytes; non-zero turns GETs into
-	// POSTs. Default 0.
+	// POSTs. For grpc it is the ping request's payload. Default 0.
 	RequestSize int `json:"requestSize"`
-	// Timeout is the per-request timeout. Default 3s.
+	// Timeout is the per-request timeout (a gRPC call's deadline). Default 3s.
 	Timeout time.Duration `json:"timeout"`
 	// Resolution is the latency histogram's bucket divider. Default
 	// stats.DefaultResolution (10µs); fortio's own 1ms default would put every
@@ -78,7 +90,8 @@ type Options struct {
 	// MaxErrorRate is the fraction of failed requests above which a run is
 	// invalid. Default 0 (any error invalidates the run).
 	MaxErrorRate float64 `json:"maxErrorRate"`
-	// Headers are added to every request, e.g. the caller's name.
+	// Headers are added to every request, e.g. the caller's name; for grpc
+	// they are sent as metadata (HTTP/2 headers, lower-cased).
 	Headers map[string]string `json:"headers,omitempty"`
 	// Timeline, when > 0, is the bucket width of a per-request timeline of
 	// the window (Result.Timeline), which faults are judged on. Default 0:
@@ -174,7 +187,9 @@ type Result struct {
 	// not return 200 (socket errors count as code -1).
 	Requests int64 `json:"requests"`
 	Errors   int64 `json:"errors"`
-	// Codes counts responses per HTTP status code.
+	// Codes counts responses per HTTP status code. A gRPC call counts as
+	// 200 when its status is OK, and as GRPCCode(status) otherwise (1000
+	// plus the gRPC code: 1014 is Unavailable, 1004 DeadlineExceeded).
 	Codes map[int]int64 `json:"codes"`
 	// Latency is the raw histogram of every request's latency, in seconds,
 	// at Options.Resolution, so results can be merged and recomputed later.
@@ -232,7 +247,7 @@ func Measure(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := NewResult(o, start, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram)
+	res := NewResult(o, start, fr.elapsed, fr.qps, fr.codes, fr.latency)
 	if tl != nil {
 		res.Timeline = tl.sum()
 	}
@@ -281,7 +296,8 @@ func (o Options) Judge(r *Result) []string {
 	return why
 }
 
-// FormatCodes prints status counts in code order, e.g. "200:991 503:9 -1:2".
+// FormatCodes prints status counts in code order, e.g. "-1:2 200:991
+// 503:9", gRPC statuses with their name: "1014(Unavailable):9".
 func FormatCodes(codes map[int]int64) string {
 	keys := make([]int, 0, len(codes))
 	for k := range codes {
@@ -291,50 +307,50 @@ func FormatCodes(codes map[int]int64) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%d:%d", k, codes[k])
+		if name := grpcName(k); name != "" {
+			parts[i] = fmt.Sprintf("%d(%s):%d", k, name, codes[k])
+		}
 	}
 	return strings.Join(parts, " ")
 }
 
-// runFortio runs one fortio window of length d.
-func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline) (*fhttp.HTTPRunnerResults, error) {
-	fortioLog.Do(func() { flog.SetLogLevelQuiet(flog.Error) })
+// window is what a fortio run of either protocol gives back.
+type window struct {
+	elapsed time.Duration
+	qps     float64
+	codes   map[int]int64
+	latency *fstats.HistogramData
+}
+
+// runnerOptions are fortio's engine settings for one window of length d.
+func runnerOptions(o Options, d time.Duration, tl *timeline) periodic.RunnerOptions {
 	qps := o.QPS
 	if o.ClosedLoop() {
 		qps = -1 // fortio: negative is max speed
 	}
-	ro := &fhttp.HTTPRunnerOptions{
-		RunnerOptions: periodic.RunnerOptions{
-			QPS:         qps,
-			Duration:    d,
-			NumThreads:  o.Concurrency,
-			Resolution:  o.Resolution.Divider,
-			Offset:      time.Duration(o.Resolution.Offset * float64(time.Second)),
-			Percentiles: []float64{50, 90, 99, 99.9},
-			Out:         io.Discard,
-			Labels:      o.Labels,
-			Stop:        periodic.NewAborter(),
-			NoCatchUp:   true,
-		},
-		HTTPOptions: fhttp.HTTPOptions{
-			URL:            o.URL,
-			H2:             o.Protocol == H2,
-			NumConnections: 1,
-			HTTPReqTimeOut: o.Timeout,
-		},
-		AllowInitialErrors: true,
+	ro := periodic.RunnerOptions{
+		QPS:         qps,
+		Duration:    d,
+		NumThreads:  o.Concurrency,
+		Resolution:  o.Resolution.Divider,
+		Offset:      time.Duration(o.Resolution.Offset * float64(time.Second)),
+		Percentiles: []float64{50, 90, 99, 99.9},
+		Out:         io.Discard,
+		Labels:      o.Labels,
+		Stop:        periodic.NewAborter(),
+		NoCatchUp:   true,
 	}
 	if tl != nil {
 		ro.AccessLogger = tl
 	}
-	for k, v := range o.Headers {
-		if err := ro.AddAndValidateExtraHeader(k + ":" + v); err != nil {
-			return nil, fmt.Errorf("header %q: %w", k, err)
-		}
-	}
-	if o.RequestSize > 0 {
-		ro.Payload = make([]byte, o.RequestSize)
-		ro.ContentType = "application/octet-stream"
-	}
+	return ro
+}
+
+// runFortio runs one fortio window of length d in o's protocol, and stops
+// it early when ctx is cancelled.
+func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline) (*window, error) {
+	fortioLog.Do(func() { flog.SetLogLevelQuiet(flog.Error) })
+	ro := runnerOptions(o, d, tl)
 	// fortio clears ro.Stop when the run ends, so keep our own reference.
 	stop := ro.Stop
 	done := make(chan struct{})
@@ -346,12 +362,46 @@ func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline) (*
 		case <-done:
 		}
 	}()
-	fr, err := fhttp.RunHTTPTest(ro)
+	var w *window
+	var err error
+	if o.Protocol == GRPC {
+		w, err = runGRPC(ctx, o, ro)
+	} else {
+		w, err = runHTTP(o, ro)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("fortio run against %s: %w", o.URL, err)
+		return nil, err
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("load against %s interrupted: %w", o.URL, ctx.Err())
 	}
-	return fr, nil
+	return w, nil
+}
+
+// runHTTP runs fortio's HTTP runner (h2c with prior knowledge for h2).
+func runHTTP(o Options, ro periodic.RunnerOptions) (*window, error) {
+	hro := &fhttp.HTTPRunnerOptions{
+		RunnerOptions: ro,
+		HTTPOptions: fhttp.HTTPOptions{
+			URL:            o.URL,
+			H2:             o.Protocol == H2,
+			NumConnections: 1,
+			HTTPReqTimeOut: o.Timeout,
+		},
+		AllowInitialErrors: true,
+	}
+	for k, v := range o.Headers {
+		if err := hro.AddAndValidateExtraHeader(k + ":" + v); err != nil {
+			return nil, fmt.Errorf("header %q: %w", k, err)
+		}
+	}
+	if o.RequestSize > 0 {
+		hro.Payload = make([]byte, o.RequestSize)
+		hro.ContentType = "application/octet-stream"
+	}
+	fr, err := fhttp.RunHTTPTest(hro)
+	if err != nil {
+		return nil, fmt.Errorf("fortio run against %s: %w", o.URL, err)
+	}
+	return &window{elapsed: fr.ActualDuration, qps: fr.ActualQPS, codes: fr.RetCodes, latency: fr.DurationHistogram}, nil
 }

@@ -38,7 +38,7 @@ func TestNormalizeErrors(t *testing.T) {
 		"concurrency -1: must be >= 1",
 		"qps -2: must be >= 0 (0 is closed loop at max rate)",
 		"duration -1s: must be > 0",
-		`unknown protocol "spdy": want http1 or h2`,
+		`unknown protocol "spdy": want http1, h2 or grpc`,
 		"request size -1: must be >= 0",
 		"rate tolerance 1.5: must be in [0, 1)",
 		"max error rate -0.1: must be in [0, 1)",
@@ -50,13 +50,17 @@ func TestNormalizeErrors(t *testing.T) {
 }
 
 func TestParseProtocol(t *testing.T) {
-	for in, want := range map[string]Protocol{"http1": HTTP1, "HTTP/1.1": HTTP1, "h1": HTTP1, "h2": H2, "H2": H2} {
+	for in, want := range map[string]Protocol{"http1": HTTP1, "HTTP/1.1": HTTP1, "h1": HTTP1, "h2": H2, "H2": H2, "h2c": H2,
+		"http2": H2, "grpc": GRPC, "gRPC": GRPC} {
 		got, err := ParseProtocol(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	_, err := ParseProtocol("grpc")
-	assert.EqualError(t, err, `unknown protocol "grpc": want http1 or h2`)
+	_, err := ParseProtocol("h3")
+	assert.EqualError(t, err, `unknown protocol "h3": want http1, h2 or grpc`)
+	assert.False(t, HTTP1.HTTP2())
+	assert.True(t, H2.HTTP2())
+	assert.True(t, GRPC.HTTP2())
 }
 
 func TestJudge(t *testing.T) {

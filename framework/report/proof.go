@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/meshbench/meshbench/framework/target"
 )
@@ -59,6 +60,9 @@ func Proofs(recs []Record) []Proof {
 			m.Secured = m.Secured && e.Secured
 			if m.Peer == "" {
 				m.Peer = e.Peer
+			}
+			if m.Proto != e.Proto && !strings.Contains(m.Proto, e.Proto) {
+				m.Proto = strings.TrimPrefix(m.Proto+"+"+e.Proto, "+") // mixed over runs: both are shown
 			}
 			if m.Evidence == "" {
 				m.Evidence = e.Evidence

@@ -50,3 +50,17 @@ frontend  backend  no       -              1
 #   no edge observed
 `, b.String())
 }
+
+// TestProofsMergeProtocols: an edge keeps the protocol its runs spoke, and
+// shows both when runs of one path and arm spoke different ones.
+func TestProofsMergeProtocols(t *testing.T) {
+	rec := func(proto string) Record {
+		return Record{Run: &target.Run{Arm: target.Meshed, Path: target.OneHop, Edges: []target.Edge{
+			{Src: "loadgen", Dst: "backend", Secured: true, Proto: proto, Requests: 10}}}}
+	}
+	ps := Proofs([]Record{rec("HTTP/2.0"), rec("HTTP/2.0")})
+	assert.Equal(t, "HTTP/2.0", ps[0].Edges[0].Proto)
+	ps = Proofs([]Record{rec(""), rec("HTTP/2.0"), rec("HTTP/1.1"), rec("HTTP/2.0")})
+	assert.Equal(t, "HTTP/2.0+HTTP/1.1", ps[0].Edges[0].Proto)
+	assert.Equal(t, int64(40), ps[0].Edges[0].Requests)
+}

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
@@ -113,6 +115,30 @@ func TestShortLocalSweep(t *testing.T) {
 	for _, r := range res.Records {
 		assert.Equal(t, r.Load.Requests, r.Load.Latency.Count, "raw histogram kept for %s", r.Name())
 	}
+}
+
+// TestProtocolsSweep sweeps h2 and gRPC through the suite: the axis
+// reaches the load as well as the workload, every run is valid, and every
+// hop of every run spoke HTTP/2.
+func TestProtocolsSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; run without -short")
+	}
+	s, _ := newSuite(t, "-concurrency", "2", "-duration", "500ms", "-warmup", "200ms", "-thresholds", "none")
+	s.Config.Repeats = 1
+	testing.Benchmark(func(b *testing.B) {
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkProtocols", Axes: []suite.Axis{suite.Protocols(load.H2, load.GRPC)}})
+	})
+	recs := s.Records()
+	require.Len(t, recs, 2*2, "2 protocols × 2 arms")
+	for _, r := range recs {
+		assert.True(t, r.Valid(), "%s invalid: %v", r.Name(), r.Invalid)
+		assert.Equal(t, string(r.Load.Options.Protocol), r.Labels.Value(labels.Protocol), r.Name())
+		for _, e := range r.Edges {
+			assert.Equal(t, "HTTP/2.0", e.Proto, "%s: %s → %s", r.Name(), e.Src, e.Dst)
+		}
+	}
+	require.NoError(t, s.Finish())
 }
 
 // TestFixtureTripsOnSlowedMeshedPath slows the meshed path by 4ms on

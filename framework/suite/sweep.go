@@ -162,6 +162,9 @@ func runLabels(b *testing.B, sc Scenario, c int) labels.Set {
 // measure runs one load and records it under the sub-benchmark's labels.
 func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm target.Arm, rep int) (report.Record, error) {
 	o := s.Config.loadOptions(c)
+	// The workload's protocol is the load's: a Protocols axis or a
+	// scenario's own protocol wins over -protocol.
+	o.Protocol = cmp.Or(sc.Workload.Protocol, o.Protocol)
 	if sc.Load != nil {
 		sc.Load(&o)
 	}

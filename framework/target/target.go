@@ -110,6 +110,9 @@ type Edge struct {
 	Peer string `json:"peer,omitempty"`
 	// Secured is true when Peer was verified and is Src.
 	Secured bool `json:"secured"`
+	// Proto is the HTTP version the hop spoke into the callee's proxy (or
+	// into the callee, without one), e.g. "HTTP/2.0"; empty when unknown.
+	Proto string `json:"proto,omitempty"`
 	// Requests counted at Dst from Src during the run, warm-up included
 	// (0 when the evidence is a mesh's telemetry rather than a count).
 	Requests int64 `json:"requests"`
@@ -118,11 +121,12 @@ type Edge struct {
 }
 
 // PrintEdges writes a SRC / DST / SECURED table, with the verified peer,
-// request count and evidence columns when any edge has them.
+// protocol, request count and evidence columns when any edge has them.
 func PrintEdges(w io.Writer, edges []Edge) {
-	var peer, requests, evidence bool
+	var peer, proto, requests, evidence bool
 	for _, e := range edges {
 		peer = peer || e.Peer != ""
+		proto = proto || e.Proto != ""
 		requests = requests || e.Requests > 0
 		evidence = evidence || e.Evidence != ""
 	}
@@ -130,6 +134,9 @@ func PrintEdges(w io.Writer, edges []Edge) {
 	cols := []string{"SRC", "DST", "SECURED"}
 	if peer {
 		cols = append(cols, "VERIFIED PEER")
+	}
+	if proto {
+		cols = append(cols, "PROTO")
 	}
 	if requests {
 		cols = append(cols, "REQUESTS")
@@ -145,6 +152,9 @@ func PrintEdges(w io.Writer, edges []Edge) {
 		}
 		if peer {
 			row = append(row, cmp.Or(e.Peer, "-"))
+		}
+		if proto {
+			row = append(row, cmp.Or(e.Proto, "-"))
 		}
 		if requests {
 			row = append(row, strconv.FormatInt(e.Requests, 10))

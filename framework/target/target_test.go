@@ -34,6 +34,9 @@ func TestPrintEdges(t *testing.T) {
 	var b bytes.Buffer
 	PrintEdges(&b, []Edge{{Src: "loadgen", Dst: "backend", Peer: "loadgen", Secured: true, Requests: 3}, {Src: "loadgen", Dst: "backend", Requests: 2}})
 	assert.Equal(t, "SRC      DST      SECURED     VERIFIED PEER  REQUESTS\nloadgen  backend  yes (mTLS)  loadgen        3\nloadgen  backend  no          -              2\n", b.String())
+	b.Reset()
+	PrintEdges(&b, []Edge{{Src: "loadgen", Dst: "backend", Peer: "loadgen", Secured: true, Proto: "HTTP/2.0", Requests: 3}, {Src: "loadgen", Dst: "backend", Requests: 2}})
+	assert.Equal(t, "SRC      DST      SECURED     VERIFIED PEER  PROTO     REQUESTS\nloadgen  backend  yes (mTLS)  loadgen        HTTP/2.0  3\nloadgen  backend  no          -              -         2\n", b.String())
 }
 
 func TestJudge(t *testing.T) {

@@ -63,8 +63,9 @@ type Workload struct {
 	ResponseSize int `json:"responseSize"`
 	// RequestSize is the request body in bytes; non-zero sends POSTs.
 	RequestSize int `json:"requestSize,omitempty"`
-	// Protocol the loadgen speaks to its first hop: http1, h2, or grpc
-	// (HTTP/2 end to end).
+	// Protocol is http1, h2 or grpc (fortio's gRPC ping). The local target
+	// speaks it on every hop: h2 and grpc are HTTP/2 end to end. On
+	// clusters h2 is the loadgen's hop only, and grpc is not served.
 	Protocol load.Protocol `json:"protocol"`
 	// ServiceTime is how long the backend takes per request, in every arm:
 	// a realistic call instead of an echo.

@@ -1,6 +1,7 @@
 // Package workload holds the applications that meshbench measures a mesh
-// around: an echo backend that answers with a fixed-size body, and a frontend
-// that reverse-proxies to it. Both count who called them, as told by the
+// around: an echo backend that answers with a fixed-size body (over HTTP, or
+// as fortio's gRPC ping service), and a frontend that reverse-proxies to it
+// (HTTP/1.1, or h2c, which carries gRPC with its trailers). Both count who called them, as told by the
 // peer-identity header that an inbound sidecar sets after verifying the
 // caller's mTLS certificate, so a run can prove which path its requests took.
 package workload
@@ -28,6 +29,13 @@ const PeerHeader = "X-Meshbench-Peer"
 // matches this claim.
 const SourceHeader = "X-Meshbench-Src"
 
+// ProtoHeader is set by an inbound sidecar to the HTTP version of the
+// request it accepted ("HTTP/2.0" for h2 over mTLS), so that the app can
+// tell which protocol the hop into its sidecar spoke. Apps that get none
+// count their own hop's (http.Request.Proto). The frontend strips it
+// before forwarding.
+const ProtoHeader = "X-Meshbench-Proto"
+
 // Unknown is the source name of requests that did not say who they are.
 const Unknown = "unknown"
 
@@ -54,11 +62,14 @@ type Caller struct {
 	Source string `json:"source"`
 	// Peer is the identity the inbound sidecar verified with mTLS, or
 	// Direct when the request did not come through a sidecar.
-	Peer     string `json:"peer"`
+	Peer string `json:"peer"`
+	// Proto is the HTTP version the caller's hop spoke: ProtoHeader, or
+	// the app's own hop when it has none ("HTTP/1.1", "HTTP/2.0").
+	Proto    string `json:"proto,omitempty"`
 	Requests int64  `json:"requests"`
 }
 
-type callerKey struct{ source, peer string }
+type callerKey struct{ source, peer, proto string }
 
 // counter counts requests per caller with one atomic per known caller.
 type counter struct {
@@ -74,9 +85,13 @@ func newCounter(role string) *counter {
 
 func (c *counter) count(r *http.Request) {
 	c.total.Add(1)
-	k := callerKey{source: strings.TrimSpace(r.Header.Get(SourceHeader)), peer: PeerName(r.Header.Get(PeerHeader))}
+	k := callerKey{source: strings.TrimSpace(r.Header.Get(SourceHeader)), peer: PeerName(r.Header.Get(PeerHeader)),
+		proto: strings.TrimSpace(r.Header.Get(ProtoHeader))}
 	if k.source == "" {
 		k.source = Unknown
+	}
+	if k.proto == "" {
+		k.proto = r.Proto
 	}
 	c.mu.RLock()
 	n, ok := c.callers[k]
@@ -96,12 +111,12 @@ func (c *counter) serveStats(w http.ResponseWriter) {
 	s := Stats{Role: c.role, Requests: c.total.Load()}
 	c.mu.RLock()
 	for k, v := range c.callers {
-		s.Callers = append(s.Callers, Caller{Source: k.source, Peer: k.peer, Requests: v.Load()})
+		s.Callers = append(s.Callers, Caller{Source: k.source, Peer: k.peer, Proto: k.proto, Requests: v.Load()})
 	}
 	c.mu.RUnlock()
 	sort.Slice(s.Callers, func(i, j int) bool {
 		a, b := s.Callers[i], s.Callers[j]
-		return a.Source < b.Source || a.Source == b.Source && a.Peer < b.Peer
+		return a.Source < b.Source || a.Source == b.Source && (a.Peer < b.Peer || a.Peer == b.Peer && a.Proto < b.Proto)
 	})
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(s)
@@ -161,7 +176,8 @@ type ProxyOptions struct {
 	// Upstream is the URL requests are forwarded to (the backend, or the
 	// frontend's own outbound sidecar in a meshed arm).
 	Upstream *url.URL
-	// H2C speaks cleartext HTTP/2 to the upstream; HTTP/1.1 otherwise.
+	// H2C speaks cleartext HTTP/2 to the upstream, which gRPC needs;
+	// HTTP/1.1 otherwise.
 	H2C bool
 	// MaxIdleConns is the idle keep-alive pool towards the upstream. Default 1024.
 	MaxIdleConns int
@@ -192,6 +208,7 @@ func Proxy(o ProxyOptions) http.Handler {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(o.Upstream)
 			pr.Out.Header.Del(PeerHeader)
+			pr.Out.Header.Del(ProtoHeader)
 			pr.Out.Header.Set(SourceHeader, o.Name)
 		},
 		Transport: tr,

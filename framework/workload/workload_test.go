@@ -49,6 +49,7 @@ func TestProxyToEcho(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, fe.URL+"/", nil)
 		req.Header.Set(SourceHeader, "loadgen")
 		req.Header.Set(PeerHeader, "CN=loadgen,O=meshbench") // as an inbound sidecar would
+		req.Header.Set(ProtoHeader, "HTTP/2.0")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
@@ -59,11 +60,12 @@ func TestProxyToEcho(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 
-	assert.Equal(t, Stats{Role: "frontend", Requests: 3, Callers: []Caller{{Source: "loadgen", Peer: "loadgen", Requests: 3}}}, stats(t, fe.URL))
-	// The frontend names itself and strips the peer header: the backend saw
-	// frontend, direct (no sidecar here), plus one anonymous direct call.
+	assert.Equal(t, Stats{Role: "frontend", Requests: 3, Callers: []Caller{{Source: "loadgen", Peer: "loadgen", Proto: "HTTP/2.0", Requests: 3}}}, stats(t, fe.URL))
+	// The frontend names itself and strips the sidecar's headers: the
+	// backend saw frontend, direct (no sidecar here) over its own HTTP/1.1
+	// hop, plus one anonymous direct call.
 	assert.Equal(t, Stats{Role: "backend", Requests: 4, Callers: []Caller{
-		{Source: "frontend", Peer: Direct, Requests: 3},
-		{Source: Unknown, Peer: Direct, Requests: 1},
+		{Source: "frontend", Peer: Direct, Proto: "HTTP/1.1", Requests: 3},
+		{Source: Unknown, Peer: Direct, Proto: "HTTP/1.1", Requests: 1},
 	}}, stats(t, be.URL))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
@@ -35,6 +36,9 @@ func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 	}
 	if w.ResponseSize != def.ResponseSize {
 		why = append(why, fmt.Sprintf("payload %d B: the backends were deployed with -payload=%d", w.ResponseSize, def.ResponseSize))
+	}
+	if w.Protocol == load.GRPC {
+		why = append(why, "gRPC needs the mbapp backend image on this cluster")
 	}
 	if w.ServiceTime > 0 {
 		why = append(why, fmt.Sprintf("service time %v: the nginx backend answers at once; a service time needs the mbapp backend image on this cluster", w.ServiceTime))

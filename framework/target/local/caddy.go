@@ -26,6 +26,10 @@ func (caddy) permissive() {}
 // variants: Caddy renders the no-keep-alive configuration.
 func (caddy) variants() {}
 
+// h2Upstream: Caddy's reverse proxy speaks h2 over TLS and h2c upstream,
+// trailers included, so it carries h2 and gRPC end to end.
+func (caddy) h2Upstream() {}
+
 func (caddy) Binary(ctx context.Context, b *builder) (string, error) {
 	return b.build(ctx, "caddy", caddyPkg)
 }
@@ -59,9 +63,9 @@ func (caddy) Command(bin, path string, s SidecarSpec) (argv, env []string) {
 // Config renders Caddy's native JSON: one server per listener, automatic
 // HTTPS off, the workload certificate loaded from files, and client
 // certificates required and verified against the run's CA on the inbound
-// side.
+// side. With H2C every hop is HTTP/2: h2c on the plain sides and to the
+// app, h2 over mTLS between peers.
 func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
-	type obj = map[string]any
 	plain := []string{"h1"}
 	if s.H2C {
 		plain = append(plain, "h2c")
@@ -77,15 +81,10 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 				"certificate_selection": obj{"any_tag": []string{"mesh"}},
 				"client_authentication": obj{"ca": caPool, "mode": "require_and_verify"},
 			}},
-			"routes": []obj{{"handle": []obj{{
-				"handler":   "reverse_proxy",
-				"upstreams": []obj{{"dial": in.App}},
-				"headers": obj{"request": obj{"set": obj{
-					workload.PeerHeader: []string{"{http.request.tls.client.subject}"},
-				}}},
-				"transport": obj{"protocol": "http", "versions": appVersions(s.H2C),
-					"keep_alive": obj{"max_idle_conns_per_host": 1024}},
-			}}}},
+			"routes": caddyToApp(in.App, s.H2C, obj{"set": obj{
+				workload.PeerHeader:  []string{"{http.request.tls.client.subject}"},
+				workload.ProtoHeader: []string{"{http.request.proto}"},
+			}}),
 		}
 	}
 	if in := s.Inbound; in != nil && in.Plain != "" {
@@ -95,13 +94,10 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 			"listen":          []string{in.Plain},
 			"protocols":       plain,
 			"automatic_https": obj{"disable": true},
-			"routes": []obj{{"handle": []obj{{
-				"handler":   "reverse_proxy",
-				"upstreams": []obj{{"dial": in.App}},
-				"headers":   obj{"request": obj{"delete": []string{workload.PeerHeader}}},
-				"transport": obj{"protocol": "http", "versions": appVersions(s.H2C),
-					"keep_alive": obj{"max_idle_conns_per_host": 1024}},
-			}}}},
+			"routes": caddyToApp(in.App, s.H2C, obj{
+				"delete": []string{workload.PeerHeader},
+				"set":    obj{workload.ProtoHeader: []string{"{http.request.proto}"}},
+			}),
 		}
 	}
 	for i, out := range s.Outbound {
@@ -117,7 +113,7 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 				"headers": obj{"request": obj{"set": obj{"Host": []string{out.ServerName}}}},
 				"transport": obj{
 					"protocol":   "http",
-					"versions":   []string{"1.1"},
+					"versions":   peerVersions(s.H2C),
 					"keep_alive": keepAlive(s.NoKeepAlive),
 					"tls": obj{
 						"ca":                          caPool,
@@ -153,6 +149,28 @@ func keepAlive(off bool) map[string]any {
 		return map[string]any{"enabled": false}
 	}
 	return map[string]any{"max_idle_conns_per_host": 1024}
+}
+
+// caddyToApp is an inbound route to the app, with header operations on
+// the request: who the verified peer is, and which HTTP version the hop
+// into the sidecar spoke.
+func caddyToApp(app string, h2c bool, headers obj) []obj {
+	return []obj{{"handle": []obj{{
+		"handler":   "reverse_proxy",
+		"upstreams": []obj{{"dial": app}},
+		"headers":   obj{"request": headers},
+		"transport": obj{"protocol": "http", "versions": appVersions(h2c),
+			"keep_alive": obj{"max_idle_conns_per_host": 1024}},
+	}}}}
+}
+
+// peerVersions is what the outbound side speaks to a peer over mTLS: h2
+// (ALPN h2 only) when the workload is HTTP/2 end to end.
+func peerVersions(h2 bool) []string {
+	if h2 {
+		return []string{"2"}
+	}
+	return []string{"1.1"}
 }
 
 // appVersions is what the inbound side speaks to its app.

@@ -24,10 +24,13 @@ func tag(d target.Deployment) string {
 	return fmt.Sprintf("p%d-s%v-t%d-h%d-%s-l%d-%s", d.ResponseSize, d.ServiceTime, d.Threads, d.Hops, d.Placement, d.Loadgens, d.Protocol)
 }
 
-// echoArgs are the backend's: the payload, and the service time (plus the
-// meshed arm's deliberate slow-down, for fixture tests).
+// echoArgs are the backend's: the payload, gRPC or HTTP, and the service
+// time (plus the meshed arm's deliberate slow-down, for fixture tests).
 func (t *Target) echoArgs(d target.Deployment, meshed bool) []string {
 	args := []string{"echo", "-size", strconv.Itoa(d.ResponseSize)}
+	if d.Protocol == load.GRPC {
+		args = append(args, "-grpc")
+	}
 	delay := d.ServiceTime
 	if meshed {
 		delay += t.o.MeshedBackendDelay
@@ -71,7 +74,7 @@ func (t *Target) startBaseline(ctx context.Context, d target.Deployment) (*arm, 
 		return nil, err
 	}
 	a := &arm{urls: map[target.Path][]string{}, apps: map[string]string{}, procs: map[target.Path][]*process{}, byName: map[string]*process{}}
-	h2c := d.Protocol == load.H2
+	h2c := d.Protocol.HTTP2()
 	var chain []*process // backend first
 	for k := range d.Hops {
 		name, listen := target.FrontendName(k), addr(ports[k])
@@ -120,7 +123,7 @@ func (t *Target) identity(name string) (pki.Identity, error) {
 // its own sidecar with one outbound listener per path.
 func (t *Target) startMeshed(ctx context.Context, d target.Deployment, m meshArm) (*arm, error) {
 	a := &arm{urls: map[target.Path][]string{}, apps: map[string]string{}, procs: map[target.Path][]*process{}, byName: map[string]*process{}}
-	h2c := d.Protocol == load.H2
+	h2c := d.Protocol.HTTP2()
 	inbound := map[string]string{}
 	plain := map[string]string{}
 	var chain []*process // backend's app and sidecar first
@@ -212,7 +215,7 @@ func (t *Target) spec(name string, d target.Deployment, m meshArm) (SidecarSpec,
 		return SidecarSpec{}, err
 	}
 	return SidecarSpec{Name: name, Dir: t.dir, CertFile: id.CertFile, KeyFile: id.KeyFile, BundleFile: id.BundleFile,
-		CAFile: t.caFile, H2C: d.Protocol == load.H2, Threads: d.Threads, File: string(m.arm) + "-" + name + "-" + tag(d), NoKeepAlive: m.noKeepAlive}, nil
+		CAFile: t.caFile, H2C: d.Protocol.HTTP2(), Threads: d.Threads, File: string(m.arm) + "-" + name + "-" + tag(d), NoKeepAlive: m.noKeepAlive}, nil
 }
 
 func (t *Target) startSidecar(ctx context.Context, m meshArm, name string, s SidecarSpec) (*process, error) {

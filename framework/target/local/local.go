@@ -8,7 +8,10 @@
 //
 //	loadgen → [sc] ⇒ [sc] → frontend → [sc] ⇒ [sc] → backend
 //
-// where [sc] is a sidecar proxy and ⇒ is mutual TLS.
+// where [sc] is a sidecar proxy and ⇒ is mutual TLS. The workload's
+// protocol is spoken on every hop: HTTP/1.1, or for h2 and grpc HTTP/2 end
+// to end (h2c on the plain hops, h2 with ALPN over mTLS, the frontend
+// proxying in h2c, and a gRPC backend for grpc).
 package local
 
 import (
@@ -19,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -26,6 +30,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"fortio.org/fortio/fgrpc"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
@@ -42,8 +51,8 @@ type Options struct {
 	// SidecarThreads caps each sidecar's worker threads; 0 is the proxy's
 	// default.
 	SidecarThreads int
-	// Protocol the loadgen speaks; h2 makes the apps and the plain sides of
-	// the sidecars accept cleartext HTTP/2. Default http1.
+	// Protocol of the default workload, on every hop: http1 (default), h2
+	// or grpc (HTTP/2 end to end; needs a sidecar with HTTP/2 upstreams).
 	Protocol load.Protocol
 	// ResponseSize is the backend's response body in bytes. Default 0.
 	ResponseSize int
@@ -167,9 +176,10 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 		return nil, err
 	}
 	w := t.def
-	if err := w.Normalize(t.def); err != nil {
+	if err := t.Supports(w, nil); err != nil {
 		return nil, fmt.Errorf("local target: %w", err)
 	}
+	_ = w.Normalize(t.def) // checked by Supports
 	if _, err := t.deploy(ctx, w.Deployment()); err != nil {
 		return nil, err
 	}
@@ -190,7 +200,7 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		Config: map[string]string{
 			"mtls":         "ECDSA P-256 run-scoped CA, client certificate required and verified",
 			"protocol":     string(t.o.Protocol),
-			"peerProtocol": "HTTP/1.1 over mTLS with keep-alive, between sidecars",
+			"peerProtocol": "between sidecars, over mTLS with keep-alive: HTTP/1.1 for http1; h2 (ALPN h2) for h2 and grpc, which are HTTP/2 on every hop",
 			"responseSize": strconv.Itoa(t.o.ResponseSize),
 			"cores":        strconv.Itoa(runtime.NumCPU()),
 		},
@@ -218,6 +228,11 @@ func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 			if _, ok := plain(m.sc).(permissive); !ok {
 				why = append(why, fmt.Sprintf("out-of-mesh placement needs a sidecar that also takes plain text on its inbound side (caddy); %s does not", m.sc.Name()))
 			}
+		}
+	}
+	for _, m := range t.meshes {
+		if _, ok := plain(m.sc).(h2Upstream); w.Protocol.HTTP2() && !ok {
+			why = append(why, fmt.Sprintf("protocol %s runs HTTP/2 end to end and needs a sidecar that proxies HTTP/2 to its peers and app (caddy); %s proxies in HTTP/1.1", w.Protocol, m.sc.Name()))
 		}
 	}
 	if f != nil && f.Action != target.Kill {
@@ -253,11 +268,10 @@ func (t *Target) deploy(ctx context.Context, d target.Deployment) (*deployment, 
 			return nil, err
 		}
 	}
-	h2c := d.Protocol == load.H2
 	for _, a := range t.Arms() {
 		for p, urls := range dep.arms[a].urls {
 			for _, u := range urls {
-				if err := probe(ctx, u, h2c); err != nil {
+				if err := probe(ctx, u, d.Protocol); err != nil {
 					return nil, fmt.Errorf("local target: %s %s path does not answer: %w%s", a, p, err, t.logs())
 				}
 			}
@@ -268,17 +282,21 @@ func (t *Target) deploy(ctx context.Context, d target.Deployment) (*deployment, 
 	return dep, nil
 }
 
-// probe sends one request, in the loadgen's protocol, and wants a 200.
-func probe(ctx context.Context, url string, h2c bool) error {
+// probe sends one request, in the loadgen's protocol, and wants a 200 (a
+// gRPC ping answered OK for grpc).
+func probe(ctx context.Context, rawURL string, proto load.Protocol) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if proto == load.GRPC {
+		return probeGRPC(ctx, rawURL)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set(workload.SourceHeader, "probe")
 	tr := &http.Transport{}
-	if h2c {
+	if proto == load.H2 {
 		tr.Protocols = new(http.Protocols)
 		tr.Protocols.SetUnencryptedHTTP2(true)
 	}
@@ -289,7 +307,25 @@ func probe(ctx context.Context, url string, h2c bool) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
+		return fmt.Errorf("GET %s: %s", rawURL, resp.Status)
+	}
+	return nil
+}
+
+// probeGRPC makes one gRPC ping call to the host of rawURL.
+func probeGRPC(ctx context.Context, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("probe %q: %w", rawURL, err)
+	}
+	conn, err := grpc.NewClient("passthrough:///"+u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("grpc client for %s: %w", u.Host, err)
+	}
+	defer conn.Close()
+	ctx = metadata.AppendToOutgoingContext(ctx, strings.ToLower(workload.SourceHeader), "probe")
+	if _, err := fgrpc.NewPingServerClient(conn).Ping(ctx, &fgrpc.PingMessage{}); err != nil {
+		return fmt.Errorf("grpc ping %s: %w", u.Host, err)
 	}
 	return nil
 }
@@ -386,6 +422,7 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 		plain = target.Hops(w.Path)[:1]
 	}
 	run.Invalid = append(run.Invalid, target.CheckEdges(s.Arm, w.Path, run.Edges, run.Load.Requests-run.Load.Errors, plain...)...)
+	run.Invalid = append(run.Invalid, checkProto(w.Protocol, run.Edges)...)
 	target.Judge(run, float64(runtime.GOMAXPROCS(0))*1000)
 	return run, nil
 }
@@ -486,14 +523,14 @@ func edges(before, after map[string]workload.Stats) []target.Edge {
 	for _, dst := range dsts {
 		prev := map[workload.Caller]int64{}
 		for _, c := range before[dst].Callers {
-			prev[workload.Caller{Source: c.Source, Peer: c.Peer}] = c.Requests
+			prev[workload.Caller{Source: c.Source, Peer: c.Peer, Proto: c.Proto}] = c.Requests
 		}
 		for _, c := range after[dst].Callers {
-			n := c.Requests - prev[workload.Caller{Source: c.Source, Peer: c.Peer}]
+			n := c.Requests - prev[workload.Caller{Source: c.Source, Peer: c.Peer, Proto: c.Proto}]
 			if n <= 0 || c.Source == "probe" {
 				continue
 			}
-			e := target.Edge{Src: c.Source, Dst: dst, Requests: n}
+			e := target.Edge{Src: c.Source, Dst: dst, Proto: c.Proto, Requests: n}
 			if c.Peer != workload.Direct {
 				e.Peer = c.Peer
 				e.Secured = c.Peer == c.Source
@@ -502,6 +539,23 @@ func edges(before, after map[string]workload.Stats) []target.Edge {
 		}
 	}
 	return out
+}
+
+// checkProto wants every edge of an h2 or grpc workload to have spoken
+// HTTP/2 into its callee, as the callee's sidecar (or, without one, the
+// callee) saw it: h2 end to end, not only on the loadgen's hop.
+func checkProto(p load.Protocol, edges []target.Edge) []string {
+	if !p.HTTP2() {
+		return nil
+	}
+	var why []string
+	for _, e := range edges {
+		if e.Proto != "HTTP/2.0" {
+			why = append(why, fmt.Sprintf("%s → %s: %d requests arrived in %s, not HTTP/2: protocol %s must be HTTP/2 on every hop",
+				e.Src, e.Dst, e.Requests, cmp.Or(e.Proto, "an unknown protocol"), p))
+		}
+	}
+	return why
 }
 
 // Close stops every process and removes the run directory.

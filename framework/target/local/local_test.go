@@ -58,6 +58,7 @@ func TestLocalTargetLifecycle(t *testing.T) {
 				assert.Equal(t, hops[i].Dst, e.Dst)
 				assert.Equal(t, arm == target.Meshed, e.Secured, "%s → %s secured", e.Src, e.Dst)
 				assert.GreaterOrEqual(t, e.Requests, run.Load.Requests)
+				assert.Equal(t, "HTTP/1.1", e.Proto, "%s → %s", e.Src, e.Dst)
 			}
 			roles := map[measure.Role]bool{}
 			for _, u := range run.Resources.Usage {
@@ -102,4 +103,53 @@ func TestOtherSidecars(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocalProtocols runs h2 and gRPC end to end over both paths of both
+// arms: the loadgen's calls come back 200 (gRPC OK), and the path proof is
+// secured on every hop in the meshed arm and plain in the baseline, so the
+// source travelled as an HTTP/2 header (gRPC metadata) through the
+// sidecars and the h2c frontend.
+func TestLocalProtocols(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes and Caddy; run without -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tg, err := local.New(ctx, local.Options{Protocol: load.GRPC, Logf: t.Logf})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tg.Close(ctx)) }()
+	for _, proto := range []load.Protocol{load.H2, load.GRPC} {
+		for _, path := range []target.Path{target.OneHop, target.TwoHop} {
+			for _, arm := range target.Arms {
+				w := target.Workload{Path: path, Protocol: proto, ResponseSize: 512}
+				run, err := tg.Run(ctx, target.Spec{Arm: arm, Workload: w, Load: load.Options{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}})
+				require.NoError(t, err)
+				var edges bytes.Buffer
+				target.PrintEdges(&edges, run.Edges)
+				t.Logf("%s %s %s: %.0f req/s, codes %s, invalid=%v\n%s", proto, path, arm, run.Load.AchievedQPS,
+					load.FormatCodes(run.Load.Codes), run.Invalid, edges.String())
+				assert.Empty(t, run.Invalid)
+				assert.Equal(t, map[int]int64{200: run.Load.Requests}, run.Load.Codes)
+				hops := target.Hops(path)
+				require.Len(t, run.Edges, len(hops))
+				for i, e := range run.Edges {
+					assert.Equal(t, hops[i].Src, e.Src)
+					assert.Equal(t, hops[i].Dst, e.Dst)
+					assert.Equal(t, arm == target.Meshed, e.Secured, "%s %s: %s → %s secured", proto, arm, e.Src, e.Dst)
+					assert.GreaterOrEqual(t, e.Requests, run.Load.Requests)
+					assert.Equal(t, "HTTP/2.0", e.Proto, "%s %s: %s → %s: HTTP/2 on every hop", proto, arm, e.Src, e.Dst)
+				}
+			}
+		}
+	}
+	// Out of the mesh, gRPC enters the frontend's sidecar in h2c, plain,
+	// and goes on over mTLS.
+	w := target.Workload{Path: target.TwoHop, Protocol: load.GRPC, Placement: target.OutOfMesh}
+	run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: w, Load: load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	assert.Empty(t, run.Invalid)
+	require.Len(t, run.Edges, 2)
+	assert.Equal(t, []bool{false, true}, []bool{run.Edges[0].Secured, run.Edges[1].Secured})
+	assert.Equal(t, []string{"HTTP/2.0", "HTTP/2.0"}, []string{run.Edges[0].Proto, run.Edges[1].Proto})
 }

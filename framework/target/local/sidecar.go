@@ -41,8 +41,10 @@ type SidecarSpec struct {
 	// Outbound are plain listeners the app (or loadgen) calls, each
 	// forwarding over mTLS to one peer's inbound listener.
 	Outbound []Outbound
-	// H2C makes the plain sides (app and loadgen facing) accept cleartext
-	// HTTP/2 as well as HTTP/1.1.
+	// H2C makes every hop HTTP/2, for the h2 and grpc protocols: the plain
+	// sides (app and loadgen facing) accept cleartext HTTP/2 as well as
+	// HTTP/1.1, the app is called in h2c, and peers over mTLS in h2 (ALPN
+	// h2). Only proxies implementing h2Upstream are given it.
 	H2C bool
 	// Threads limits the proxy's worker threads; 0 leaves its default.
 	Threads int
@@ -77,6 +79,12 @@ type Outbound struct {
 	Peer       string // host:port of the peer's inbound listener
 	ServerName string // TLS name the peer's certificate must carry
 }
+
+// h2Upstream is a sidecar that proxies HTTP/2 to its upstreams, its app in
+// h2c and its peers in h2 over mTLS, with trailers, so that h2 and gRPC
+// run end to end. A sidecar without it cannot serve those protocols: the
+// scenario is skipped with the reason.
+type h2Upstream interface{ h2Upstream() }
 
 var sidecars = map[string]func() Sidecar{}
 
