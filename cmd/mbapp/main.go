@@ -4,6 +4,9 @@
 //
 //	mbapp echo  -listen 127.0.0.1:8080 -size 1024
 //	mbapp proxy -listen 127.0.0.1:8081 -upstream http://127.0.0.1:8080
+//
+// The frontend fans out on request: GET /?fanout=3 calls the backend three
+// times, in parallel, and answers with the three bodies (a BFF).
 package main
 
 import (
