@@ -213,6 +213,8 @@ func TestFlowShards(t *testing.T) {
 	assert.Equal(t, []int{2, 1}, []int{shards[0].Flow.Users, shards[1].Flow.Users})
 	assert.Equal(t, []float64{20, 10}, []float64{shards[0].Flow.SpawnRate, shards[1].Flow.SpawnRate})
 	assert.Equal(t, 3, o.Flow.Users, "the caller's flow is kept")
+	unset := Split(Options{Flow: &Flow{Users: 4}}, 2)
+	assert.Equal(t, []int{2, 2}, []int{unset[0].Flow.Users, unset[1].Flow.Users}, "concurrency unset: the flow's users")
 
 	ctx := context.Background()
 	sess, err := Start(ctx, shards)

@@ -16,8 +16,11 @@ import (
 // connections (the first ones one more when they do not divide evenly) and
 // of the rate in proportion to its connections. With fewer connections
 // than loadgens, only as many loadgens as connections are used, one
-// connection each.
+// connection each. A flow's users and spawn rate are split the same way.
 func Split(o Options, n int) []Options {
+	if o.Flow != nil && o.Concurrency == 0 {
+		o.Concurrency = max(o.Flow.Users, 1) // a flow's concurrency is its users
+	}
 	k := min(n, o.Concurrency)
 	if k < 1 {
 		k = 1
