@@ -6,6 +6,9 @@
 //	mbapp echo  -listen 127.0.0.1:8080 -size 1024
 //	mbapp echo  -listen 127.0.0.1:8080 -size 1024 -grpc
 //	mbapp proxy -listen 127.0.0.1:8081 -upstream http://127.0.0.1:8080 -h2c
+//
+// The frontend fans out on request: GET /?fanout=3 calls the backend three
+// times, in parallel, and answers with the three bodies (a BFF).
 package main
 
 import (

@@ -1,9 +1,11 @@
 // Package load drives fortio's runners in-process, HTTP (fhttp) or gRPC
 // (fgrpc's ping client on fortio's periodic engine): a thrown-away warm-up,
 // then one measured window, closed loop at maximum rate or open loop at a
-// fixed rate. Its Result carries the raw histogram, the per-status counts and
-// the settings that produced them, and says whether the run is valid; it has
-// the same shape for every protocol.
+// fixed rate; or a user flow (Flow), Locust-style users ramped up at a
+// spawn rate, each looping over the flow's steps with think time. Its
+// Result carries the raw histogram, the per-status counts and the settings
+// that produced them, and says whether the run is valid; it has the same
+// shape for every protocol.
 package load
 
 import (
@@ -102,11 +104,19 @@ type Options struct {
 	ExpectErrors bool `json:"expectErrors,omitempty"`
 	// Labels is free text copied into the result.
 	Labels string `json:"labels,omitempty"`
+	// Flow, when set, drives the load as users running a flow instead of
+	// connections at a rate (see Flow): Concurrency is then its users, QPS
+	// must be 0, and its ramp replaces Warmup. Run, RunFlow and Start
+	// drive it; Warm and Measure do not.
+	Flow *Flow `json:"flow,omitempty"`
 }
 
 // Normalize fills in defaults and validates o.
 func (o *Options) Normalize() error {
 	var errs []error
+	if o.Flow != nil {
+		errs = append(errs, o.normalizeFlow()...)
+	}
 	u, err := url.Parse(o.URL)
 	switch {
 	case o.URL == "":
@@ -198,6 +208,11 @@ type Result struct {
 	Timeline *Timeline `json:"timeline,omitempty"`
 	// Invalid lists why the run must not be trusted; empty when valid.
 	Invalid []string `json:"invalid,omitempty"`
+	// Step names the flow step a per-step result is of; empty otherwise.
+	Step string `json:"step,omitempty"`
+	// Steps are a flow's per-step results, in the flow's order; the
+	// Result itself counts every step's requests together.
+	Steps []*Result `json:"steps,omitempty"`
 }
 
 // Valid reports whether nothing invalidated the run.
@@ -206,11 +221,19 @@ func (r *Result) Valid() bool { return len(r.Invalid) == 0 }
 // Percentile returns the p-th latency percentile in seconds.
 func (r *Result) Percentile(p float64) float64 { return stats.Percentile(r.Latency, p) }
 
+// errFlow is Warm's and Measure's answer to a flow, whose users live
+// across the ramp and the window.
+var errFlow = errors.New("a flow's users live across the ramp and the window: run it with Run, RunFlow or Start")
+
 // fortioLog is set once: fortio's logger is process-wide.
 var fortioLog sync.Once
 
-// Run warms up (see Warm), then measures one window (see Measure).
+// Run warms up (see Warm), then measures one window (see Measure); a flow
+// (o.Flow) ramps up its users instead of the warm-up (see RunFlow).
 func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Flow != nil {
+		return RunFlow(ctx, o, *o.Flow)
+	}
 	if err := Warm(ctx, o); err != nil {
 		return nil, err
 	}
@@ -222,6 +245,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 func Warm(ctx context.Context, o Options) error {
 	if err := o.Normalize(); err != nil {
 		return fmt.Errorf("load options: %w", err)
+	}
+	if o.Flow != nil {
+		return errFlow
 	}
 	if o.Warmup <= 0 {
 		return nil
@@ -237,6 +263,9 @@ func Warm(ctx context.Context, o Options) error {
 func Measure(ctx context.Context, o Options) (*Result, error) {
 	if err := o.Normalize(); err != nil {
 		return nil, fmt.Errorf("load options: %w", err)
+	}
+	if o.Flow != nil {
+		return nil, errFlow
 	}
 	start := time.Now()
 	var tl *timeline

@@ -16,8 +16,11 @@ import (
 // connections (the first ones one more when they do not divide evenly) and
 // of the rate in proportion to its connections. With fewer connections
 // than loadgens, only as many loadgens as connections are used, one
-// connection each.
+// connection each. A flow's users and spawn rate are split the same way.
 func Split(o Options, n int) []Options {
+	if o.Flow != nil && o.Concurrency == 0 {
+		o.Concurrency = max(o.Flow.Users, 1) // a flow's concurrency is its users
+	}
 	k := min(n, o.Concurrency)
 	if k < 1 {
 		k = 1
@@ -31,6 +34,12 @@ func Split(o Options, n int) []Options {
 		}
 		if !o.ClosedLoop() {
 			s.QPS = o.QPS * float64(s.Concurrency) / float64(o.Concurrency)
+		}
+		if o.Flow != nil {
+			f := o.Flow.clone()
+			f.Users = s.Concurrency
+			f.SpawnRate = o.Flow.SpawnRate * float64(s.Concurrency) / float64(o.Concurrency)
+			s.Flow = f
 		}
 		if k > 1 {
 			s.Labels = strings.TrimSpace(fmt.Sprintf("%s shard %d/%d", o.Labels, i+1, k))
@@ -83,7 +92,10 @@ func Merge(o Options, shards []*Result, names []string) (*Result, error) {
 		tls[i] = s.Timeline
 	}
 	m.Timeline = MergeTimelines(tls...)
-	m.Invalid = o.Judge(m)
+	if m.Steps, err = mergeSteps(o, shards, names); err != nil {
+		return nil, err
+	}
+	m.Invalid = append(o.Judge(m), judgeSteps(m)...)
 	if len(shards) > 1 {
 		for i, s := range shards {
 			for _, why := range s.Invalid {
@@ -99,10 +111,75 @@ func Merge(o Options, shards []*Result, names []string) (*Result, error) {
 	return m, nil
 }
 
+// mergeSteps merges a flow's shards step by step.
+func mergeSteps(o Options, shards []*Result, names []string) ([]*Result, error) {
+	steps := make([]*Result, len(shards[0].Steps))
+	for i, first := range shards[0].Steps {
+		parts := make([]*Result, len(shards))
+		for j, s := range shards {
+			if len(s.Steps) != len(steps) || s.Steps[i].Step != first.Step {
+				return nil, fmt.Errorf("merge: loadgen shard %d ran other flow steps than shard 1", j+1)
+			}
+			parts[j] = s.Steps[i]
+		}
+		so := first.Options
+		so.Concurrency = o.Concurrency
+		m, err := Merge(so, parts, names)
+		if err != nil {
+			return nil, fmt.Errorf("flow step %s: %w", first.Step, err)
+		}
+		m.Step = first.Step
+		steps[i] = m
+	}
+	return steps, nil
+}
+
 // WarmAll warms every shard at once (see Warm).
 func WarmAll(ctx context.Context, shards []Options) error {
 	_, err := all(ctx, shards, func(ctx context.Context, o Options) (*Result, error) { return nil, Warm(ctx, o) })
 	return err
+}
+
+// Session is a load ready for its measured window: every shard warmed up
+// (Warm), or, for a flow, every shard's users ramped up and still running
+// (Spawn), so that the window continues their load.
+type Session struct {
+	shards []Options
+	swarms []*Swarm
+}
+
+// Start readies every shard at once for Session.Measure. Close the
+// session when done.
+func Start(ctx context.Context, shards []Options) (*Session, error) {
+	s := &Session{shards: shards}
+	if len(shards) == 0 || shards[0].Flow == nil {
+		return s, WarmAll(ctx, shards)
+	}
+	sw, err := all(ctx, shards, Spawn)
+	s.swarms = sw
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Measure measures every shard's window at once and returns each shard's
+// result; Merge makes them one.
+func (s *Session) Measure(ctx context.Context) ([]*Result, error) {
+	if s.swarms == nil {
+		return MeasureAll(ctx, s.shards)
+	}
+	return each(len(s.swarms), func(i int) (*Result, error) { return s.swarms[i].Measure(ctx) })
+}
+
+// Close stops a flow's users; it does nothing for other loads.
+func (s *Session) Close() {
+	for _, sw := range s.swarms {
+		if sw != nil {
+			sw.Stop()
+		}
+	}
 }
 
 // MeasureAll measures every shard's window at once, in-process, and
@@ -111,21 +188,28 @@ func MeasureAll(ctx context.Context, shards []Options) ([]*Result, error) {
 	return all(ctx, shards, Measure)
 }
 
-func all(ctx context.Context, shards []Options, f func(context.Context, Options) (*Result, error)) ([]*Result, error) {
-	out := make([]*Result, len(shards))
-	errs := make([]error, len(shards))
+// all runs f on every shard at once. On error it returns what the other
+// shards returned too, so that the caller can undo it.
+func all[T any](ctx context.Context, shards []Options, f func(context.Context, Options) (T, error)) ([]T, error) {
+	return each(len(shards), func(i int) (T, error) { return f(ctx, shards[i]) })
+}
+
+// each runs f(0) … f(n-1) at once (see all).
+func each[T any](n int, f func(i int) (T, error)) ([]T, error) {
+	out := make([]T, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, o := range shards {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = f(ctx, o)
+			out[i], errs[i] = f(i)
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("loadgen shard %d/%d: %w", i+1, len(shards), err)
+			return out, fmt.Errorf("loadgen shard %d/%d: %w", i+1, n, err)
 		}
 	}
 	return out, nil

@@ -96,6 +96,8 @@ type Comparison struct {
 	QPSLossPct stats.Summary `json:"qpsLossPct"`
 	// ProxyAppRatio is sidecar CPU over app CPU in the meshed arm.
 	ProxyAppRatio stats.Summary `json:"proxyAppCPURatio"`
+	// Steps compare a user flow's steps; empty for other loads.
+	Steps []StepComparison `json:"steps,omitempty"`
 	// Problems lists why the comparison could not be made in full.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -186,6 +188,7 @@ func Compare(records []Record) []Comparison {
 			}
 		}
 		c.ProxyAppRatio = stats.Summarize(ratios)
+		c.Steps = compareSteps(base, mesh)
 		for _, err := range errs {
 			if err != nil {
 				c.Problems = append(c.Problems, err.Error())

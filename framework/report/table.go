@@ -46,6 +46,7 @@ func PrintSummary(w io.Writer, cs []Comparison) {
 		}
 	}
 	_ = tw.Flush()
+	printSteps(w, cs)
 	for _, c := range cs {
 		for _, p := range c.Problems {
 			fmt.Fprintf(w, "%s: %s\n", c.Scenario(), p)

@@ -24,6 +24,11 @@ type Scenario struct {
 	// Workload is what the target deploys and drives; zero fields are the
 	// flags' values (-payload, -protocol, -sidecar-threads …).
 	Workload target.Workload
+	// Flow is a shorthand for Workload.Flow: users running a flow (see
+	// load.Flow) instead of connections. Its sub-benchmarks are named
+	// users=N rather than c=N, -concurrency and -qps do not apply, and
+	// each step's latency is reported beside the whole flow's.
+	Flow *load.Flow
 	// Load, when set, adjusts each run's load settings (after the flags).
 	// It must not change Concurrency: sweep that with Concurrency.
 	Load func(*load.Options)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target"
@@ -213,6 +214,27 @@ func reportMetrics(b *testing.B, r *target.Run) {
 	}
 	if l.Requests > 0 {
 		b.ReportMetric(total*r.Resources.Elapsed.Seconds()/float64(l.Requests)*1000, "cpu-ms/kreq")
+	}
+	if len(l.Steps) > 0 {
+		reportSteps(b, l)
+	}
+}
+
+// reportSteps reports a flow as Locust's table reads it: the average
+// response time over every request (the sum of latencies over their
+// count, exact), then per step its requests, failures, mean, p50, p95,
+// p99 and rate, in units named for the step (home-p95-ms).
+func reportSteps(b *testing.B, l *load.Result) {
+	b.ReportMetric(l.Latency.Avg*1e3, "mean-ms")
+	b.ReportMetric(l.Percentile(95)*1e3, "p95-ms")
+	for _, st := range l.Steps {
+		b.ReportMetric(float64(st.Requests), st.Step+"-requests")
+		b.ReportMetric(float64(st.Errors), st.Step+"-failures")
+		b.ReportMetric(st.Latency.Avg*1e3, st.Step+"-mean-ms")
+		for _, q := range []float64{50, 95, 99} {
+			b.ReportMetric(st.Percentile(q)*1e3, fmt.Sprintf("%s-p%g-ms", st.Step, q))
+		}
+		b.ReportMetric(st.AchievedQPS, st.Step+"-req/s")
 	}
 }
 

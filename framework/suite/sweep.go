@@ -33,10 +33,13 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 		return
 	}
 	sc.Workload.Path = cmp.Or(sc.Workload.Path, sc.Path, target.OneHop)
+	if sc.Workload.Flow == nil {
+		sc.Workload.Flow = sc.Flow
+	}
 	if err := sc.check(tg); err != nil {
 		b.Skipf("%s: skipped on the %s target: %v", label(b, sc), tg.Name(), err)
 	}
-	conc := s.concurrency(sc)
+	key, conc := s.concurrency(sc)
 	arms := sc.Arms
 	if len(arms) == 0 {
 		arms = target.Arms
@@ -47,11 +50,14 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	reps := s.reps()
 	per := s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
 	total := len(conc) * len(arms) * reps
-	s.logf("%s: %s, c=%v, %d interleaved rounds each: %d runs, about %v",
-		label(b, sc), sc.Workload.Path, conc, reps, total, (time.Duration(total) * per).Round(time.Second))
+	if f := sc.Workload.Flow; f != nil {
+		per = f.Ramp() + s.Config.Duration + 300*time.Millisecond
+	}
+	s.logf("%s: %s, %s=%v, %d interleaved rounds each: %d runs, about %v",
+		label(b, sc), sc.Workload.Path, key, conc, reps, total, (time.Duration(total) * per).Round(time.Second))
 	done := 0
 	for _, c := range conc {
-		b.Run(labels.Concurrency+"="+strconv.Itoa(c), func(b *testing.B) {
+		b.Run(key+"="+strconv.Itoa(c), func(b *testing.B) {
 			if err := s.ctx.Err(); err != nil {
 				b.Fatalf("not started: %v", context.Cause(s.ctx))
 			}
@@ -122,13 +128,17 @@ func (s *Suite) points(prefix string) []Point {
 	return out
 }
 
-// concurrency is the scenario's sweep: -concurrency when the user gave it,
-// else the scenario's own, else the flag's default.
-func (s *Suite) concurrency(sc Scenario) []int {
-	if s.Config.ConcurrencySet || len(sc.Concurrency) == 0 {
-		return s.Config.Concurrency
+// concurrency is the scenario's innermost sweep, and its label: for a
+// flow, its users (users=N); else c=N for -concurrency when the user gave
+// it, else the scenario's own, else the flag's default.
+func (s *Suite) concurrency(sc Scenario) (string, []int) {
+	if f := sc.Workload.Flow; f != nil {
+		return labels.Users, []int{max(f.Users, 1)}
 	}
-	return sc.Concurrency
+	if s.Config.ConcurrencySet || len(sc.Concurrency) == 0 {
+		return labels.Concurrency, s.Config.Concurrency
+	}
+	return labels.Concurrency, sc.Concurrency
 }
 
 // reps is how many interleaved rounds each point gets.
@@ -150,13 +160,18 @@ func label(b *testing.B, sc Scenario) string {
 
 // runLabels are a run's labels without the arm: the sub-benchmark's name
 // read as labels (which holds the caller's own b.Run sweeps too), or under
-// testing.Benchmark the scenario's name, its axes and c.
+// testing.Benchmark the scenario's name, its axes and c (users for a
+// flow).
 func runLabels(b *testing.B, sc Scenario, c int) labels.Set {
 	if n := b.Name(); n != "" && !strings.HasPrefix(n, "/") {
 		return labels.Parse(n)
 	}
 	ls := append(labels.Set{{Key: labels.Benchmark, Value: sc.Name}}, sc.trail...)
-	return ls.With(labels.Concurrency, strconv.Itoa(c))
+	key := labels.Concurrency
+	if sc.Workload.Flow != nil {
+		key = labels.Users
+	}
+	return ls.With(key, strconv.Itoa(c))
 }
 
 // measure runs one load and records it under the sub-benchmark's labels.
@@ -165,6 +180,9 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 	// The workload's protocol is the load's: a Protocols axis or a
 	// scenario's own protocol wins over -protocol.
 	o.Protocol = cmp.Or(sc.Workload.Protocol, o.Protocol)
+	if sc.Workload.Flow != nil {
+		o.QPS = 0 // a flow's rate is its users' and their think time's
+	}
 	if sc.Load != nil {
 		sc.Load(&o)
 	}

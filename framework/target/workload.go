@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,11 @@ type Workload struct {
 	Loadgens int `json:"loadgens"`
 	// Threads is every proxy's worker threads; 0 is the proxy's default.
 	Threads int `json:"threads,omitempty"`
+	// Flow, when set, drives the path with users running a flow (see
+	// load.Flow) instead of connections; a step's fan-out needs a frontend
+	// on the path. The target copies it into the load's options. It
+	// deploys nothing of its own.
+	Flow *load.Flow `json:"flow,omitempty"`
 }
 
 // Normalize fills in the defaults from def (the target's settings) and
@@ -116,7 +122,28 @@ func (w *Workload) Normalize(def Workload) error {
 	if w.Placement != InMesh && w.Placement != OutOfMesh {
 		errs = append(errs, fmt.Errorf("placement %q: want in-mesh or out-of-mesh", w.Placement))
 	}
+	if w.Flow != nil {
+		errs = append(errs, w.normalizeFlow()...)
+	}
 	return errors.Join(errs...)
+}
+
+// normalizeFlow replaces w.Flow with a normalized copy and checks that
+// every fan-out has a frontend to fan out from.
+func (w *Workload) normalizeFlow() []error {
+	f := *w.Flow
+	f.Steps = slices.Clone(f.Steps)
+	w.Flow = &f
+	if err := f.Normalize(); err != nil {
+		return []error{fmt.Errorf("flow: %w", err)}
+	}
+	var errs []error
+	for _, s := range f.Steps {
+		if s.Fanout > 1 && w.Path.Hops() < 2 {
+			errs = append(errs, fmt.Errorf("flow step %s: fan-out %d needs a frontend on the path; %s has none (use two-hop)", s.Name, s.Fanout, w.Path))
+		}
+	}
+	return errs
 }
 
 // Deployment is the part of a workload that decides what runs: workloads

@@ -1,17 +1,24 @@
 // Package workload holds the applications that meshbench measures a mesh
 // around: an echo backend that answers with a fixed-size body (over HTTP, or
 // as fortio's gRPC ping service), and a frontend that reverse-proxies to it
-// (HTTP/1.1, or h2c, which carries gRPC with its trailers). Both count who called them, as told by the
+// (HTTP/1.1, or h2c, which carries gRPC with its trailers), or, asked with
+// ?fanout=k, calls it k times like a backend-for-frontend. Both count who
+// called them, as told by the
 // peer-identity header that an inbound sidecar sets after verifying the
 // caller's mTLS certificate, so a run can prove which path its requests took.
 package workload
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,7 +193,17 @@ type ProxyOptions struct {
 	Name string
 }
 
-// Proxy returns the frontend handler: a reverse proxy to o.Upstream.
+// FanoutParam is the query parameter that asks the frontend to fan out:
+// GET /?fanout=3 makes three calls to its upstream for one request, as a
+// backend-for-frontend does for one page. The parameter is not forwarded, so
+// on a longer chain only the first frontend fans out.
+const FanoutParam = "fanout"
+
+// MaxFanout bounds the fan-out one request may ask for.
+const MaxFanout = 64
+
+// Proxy returns the frontend handler: a reverse proxy to o.Upstream, or,
+// for a request with ?fanout=k (k > 1), k calls to it (see fanOut).
 func Proxy(o ProxyOptions) http.Handler {
 	if o.Name == "" {
 		o.Name = "frontend"
@@ -207,20 +224,120 @@ func Proxy(o ProxyOptions) http.Handler {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(o.Upstream)
+			q := pr.Out.URL.Query()
+			if q.Has(FanoutParam) {
+				q.Del(FanoutParam)
+				pr.Out.URL.RawQuery = q.Encode()
+			}
 			pr.Out.Header.Del(PeerHeader)
 			pr.Out.Header.Del(ProtoHeader)
 			pr.Out.Header.Set(SourceHeader, o.Name)
 		},
 		Transport: tr,
 	}
+	fo := &fanOut{upstream: o.Upstream, client: &http.Client{Transport: tr}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == StatsPath {
 			c.serveStats(w)
 			return
 		}
 		c.count(r)
-		rp.ServeHTTP(w, r)
+		k, err := Fanout(r.URL)
+		switch {
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		case k > 1:
+			fo.ServeHTTP(w, r, k)
+		default:
+			rp.ServeHTTP(w, r)
+		}
 	})
+}
+
+// Fanout reads ?fanout=k from u: 1 when absent, an error when k is not in
+// [1, MaxFanout].
+func Fanout(u *url.URL) (int, error) {
+	v := u.Query().Get(FanoutParam)
+	if v == "" {
+		return 1, nil
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil || k < 1 || k > MaxFanout {
+		return 0, fmt.Errorf("%s=%q: want an integer in [1, %d]", FanoutParam, v, MaxFanout)
+	}
+	return k, nil
+}
+
+// fanOut is the backend-for-frontend: one request in, k calls to the
+// upstream, all at once, and one answer out with their bodies in order.
+// The calls are parallel because a BFF's calls for one page are
+// independent, and that is how they are written when latency matters: the
+// user then waits for the slowest of k meshed calls, so the tail of the
+// mesh's per-hop cost, not only its mean, shows in the step's latency. Any
+// failed call fails the request with 502 naming it.
+type fanOut struct {
+	upstream *url.URL
+	client   *http.Client
+}
+
+func (f *fanOut) ServeHTTP(w http.ResponseWriter, r *http.Request, k int) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "read request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	u := *f.upstream
+	u.Path = strings.TrimSuffix(u.Path, "/") + r.URL.Path
+	q := r.URL.Query()
+	q.Del(FanoutParam)
+	u.RawQuery = q.Encode()
+	bodies := make([][]byte, k)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i := range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bodies[i], errs[i] = f.call(r.Context(), r.Method, u.String(), body)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			http.Error(w, fmt.Sprintf("fan-out call %d of %d: %v", i+1, k, err), http.StatusBadGateway)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	for _, b := range bodies {
+		_, _ = w.Write(b)
+	}
+}
+
+// call makes one upstream call as the frontend and returns its body.
+func (f *fanOut) call(ctx context.Context, method, u string, body []byte) ([]byte, error) {
+	var rd io.Reader
+	if len(body) > 0 {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("request %s %s: %w", method, u, err)
+	}
+	req.Header.Set(SourceHeader, "frontend")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s %s: %s", method, u, resp.Status)
+	}
+	return b, nil
 }
 
 // Server wraps h in an http.Server listening on addr that speaks HTTP/1.1

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,4 +69,65 @@ func TestProxyToEcho(t *testing.T) {
 		{Source: "frontend", Peer: Direct, Proto: "HTTP/1.1", Requests: 3},
 		{Source: Unknown, Peer: Direct, Proto: "HTTP/1.1", Requests: 1},
 	}}, stats(t, be.URL))
+}
+
+// TestProxyFanout asks the frontend for 3 backend calls per request and
+// checks the exact counts, the concatenated body, and that the parameter
+// is not forwarded.
+func TestProxyFanout(t *testing.T) {
+	var queries []string
+	var mu sync.Mutex
+	echo := Echo(EchoOptions{Size: 10})
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != StatsPath {
+			mu.Lock()
+			queries = append(queries, r.URL.RawQuery)
+			mu.Unlock()
+		}
+		echo.ServeHTTP(w, r)
+	}))
+	defer be.Close()
+	u, _ := url.Parse(be.URL)
+	fe := httptest.NewServer(Proxy(ProxyOptions{Upstream: u}))
+	defer fe.Close()
+
+	get := func(path string) (int, int) {
+		req, _ := http.NewRequest(http.MethodGet, fe.URL+path, nil)
+		req.Header.Set(SourceHeader, "loadgen")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, len(body)
+	}
+	for range 2 {
+		code, n := get("/cart?fanout=3&item=7")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Equal(t, 30, n, "three bodies, in order")
+	}
+	code, n := get("/?fanout=1")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 10, n, "fan-out 1 is the plain reverse proxy")
+	code, _ = get("/?fanout=0")
+	assert.Equal(t, http.StatusBadRequest, code)
+	code, _ = get("/?fanout=65")
+	assert.Equal(t, http.StatusBadRequest, code)
+
+	assert.Equal(t, Stats{Role: "frontend", Requests: 5, Callers: []Caller{{Source: "loadgen", Peer: Direct, Requests: 5}}}, stats(t, fe.URL))
+	assert.Equal(t, Stats{Role: "backend", Requests: 2*3 + 1, Callers: []Caller{{Source: "frontend", Peer: Direct, Requests: 7}}}, stats(t, be.URL))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"item=7", "item=7", "item=7", "item=7", "item=7", "item=7", ""}, queries, "fanout is never forwarded")
+}
+
+func TestFanoutParam(t *testing.T) {
+	for in, want := range map[string]int{"/": 1, "/?fanout=1": 1, "/?fanout=64": 64, "/x?a=b&fanout=3": 3} {
+		u, _ := url.Parse(in)
+		k, err := Fanout(u)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, k, in)
+	}
+	u, _ := url.Parse("/?fanout=x")
+	_, err := Fanout(u)
+	assert.EqualError(t, err, `fanout="x": want an integer in [1, 64]`)
 }

@@ -608,3 +608,12 @@ func TestEvidenceJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"verifications":null,"mtlsNote":"x"}`, string(b))
 }
+
+// TestSupportsNoFlow skips a user flow with the reason.
+func TestSupportsNoFlow(t *testing.T) {
+	tg := &Target{o: Options{Placement: InMesh, Loadgens: 1}}
+	require.NoError(t, tg.Supports(target.Workload{Path: target.TwoHop}, nil))
+	err := tg.Supports(target.Workload{Path: target.TwoHop, Flow: &load.Flow{Steps: []load.Step{{Name: "home"}}}}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "user flow: the cluster loadgen is fortio's REST API")
+}

@@ -56,6 +56,9 @@ func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 	if f != nil {
 		why = append(why, fmt.Sprintf("fault %s: not implemented on clusters yet", f))
 	}
+	if w.Flow != nil {
+		why = append(why, "user flow: the cluster loadgen is fortio's REST API, which drives connections, not users with think time, and the nginx frontend does not fan out; run it on the local target")
+	}
 	if len(why) > 0 {
 		return errors.New(strings.Join(why, "; "))
 	}

@@ -244,6 +244,9 @@ func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 	if f != nil && f.Workload == "loadgen" && (!f.Sidecar || w.Placement == target.OutOfMesh) {
 		why = append(why, "fault on the loadgen: only its sidecar, in the mesh, is a process of the target")
 	}
+	if f != nil && w.Flow != nil {
+		why = append(why, "fault during a user flow: a flow records no timeline to judge the recovery on")
+	}
 	if len(why) > 0 {
 		return errors.New(strings.Join(why, "; "))
 	}
@@ -405,10 +408,14 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := load.WarmAll(ctx, shards); err != nil {
+	// The warm-up, or a flow's ramp, whose users keep running into the
+	// window.
+	sess, err := load.Start(ctx, shards)
+	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
 	}
-	run, err := t.window(ctx, s, w, ar, shards)
+	defer sess.Close()
+	run, err := t.window(ctx, s, w, ar, shards, sess)
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +438,7 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 // own URL (its own outbound sidecar in the mesh).
 func (t *Target) shards(s target.Spec, w target.Workload, ar *arm) []load.Options {
 	o := s.Load
-	o.Protocol, o.RequestSize = w.Protocol, w.RequestSize
+	o.Protocol, o.RequestSize, o.Flow = w.Protocol, w.RequestSize, w.Flow
 	o.Headers = map[string]string{workload.SourceHeader: "loadgen"}
 	if s.Fault != nil {
 		o.ExpectErrors = true
@@ -446,7 +453,7 @@ func (t *Target) shards(s target.Spec, w target.Workload, ar *arm) []load.Option
 }
 
 // window measures the shards with /proc accounting, acting out the fault.
-func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, ar *arm, shards []load.Options) (*target.Run, error) {
+func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, ar *arm, shards []load.Options, sess *load.Session) (*target.Run, error) {
 	procs := []measure.Proc{{Name: "loadgen", Role: measure.RoleLoadgen, PID: os.Getpid()}}
 	for _, pr := range ar.procs[w.Path] {
 		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
@@ -459,7 +466,7 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	if err != nil {
 		return nil, err
 	}
-	results, err := load.MeasureAll(ctx, shards)
+	results, err := sess.Measure(ctx)
 	fault.wait()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
@@ -469,7 +476,7 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 		return nil, err
 	}
 	o := shards[0]
-	o.Concurrency, o.QPS, o.URL, o.Labels = s.Load.Concurrency, s.Load.QPS, "", s.Load.Labels
+	o.Concurrency, o.QPS, o.URL, o.Labels, o.Flow = s.Load.Concurrency, s.Load.QPS, "", s.Load.Labels, w.Flow
 	res, err := load.Merge(o, results, shardNames(len(results)))
 	if err != nil {
 		return nil, err
