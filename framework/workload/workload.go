@@ -235,7 +235,7 @@ func Proxy(o ProxyOptions) http.Handler {
 		},
 		Transport: tr,
 	}
-	fo := &fanOut{upstream: o.Upstream, client: &http.Client{Transport: tr}}
+	fo := &fanOut{upstream: o.Upstream, name: o.Name, client: &http.Client{Transport: tr}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == StatsPath {
 			c.serveStats(w)
@@ -277,6 +277,7 @@ func Fanout(u *url.URL) (int, error) {
 // failed call fails the request with 502 naming it.
 type fanOut struct {
 	upstream *url.URL
+	name     string // the frontend's own, sent as SourceHeader
 	client   *http.Client
 }
 
@@ -324,7 +325,7 @@ func (f *fanOut) call(ctx context.Context, method, u string, body []byte) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("request %s %s: %w", method, u, err)
 	}
-	req.Header.Set(SourceHeader, "frontend")
+	req.Header.Set(SourceHeader, f.name)
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return nil, err

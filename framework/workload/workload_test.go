@@ -113,8 +113,8 @@ func TestProxyFanout(t *testing.T) {
 	code, _ = get("/?fanout=65")
 	assert.Equal(t, http.StatusBadRequest, code)
 
-	assert.Equal(t, Stats{Role: "frontend", Requests: 5, Callers: []Caller{{Source: "loadgen", Peer: Direct, Requests: 5}}}, stats(t, fe.URL))
-	assert.Equal(t, Stats{Role: "backend", Requests: 2*3 + 1, Callers: []Caller{{Source: "frontend", Peer: Direct, Requests: 7}}}, stats(t, be.URL))
+	assert.Equal(t, Stats{Role: "frontend", Requests: 5, Callers: []Caller{{Source: "loadgen", Peer: Direct, Proto: "HTTP/1.1", Requests: 5}}}, stats(t, fe.URL))
+	assert.Equal(t, Stats{Role: "backend", Requests: 2*3 + 1, Callers: []Caller{{Source: "frontend", Peer: Direct, Proto: "HTTP/1.1", Requests: 7}}}, stats(t, be.URL))
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"item=7", "item=7", "item=7", "item=7", "item=7", "item=7", ""}, queries, "fanout is never forwarded")
