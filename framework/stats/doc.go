@@ -1,6 +1,8 @@
 // Package stats turns raw load results into the numbers meshbench reports:
-// lossless merges of fortio histograms from several load generators,
-// percentiles computed on merged data (never averaged), repeat summaries as a
+// HDR histograms of latency (3 significant digits from 1 µs to 60 s, stored
+// in HDR's compact encoding) and fortio's coarser histograms, both merged
+// losslessly over threads and load generators, percentiles computed on
+// merged data (never averaged), repeat summaries as a
 // median with an interval, and meshed-versus-baseline overheads as both an
 // absolute delta and a ratio.
 package stats
