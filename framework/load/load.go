@@ -1,7 +1,12 @@
 // Package load drives fortio's HTTP runner in-process: a thrown-away warm-up,
 // then one measured window, closed loop at maximum rate or open loop at a
-// fixed rate. Its Result carries the raw histogram, the per-status counts and
-// the settings that produced them, and says whether the run is valid.
+// fixed rate. Its Result carries the raw histograms, the per-status counts
+// and the settings that produced them, and says whether the run is valid.
+//
+// Every request's latency goes into HDR histograms (3 significant digits
+// from 1 µs to 60 s; see Recorder and Latencies), one per fortio thread,
+// merged at the end; open-loop runs also get a histogram corrected for
+// coordinated omission. fortio's own histogram is kept beside them.
 package load
 
 import (
@@ -82,6 +87,10 @@ type Options struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Labels is free text copied into the result.
 	Labels string `json:"labels,omitempty"`
+	// NoHDR turns HDR recording off and leaves fortio's histogram alone,
+	// to measure what HDR recording costs (BenchmarkLoadgenCeiling).
+	// Default false: record.
+	NoHDR bool `json:"noHDR,omitempty"`
 }
 
 // Normalize fills in defaults and validates o.
@@ -166,9 +175,16 @@ type Result struct {
 	Errors   int64 `json:"errors"`
 	// Codes counts responses per HTTP status code.
 	Codes map[int]int64 `json:"codes"`
-	// Latency is the raw histogram of every request's latency, in seconds,
-	// at Options.Resolution, so results can be merged and recomputed later.
+	// Latency is fortio's raw histogram of every request's latency, in
+	// seconds, at Options.Resolution, so results can be merged and
+	// recomputed later. It is coarse in the tails (buckets 10 ms wide at
+	// 10–20 ms, one overflow bucket above 1 s); percentiles come from it only
+	// when HDR is nil, as in results files written before HDR recording.
 	Latency *fstats.HistogramData `json:"latency"`
+	// HDR holds the window's HDR histograms: every request uncorrected and,
+	// in open loop, corrected for coordinated omission. Nil when not
+	// recorded (Options.NoHDR, older results, a shard without them).
+	HDR *Latencies `json:"hdr,omitempty"`
 	// Invalid lists why the run must not be trusted; empty when valid.
 	Invalid []string `json:"invalid,omitempty"`
 }
@@ -176,8 +192,60 @@ type Result struct {
 // Valid reports whether nothing invalidated the run.
 func (r *Result) Valid() bool { return len(r.Invalid) == 0 }
 
-// Percentile returns the p-th latency percentile in seconds.
-func (r *Result) Percentile(p float64) float64 { return stats.Percentile(r.Latency, p) }
+// LatencySource names the histogram a Result's percentiles are read from.
+type LatencySource string
+
+// The sources, in order of preference.
+const (
+	// FromCorrected is HDR.Corrected: open-loop runs, latency from each
+	// request's intended send time. What the thresholds and the gate judge
+	// in open loop.
+	FromCorrected LatencySource = "hdr-corrected"
+	// FromUncorrected is HDR.Uncorrected: closed-loop runs, where a request
+	// is sent when the previous one is answered and has no other intended
+	// time.
+	FromUncorrected LatencySource = "hdr-uncorrected"
+	// FromFortio is fortio's coarser histogram, Latency: results without
+	// HDR data.
+	FromFortio LatencySource = "fortio"
+)
+
+// LatencySource is where Percentile and Max read: HDR.Corrected when there
+// is one (open loop), else HDR.Uncorrected, else fortio's Latency.
+func (r *Result) LatencySource() LatencySource {
+	switch {
+	case r.HDR != nil && r.HDR.Corrected.Count() > 0:
+		return FromCorrected
+	case r.HDR != nil && r.HDR.Uncorrected.Count() > 0:
+		return FromUncorrected
+	}
+	return FromFortio
+}
+
+// Percentile returns the p-th latency percentile in seconds, from
+// LatencySource: corrected for coordinated omission in open loop.
+func (r *Result) Percentile(p float64) float64 {
+	switch r.LatencySource() {
+	case FromCorrected:
+		return r.HDR.Corrected.Percentile(p)
+	case FromUncorrected:
+		return r.HDR.Uncorrected.Percentile(p)
+	}
+	return stats.Percentile(r.Latency, p)
+}
+
+// UncorrectedPercentile returns the p-th percentile in seconds of the
+// latencies as sent: HDR.Uncorrected, or fortio's Latency without HDR. It
+// equals Percentile in closed loop.
+func (r *Result) UncorrectedPercentile(p float64) float64 {
+	if r.HDR != nil && r.HDR.Uncorrected.Count() > 0 {
+		return r.HDR.Uncorrected.Percentile(p)
+	}
+	return stats.Percentile(r.Latency, p)
+}
+
+// Max returns the largest latency in seconds, from LatencySource.
+func (r *Result) Max() float64 { return r.Percentile(100) }
 
 // fortioLog is set once: fortio's logger is process-wide.
 var fortioLog sync.Once
@@ -199,7 +267,7 @@ func Warm(ctx context.Context, o Options) error {
 	if o.Warmup <= 0 {
 		return nil
 	}
-	if _, err := runFortio(ctx, o, o.Warmup); err != nil {
+	if _, _, err := runFortio(ctx, o, o.Warmup, false); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	return nil
@@ -212,11 +280,13 @@ func Measure(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("load options: %w", err)
 	}
 	start := time.Now()
-	fr, err := runFortio(ctx, o, o.Duration)
+	fr, lat, err := runFortio(ctx, o, o.Duration, !o.NoHDR)
 	if err != nil {
 		return nil, err
 	}
-	return NewResult(o, start, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram), nil
+	res := NewResult(o, start, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram)
+	res.HDR = lat
+	return res, nil
 }
 
 // NewResult builds the judged Result of one fortio window, in-process or
@@ -275,8 +345,9 @@ func FormatCodes(codes map[int]int64) string {
 	return strings.Join(parts, " ")
 }
 
-// runFortio runs one fortio window of length d.
-func runFortio(ctx context.Context, o Options, d time.Duration) (*fhttp.HTTPRunnerResults, error) {
+// runFortio runs one fortio window of length d, recording HDR histograms
+// when hdr is set.
+func runFortio(ctx context.Context, o Options, d time.Duration, hdr bool) (*fhttp.HTTPRunnerResults, *Latencies, error) {
 	fortioLog.Do(func() { flog.SetLogLevelQuiet(flog.Error) })
 	qps := o.QPS
 	if o.ClosedLoop() {
@@ -305,12 +376,17 @@ func runFortio(ctx context.Context, o Options, d time.Duration) (*fhttp.HTTPRunn
 	}
 	for k, v := range o.Headers {
 		if err := ro.AddAndValidateExtraHeader(k + ":" + v); err != nil {
-			return nil, fmt.Errorf("header %q: %w", k, err)
+			return nil, nil, fmt.Errorf("header %q: %w", k, err)
 		}
 	}
 	if o.RequestSize > 0 {
 		ro.Payload = make([]byte, o.RequestSize)
 		ro.ContentType = "application/octet-stream"
+	}
+	var rec *Recorder
+	if hdr {
+		rec = NewRecorder(&ro.RunnerOptions)
+		ro.AccessLogger = rec
 	}
 	// fortio clears ro.Stop when the run ends, so keep our own reference.
 	stop := ro.Stop
@@ -325,10 +401,17 @@ func runFortio(ctx context.Context, o Options, d time.Duration) (*fhttp.HTTPRunn
 	}()
 	fr, err := fhttp.RunHTTPTest(ro)
 	if err != nil {
-		return nil, fmt.Errorf("fortio run against %s: %w", o.URL, err)
+		return nil, nil, fmt.Errorf("fortio run against %s: %w", o.URL, err)
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("load against %s interrupted: %w", o.URL, ctx.Err())
+		return nil, nil, fmt.Errorf("load against %s interrupted: %w", o.URL, ctx.Err())
 	}
-	return fr, nil
+	if rec == nil {
+		return fr, nil, nil
+	}
+	lat, err := rec.Latencies(fr.StartTime)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load against %s: %w", o.URL, err)
+	}
+	return fr, lat, nil
 }
