@@ -43,6 +43,7 @@ func split(o load.Options, n int) []load.Options {
 // the shard's options o.
 func shardResult(o load.Options, fr *fortioResult) *load.Result {
 	r := load.NewResult(o, fr.StartTime, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram)
+	r.HDR = fr.MeshbenchHDR
 	if r.Elapsed < o.Duration*9/10 {
 		r.Invalid = append(r.Invalid, fmt.Sprintf("stopped early: ran %v of %v", r.Elapsed.Round(time.Millisecond), o.Duration))
 	}
@@ -50,8 +51,9 @@ func shardResult(o load.Options, fr *fortioResult) *load.Result {
 }
 
 // merge sums the shards of one load into one result: counts and rates are
-// added and the latency histograms merged bucket by bucket (never their
-// percentiles averaged). The result is invalid when the merged load is,
+// added and the latency histograms, fortio's and HDR's, merged bucket by
+// bucket (never their percentiles averaged). The merge has HDR histograms
+// only when every shard has them. The result is invalid when the merged load is,
 // when any shard is (each reason names the shard), or when the shards did
 // not run together.
 func merge(o load.Options, shards []*load.Result, names []string) (*load.Result, error) {
@@ -59,14 +61,20 @@ func merge(o load.Options, shards []*load.Result, names []string) (*load.Result,
 		return nil, fmt.Errorf("merge: no shard results")
 	}
 	hs := make([]*fstats.HistogramData, 0, len(shards))
+	hdrs := make([]*load.Latencies, 0, len(shards))
 	for _, s := range shards {
 		hs = append(hs, s.Latency)
+		hdrs = append(hdrs, s.HDR)
 	}
 	h, err := stats.Merge(o.Resolution, hs...)
 	if err != nil {
 		return nil, fmt.Errorf("merge loadgen histograms: %w", err)
 	}
-	m := &load.Result{Options: o, TargetQPS: o.QPS, Codes: map[int]int64{}, Latency: h}
+	hdr, err := load.MergeLatencies(hdrs...)
+	if err != nil {
+		return nil, fmt.Errorf("merge loadgen HDR histograms: %w", err)
+	}
+	m := &load.Result{Options: o, TargetQPS: o.QPS, Codes: map[int]int64{}, Latency: h, HDR: hdr}
 	first, last := shards[0].Start, shards[0].Start
 	var end time.Time
 	for _, s := range shards {
