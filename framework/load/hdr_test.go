@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -295,4 +296,37 @@ func TestCoordinatedOmissionWithAStallingServer(t *testing.T) {
 	assert.Equal(t, cor.Percentile(99), res.Percentile(99), "open loop: the judged percentiles are corrected")
 	assert.Equal(t, unc.Percentile(99), res.UncorrectedPercentile(99))
 	assert.Equal(t, cor.Max(), res.Max())
+}
+
+// TestResultJSONKeepsHDR: a Result written to and read from JSON, as the
+// results file does, keeps its HDR histograms in their compact encoding,
+// and a Result from before HDR still reads its percentiles from fortio's
+// histogram.
+func TestResultJSONKeepsHDR(t *testing.T) {
+	unc, cor := stats.NewHDR(), stats.NewHDR()
+	for i := range 1000 {
+		unc.Record(int64(100_000 + i))
+		cor.Record(int64(100_000 + 2*i))
+	}
+	h := stats.DefaultResolution.NewHistogram()
+	h.Record(0.0001)
+	res := &Result{Options: Options{QPS: 100}, Requests: 1000, Latency: h.Export(), HDR: &Latencies{Uncorrected: unc, Corrected: cor}}
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	enc, err := cor.Encode()
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"corrected":"`+enc+`"`)
+	var back Result
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.NotNil(t, back.HDR)
+	assert.True(t, back.HDR.Uncorrected.Equal(unc))
+	assert.True(t, back.HDR.Corrected.Equal(cor))
+	assert.Equal(t, res.Percentile(99), back.Percentile(99))
+	assert.Equal(t, FromCorrected, back.LatencySource())
+
+	var old Result
+	require.NoError(t, json.Unmarshal([]byte(`{"requests":1,"latency":{"Count":1,"Min":0.0001,"Max":0.0001,"Data":[{"Start":0.0001,"End":0.0001,"Percent":100,"Count":1}]}}`), &old))
+	assert.Nil(t, old.HDR)
+	assert.Equal(t, FromFortio, old.LatencySource())
+	assert.Equal(t, 0.0001, old.Percentile(99))
 }
