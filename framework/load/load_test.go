@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,9 +78,9 @@ func TestJudge(t *testing.T) {
 // TestRunAgainstRealServer runs a short real load against a server on port
 // 0 and checks counts, headers, resolution and the open-loop verdict.
 func TestRunAgainstRealServer(t *testing.T) {
-	var gotHeader string
+	var gotHeader atomic.Value // handlers run concurrently
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotHeader = r.Header.Get("X-Test")
+		gotHeader.Store(r.Header.Get("X-Test"))
 		if strings.HasSuffix(r.URL.Path, "/fail") {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -89,7 +90,7 @@ func TestRunAgainstRealServer(t *testing.T) {
 	res, err := Run(ctx, Options{URL: srv.URL + "/", Concurrency: 2, QPS: 200, Duration: 500 * time.Millisecond,
 		Warmup: 100 * time.Millisecond, Headers: map[string]string{"X-Test": "yes"}})
 	require.NoError(t, err)
-	assert.Equal(t, "yes", gotHeader)
+	assert.Equal(t, "yes", gotHeader.Load())
 	assert.Equal(t, res.Requests, res.Codes[200])
 	assert.Equal(t, res.Requests, res.Latency.Count)
 	assert.Positive(t, res.Requests)
