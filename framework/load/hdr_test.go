@@ -330,3 +330,26 @@ func TestResultJSONKeepsHDR(t *testing.T) {
 	assert.Equal(t, FromFortio, old.LatencySource())
 	assert.Equal(t, 0.0001, old.Percentile(99))
 }
+
+// BenchmarkRecorderReport is the per-request cost of HDR recording, what
+// fortio's thread pays after each answer, in closed and open loop.
+func BenchmarkRecorderReport(b *testing.B) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		qps  float64
+	}{{"loop=closed", -1}, {"loop=open", 1e6}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := NewRecorder(&periodic.RunnerOptions{QPS: tc.qps, Duration: time.Hour, NumThreads: 1})
+			r.Info()
+			start := time.Now()
+			b.ReportAllocs()
+			var i int64
+			for b.Loop() {
+				at := start.Add(time.Duration(r.sched.offset(i) + i%7*1000))
+				r.Report(ctx, 0, i, at, 250e-6+float64(i%1000)*1e-7, true, "200")
+				i++
+			}
+		})
+	}
+}
