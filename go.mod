@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	fortio.org/fortio v1.75.3
 	fortio.org/log v1.18.3
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/envoyproxy/go-control-plane/envoy v1.37.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.71.0

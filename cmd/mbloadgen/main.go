@@ -7,7 +7,10 @@
 //
 // runs one load synchronously and answers with fortio's HTTPRunnerResults
 // JSON, whose DurationHistogram is recorded at the resolution r (in seconds;
-// fortio's 1ms default would hide sub-millisecond latencies).
+// fortio's 1ms default would hide sub-millisecond latencies), plus the field
+// MeshbenchHDR (see HDRField): every request's latency in HDR histograms,
+// uncorrected and, in open loop, corrected for coordinated omission. hdr=off
+// leaves them out.
 // /fortio/rest/status and /fortio/rest/stop list and stop runs. A loadgen
 // runs one load at a time.
 //
@@ -32,7 +35,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"syscall"
 	"time"
 
@@ -97,26 +99,16 @@ func run(args []string) error {
 // it also serves the working directory as fortio's data directory; the run,
 // status, stop and dns handlers it would add are added here one by one.
 //
-// Runs are synchronous and one at a time: two runs in one loadgen would
-// share its CPU, and fortio's REST handler sets a process-wide flag on
-// every run, so concurrent runs race. A run asked for while another is in
-// progress gets 409 Conflict; async=on gets 400.
+// Runs are synchronous and one at a time in the process: two runs in one
+// loadgen would share its CPU, and fortio's REST handler sets a process-wide
+// flag on every run, so concurrent runs race. A run asked for while another
+// is in progress gets 409 Conflict; async=on gets 400. Each run records HDR
+// histograms through fortio's REST hook (rapi.SetHook), which NewMux sets.
 func NewMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	const ui = "/fortio/"
-	var running sync.Mutex
-	mux.HandleFunc(ui+rapi.RestRunURI, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("async") == "on" {
-			replyError(w, http.StatusBadRequest, "mbloadgen runs synchronously only: drop async=on")
-			return
-		}
-		if !running.TryLock() {
-			replyError(w, http.StatusConflict, "a run is already in progress on this loadgen")
-			return
-		}
-		defer running.Unlock()
-		rapi.RESTRunHandler(w, r)
-	})
+	rapi.SetHook(runs.hook)
+	mux.HandleFunc(ui+rapi.RestRunURI, runHandler)
 	mux.HandleFunc(ui+rapi.RestStatusURI, rapi.RESTStatusHandler)
 	mux.HandleFunc(ui+rapi.RestStopURI, rapi.RESTStopHandler)
 	mux.HandleFunc(ui+rapi.RestDNS, rapi.RESTDNSHandler)

@@ -14,10 +14,13 @@ import (
 
 	"fortio.org/fortio/fhttp"
 	"fortio.org/fortio/rapi"
+	fstats "fortio.org/fortio/stats"
 	flog "fortio.org/log"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/meshbench/meshbench/framework/load"
 )
 
 func server(t *testing.T) *httptest.Server {
@@ -52,7 +55,10 @@ func TestRunAnswersHTTPRunnerResults(t *testing.T) {
 	srv := server(t)
 	code, body := post(t, runURL(srv, srv.URL+"/echo?size=100", nil))
 	require.Equal(t, http.StatusOK, code, string(body))
-	var res fhttp.HTTPRunnerResults
+	var res struct {
+		fhttp.HTTPRunnerResults
+		MeshbenchHDR *load.Latencies
+	}
 	require.NoError(t, json.Unmarshal(body, &res))
 	h := res.DurationHistogram
 	require.NotNil(t, h)
@@ -69,6 +75,37 @@ func TestRunAnswersHTTPRunnerResults(t *testing.T) {
 		units := b.End / 0.00001
 		assert.InDelta(t, math.Round(units), units, 1e-6, "bucket end %g s is on the 10 µs layout", b.End)
 	}
+	// Every request is in the HDR histogram too; a closed loop has no
+	// intended send times to correct from.
+	require.NotNil(t, res.MeshbenchHDR, "field %s", HDRField)
+	assert.Equal(t, h.Count, res.MeshbenchHDR.Uncorrected.Count())
+	assert.Nil(t, res.MeshbenchHDR.Corrected)
+	assert.Contains(t, string(body), `"uncorrected": "HISTFAAA`, "HDR's compact encoding")
+}
+
+// TestOpenLoopRunAnswersCorrectedHDR: an open-loop run's answer carries
+// the HDR histogram corrected for coordinated omission, and hdr=off leaves
+// the HDR field out.
+func TestOpenLoopRunAnswersCorrectedHDR(t *testing.T) {
+	srv := server(t)
+	code, body := post(t, runURL(srv, srv.URL+"/echo", url.Values{"qps": {"100"}, "t": {"500ms"}}))
+	require.Equal(t, http.StatusOK, code, string(body))
+	var res struct {
+		DurationHistogram *fstats.HistogramData
+		MeshbenchHDR      *load.Latencies
+	}
+	require.NoError(t, json.Unmarshal(body, &res))
+	require.NotNil(t, res.MeshbenchHDR)
+	unc, cor := res.MeshbenchHDR.Uncorrected, res.MeshbenchHDR.Corrected
+	assert.Equal(t, res.DurationHistogram.Count, unc.Count())
+	require.NotNil(t, cor)
+	assert.GreaterOrEqual(t, cor.Count(), unc.Count())
+	assert.LessOrEqual(t, cor.Count(), int64(50), "no more than the 100 req/s × 0.5 s scheduled")
+
+	code, body = post(t, runURL(srv, srv.URL+"/echo", url.Values{"hdr": {"off"}}))
+	require.Equal(t, http.StatusOK, code, string(body))
+	assert.NotContains(t, string(body), HDRField)
+	assert.Contains(t, string(body), "DurationHistogram")
 }
 
 func TestOneRunAtATime(t *testing.T) {

@@ -108,7 +108,7 @@ func runGRPC(ctx context.Context, o Options, ro periodic.RunnerOptions) (_ *wind
 	}
 	res := r.Run()
 	r.Options().ReleaseRunners()
-	w := &window{elapsed: res.ActualDuration, qps: res.ActualQPS, codes: map[int]int64{}, latency: res.DurationHistogram}
+	w := &window{start: res.StartTime, elapsed: res.ActualDuration, qps: res.ActualQPS, codes: map[int]int64{}, latency: res.DurationHistogram}
 	for _, c := range callers {
 		for code, n := range c.results {
 			w.codes[GRPCCode(code)] += n

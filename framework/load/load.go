@@ -3,9 +3,14 @@
 // then one measured window, closed loop at maximum rate or open loop at a
 // fixed rate; or a user flow (Flow), Locust-style users ramped up at a
 // spawn rate, each looping over the flow's steps with think time. Its
-// Result carries the raw histogram, the per-status counts and the settings
-// that produced them, and says whether the run is valid; it has the same
-// shape for every protocol.
+// Result carries the raw histograms, the per-status counts and the
+// settings that produced them, and says whether the run is valid; it has
+// the same shape for every protocol.
+//
+// Every request's latency goes into HDR histograms (3 significant digits
+// from 1 µs to 60 s; see Recorder and Latencies), one per fortio thread,
+// merged at the end; open-loop runs also get a histogram corrected for
+// coordinated omission. fortio's own histogram is kept beside them.
 package load
 
 import (
@@ -109,6 +114,10 @@ type Options struct {
 	// must be 0, and its ramp replaces Warmup. Run, RunFlow and Start
 	// drive it; Warm and Measure do not.
 	Flow *Flow `json:"flow,omitempty"`
+	// NoHDR turns HDR recording off and leaves fortio's histogram alone,
+	// to measure what HDR recording costs (BenchmarkLoadgenCeiling).
+	// Default false: record.
+	NoHDR bool `json:"noHDR,omitempty"`
 }
 
 // Normalize fills in defaults and validates o.
@@ -201,11 +210,18 @@ type Result struct {
 	// 200 when its status is OK, and as GRPCCode(status) otherwise (1000
 	// plus the gRPC code: 1014 is Unavailable, 1004 DeadlineExceeded).
 	Codes map[int]int64 `json:"codes"`
-	// Latency is the raw histogram of every request's latency, in seconds,
-	// at Options.Resolution, so results can be merged and recomputed later.
+	// Latency is fortio's raw histogram of every request's latency, in
+	// seconds, at Options.Resolution, so results can be merged and
+	// recomputed later. It is coarse in the tails (buckets 10 ms wide at
+	// 10–20 ms, one overflow bucket above 1 s); percentiles come from it only
+	// when HDR is nil, as in results files written before HDR recording.
 	Latency *fstats.HistogramData `json:"latency"`
 	// Timeline counts requests per time bucket when Options.Timeline is set.
 	Timeline *Timeline `json:"timeline,omitempty"`
+	// HDR holds the window's HDR histograms: every request uncorrected and,
+	// in open loop, corrected for coordinated omission. Nil when not
+	// recorded (Options.NoHDR, older results, a shard without them).
+	HDR *Latencies `json:"hdr,omitempty"`
 	// Invalid lists why the run must not be trusted; empty when valid.
 	Invalid []string `json:"invalid,omitempty"`
 	// Step names the flow step a per-step result is of; empty otherwise.
@@ -218,8 +234,60 @@ type Result struct {
 // Valid reports whether nothing invalidated the run.
 func (r *Result) Valid() bool { return len(r.Invalid) == 0 }
 
-// Percentile returns the p-th latency percentile in seconds.
-func (r *Result) Percentile(p float64) float64 { return stats.Percentile(r.Latency, p) }
+// LatencySource names the histogram a Result's percentiles are read from.
+type LatencySource string
+
+// The sources, in order of preference.
+const (
+	// FromCorrected is HDR.Corrected: open-loop runs, latency from each
+	// request's intended send time. What the thresholds and the gate judge
+	// in open loop.
+	FromCorrected LatencySource = "hdr-corrected"
+	// FromUncorrected is HDR.Uncorrected: closed-loop runs, where a request
+	// is sent when the previous one is answered and has no other intended
+	// time.
+	FromUncorrected LatencySource = "hdr-uncorrected"
+	// FromFortio is fortio's coarser histogram, Latency: results without
+	// HDR data.
+	FromFortio LatencySource = "fortio"
+)
+
+// LatencySource is where Percentile and Max read: HDR.Corrected when there
+// is one (open loop), else HDR.Uncorrected, else fortio's Latency.
+func (r *Result) LatencySource() LatencySource {
+	switch {
+	case r.HDR != nil && r.HDR.Corrected.Count() > 0:
+		return FromCorrected
+	case r.HDR != nil && r.HDR.Uncorrected.Count() > 0:
+		return FromUncorrected
+	}
+	return FromFortio
+}
+
+// Percentile returns the p-th latency percentile in seconds, from
+// LatencySource: corrected for coordinated omission in open loop.
+func (r *Result) Percentile(p float64) float64 {
+	switch r.LatencySource() {
+	case FromCorrected:
+		return r.HDR.Corrected.Percentile(p)
+	case FromUncorrected:
+		return r.HDR.Uncorrected.Percentile(p)
+	}
+	return stats.Percentile(r.Latency, p)
+}
+
+// UncorrectedPercentile returns the p-th percentile in seconds of the
+// latencies as sent: HDR.Uncorrected, or fortio's Latency without HDR. It
+// equals Percentile in closed loop.
+func (r *Result) UncorrectedPercentile(p float64) float64 {
+	if r.HDR != nil && r.HDR.Uncorrected.Count() > 0 {
+		return r.HDR.Uncorrected.Percentile(p)
+	}
+	return stats.Percentile(r.Latency, p)
+}
+
+// Max returns the largest latency in seconds, from LatencySource.
+func (r *Result) Max() float64 { return r.Percentile(100) }
 
 // errFlow is Warm's and Measure's answer to a flow, whose users live
 // across the ramp and the window.
@@ -252,7 +320,7 @@ func Warm(ctx context.Context, o Options) error {
 	if o.Warmup <= 0 {
 		return nil
 	}
-	if _, err := runFortio(ctx, o, o.Warmup, nil); err != nil {
+	if _, _, err := runFortio(ctx, o, o.Warmup, nil, false); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	return nil
@@ -272,11 +340,12 @@ func Measure(ctx context.Context, o Options) (*Result, error) {
 	if o.Timeline > 0 {
 		tl = newTimeline(start, o.Timeline, o.Duration+o.Timeout+time.Second, o.Concurrency)
 	}
-	fr, err := runFortio(ctx, o, o.Duration, tl)
+	fr, lat, err := runFortio(ctx, o, o.Duration, tl, !o.NoHDR)
 	if err != nil {
 		return nil, err
 	}
 	res := NewResult(o, start, fr.elapsed, fr.qps, fr.codes, fr.latency)
+	res.HDR = lat
 	if tl != nil {
 		res.Timeline = tl.sum()
 	}
@@ -345,6 +414,7 @@ func FormatCodes(codes map[int]int64) string {
 
 // window is what a fortio run of either protocol gives back.
 type window struct {
+	start   time.Time
 	elapsed time.Duration
 	qps     float64
 	codes   map[int]int64
@@ -352,7 +422,7 @@ type window struct {
 }
 
 // runnerOptions are fortio's engine settings for one window of length d.
-func runnerOptions(o Options, d time.Duration, tl *timeline) periodic.RunnerOptions {
+func runnerOptions(o Options, d time.Duration) periodic.RunnerOptions {
 	qps := o.QPS
 	if o.ClosedLoop() {
 		qps = -1 // fortio: negative is max speed
@@ -369,17 +439,31 @@ func runnerOptions(o Options, d time.Duration, tl *timeline) periodic.RunnerOpti
 		Stop:        periodic.NewAborter(),
 		NoCatchUp:   true,
 	}
-	if tl != nil {
-		ro.AccessLogger = tl
-	}
 	return ro
 }
 
-// runFortio runs one fortio window of length d in o's protocol, and stops
-// it early when ctx is cancelled.
-func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline) (*window, error) {
+// runFortio runs one fortio window of length d in o's protocol, recording
+// HDR histograms when hdr is set and the timeline when tl is, and stops it
+// early when ctx is cancelled.
+func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline, hdr bool) (*window, *Latencies, error) {
 	fortioLog.Do(func() { flog.SetLogLevelQuiet(flog.Error) })
-	ro := runnerOptions(o, d, tl)
+	ro := runnerOptions(o, d)
+	var rec *Recorder
+	var loggers accessLoggers
+	if hdr {
+		rec = NewRecorder(&ro)
+		loggers = append(loggers, rec)
+	}
+	if tl != nil {
+		loggers = append(loggers, tl)
+	}
+	switch len(loggers) {
+	case 0:
+	case 1:
+		ro.AccessLogger = loggers[0]
+	default:
+		ro.AccessLogger = loggers
+	}
 	// fortio clears ro.Stop when the run ends, so keep our own reference.
 	stop := ro.Stop
 	done := make(chan struct{})
@@ -399,12 +483,19 @@ func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline) (*
 		w, err = runHTTP(o, ro)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("load against %s interrupted: %w", o.URL, ctx.Err())
+		return nil, nil, fmt.Errorf("load against %s interrupted: %w", o.URL, ctx.Err())
 	}
-	return w, nil
+	if rec == nil {
+		return w, nil, nil
+	}
+	lat, err := rec.Latencies(w.start)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load against %s: %w", o.URL, err)
+	}
+	return w, lat, nil
 }
 
 // runHTTP runs fortio's HTTP runner (h2c with prior knowledge for h2).
@@ -432,5 +523,30 @@ func runHTTP(o Options, ro periodic.RunnerOptions) (*window, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fortio run against %s: %w", o.URL, err)
 	}
-	return &window{elapsed: fr.ActualDuration, qps: fr.ActualQPS, codes: fr.RetCodes, latency: fr.DurationHistogram}, nil
+	return &window{start: fr.StartTime, elapsed: fr.ActualDuration, qps: fr.ActualQPS, codes: fr.RetCodes, latency: fr.DurationHistogram}, nil
+}
+
+// accessLoggers hands every request to several access loggers, in order
+// (the HDR recorder, then the timeline).
+type accessLoggers []periodic.AccessLogger
+
+func (ls accessLoggers) Start(ctx context.Context, id periodic.ThreadID, iter int64, t time.Time) context.Context {
+	for _, l := range ls {
+		ctx = l.Start(ctx, id, iter, t)
+	}
+	return ctx
+}
+
+func (ls accessLoggers) Report(ctx context.Context, id periodic.ThreadID, iter int64, t time.Time, latency float64, ok bool, details string) {
+	for _, l := range ls {
+		l.Report(ctx, id, iter, t, latency, ok, details)
+	}
+}
+
+func (ls accessLoggers) Info() string {
+	infos := make([]string, len(ls))
+	for i, l := range ls {
+		infos[i] = l.Info()
+	}
+	return strings.Join(infos, ", ")
 }

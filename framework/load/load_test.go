@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,9 +82,9 @@ func TestJudge(t *testing.T) {
 // TestRunAgainstRealServer runs a short real load against a server on port
 // 0 and checks counts, headers, resolution and the open-loop verdict.
 func TestRunAgainstRealServer(t *testing.T) {
-	var gotHeader string
+	var gotHeader atomic.Value // handlers run concurrently
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotHeader = r.Header.Get("X-Test")
+		gotHeader.Store(r.Header.Get("X-Test"))
 		if strings.HasSuffix(r.URL.Path, "/fail") {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -93,7 +94,7 @@ func TestRunAgainstRealServer(t *testing.T) {
 	res, err := Run(ctx, Options{URL: srv.URL + "/", Concurrency: 2, QPS: 200, Duration: 500 * time.Millisecond,
 		Warmup: 100 * time.Millisecond, Headers: map[string]string{"X-Test": "yes"}})
 	require.NoError(t, err)
-	assert.Equal(t, "yes", gotHeader)
+	assert.Equal(t, "yes", gotHeader.Load())
 	assert.Equal(t, res.Requests, res.Codes[200])
 	assert.Equal(t, res.Requests, res.Latency.Count)
 	assert.Positive(t, res.Requests)
@@ -101,12 +102,29 @@ func TestRunAgainstRealServer(t *testing.T) {
 	// machine, which Judge then reports; see TestJudge).
 	assert.LessOrEqual(t, res.Requests, int64(200*0.5)+2)
 	assert.Equal(t, 200.0, res.TargetQPS)
+	require.NotNil(t, res.HDR)
+	assert.Equal(t, res.Requests, res.HDR.Uncorrected.Count(), "HDR holds every request, as fortio's histogram")
+	require.NotNil(t, res.HDR.Corrected, "open loop: corrected for coordinated omission")
+	assert.GreaterOrEqual(t, res.HDR.Corrected.Count(), res.Requests)
+	assert.Equal(t, FromCorrected, res.LatencySource())
 
 	bad, err := Run(ctx, Options{URL: srv.URL + "/fail", Duration: 200 * time.Millisecond, Warmup: -1})
 	require.NoError(t, err)
 	assert.Equal(t, bad.Requests, bad.Errors)
 	require.Len(t, bad.Invalid, 1)
 	assert.Contains(t, bad.Invalid[0], "requests failed (codes 503:")
+	require.NotNil(t, bad.HDR)
+	assert.Nil(t, bad.HDR.Corrected, "closed loop: no intended send times")
+	assert.Equal(t, bad.Requests, bad.HDR.Uncorrected.Count())
+	assert.Equal(t, FromUncorrected, bad.LatencySource())
+	assert.Equal(t, bad.HDR.Uncorrected.Percentile(50), bad.Percentile(50))
+
+	plain, err := Run(ctx, Options{URL: srv.URL + "/", Duration: 200 * time.Millisecond, Warmup: -1, NoHDR: true})
+	require.NoError(t, err)
+	assert.Nil(t, plain.HDR)
+	assert.Equal(t, FromFortio, plain.LatencySource())
+	assert.Equal(t, stats.Percentile(plain.Latency, 90), plain.Percentile(90))
+	assert.Equal(t, plain.Latency.Max, plain.Max())
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

@@ -50,7 +50,7 @@ func Split(o Options, n int) []Options {
 }
 
 // Merge sums the shards of one load into one result: counts and rates are
-// added and the latency histograms merged bucket by bucket (never their
+// added and the latency histograms, fortio's and HDR's, merged bucket by bucket (never their
 // percentiles averaged). The result is invalid when the merged load is,
 // when any shard is (each reason names the shard), or when the shards did
 // not run together.
@@ -59,14 +59,22 @@ func Merge(o Options, shards []*Result, names []string) (*Result, error) {
 		return nil, fmt.Errorf("merge: no shard results")
 	}
 	hs := make([]*fstats.HistogramData, 0, len(shards))
+	hdrs := make([]*Latencies, 0, len(shards))
 	for _, s := range shards {
 		hs = append(hs, s.Latency)
+		hdrs = append(hdrs, s.HDR)
 	}
 	h, err := stats.Merge(o.Resolution, hs...)
 	if err != nil {
 		return nil, fmt.Errorf("merge loadgen histograms: %w", err)
 	}
-	m := &Result{Options: o, TargetQPS: o.QPS, Codes: map[int]int64{}, Latency: h}
+	// HDR histograms merge count by count; the merge has them only when
+	// every shard has.
+	hdr, err := MergeLatencies(hdrs...)
+	if err != nil {
+		return nil, fmt.Errorf("merge loadgen HDR histograms: %w", err)
+	}
+	m := &Result{Options: o, TargetQPS: o.QPS, Codes: map[int]int64{}, Latency: h, HDR: hdr}
 	first, last := shards[0].Start, shards[0].Start
 	var end time.Time
 	for _, s := range shards {

@@ -13,6 +13,7 @@ import (
 	fstats "fortio.org/fortio/stats"
 
 	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/target"
@@ -54,17 +55,27 @@ func (r Record) key() labels.Set {
 type ArmStats struct {
 	Repeats int `json:"repeats"`
 	Invalid int `json:"invalid"`
-	// Latencies in milliseconds, each summarised over repeats.
+	// Latencies in milliseconds, each summarised over repeats, read as
+	// load.Result.Percentile reads them: corrected for coordinated omission
+	// in open loop (see load.LatencySource).
 	P50  stats.Summary `json:"p50Ms"`
 	P90  stats.Summary `json:"p90Ms"`
 	P99  stats.Summary `json:"p99Ms"`
 	P999 stats.Summary `json:"p999Ms"`
 	Max  stats.Summary `json:"maxMs"`
+	// P50Uncorrected and P99Uncorrected are the open-loop repeats' p50 and
+	// p99 as the requests were sent, without the correction; absent in
+	// closed loop, where they equal P50 and P99.
+	P50Uncorrected stats.Summary `json:"p50UncorrectedMs,omitzero"`
+	P99Uncorrected stats.Summary `json:"p99UncorrectedMs,omitzero"`
 	// Merged is every repeat's histogram merged bucket by bucket (seconds);
 	// its percentiles are the whole arm's, never an average of repeats'.
 	Merged *fstats.HistogramData `json:"merged,omitempty"`
 	QPS    stats.Summary         `json:"qps"`
 	Errors int64                 `json:"errors"`
+	// MergedHDR is every repeat's HDR histograms merged, when every repeat
+	// has them.
+	MergedHDR *load.Latencies `json:"mergedHDR,omitempty"`
 	// CPU per role in millicores, CPU-ms per 1000 requests per role, and
 	// the largest single process's RSS under load per role in MiB.
 	CPU      map[measure.Role]stats.Summary `json:"cpuMilli"`
@@ -202,7 +213,8 @@ func Compare(records []Record) []Comparison {
 func armStats(rs []Record) ArmStats {
 	a := ArmStats{Repeats: len(rs), CPU: map[measure.Role]stats.Summary{}, CPUPer1k: map[measure.Role]stats.Summary{},
 		RSS: map[measure.Role]stats.Summary{}, IdleRSS: map[measure.Role]stats.Summary{}}
-	var p50, p90, p99, p999, mx, qps, node []float64
+	var p50, p90, p99, p999, mx, qps, node, p50u, p99u []float64
+	var hdrs []*load.Latencies
 	cpu, per1k, rss, idle := map[measure.Role][]float64{}, map[measure.Role][]float64{}, map[measure.Role][]float64{}, map[measure.Role][]float64{}
 	var hs []*fstats.HistogramData
 	res := stats.DefaultResolution
@@ -217,7 +229,12 @@ func armStats(rs []Record) ArmStats {
 		p90 = append(p90, l.Percentile(90)*1e3)
 		p99 = append(p99, l.Percentile(99)*1e3)
 		p999 = append(p999, l.Percentile(99.9)*1e3)
-		mx = append(mx, l.Latency.Max*1e3)
+		mx = append(mx, l.Max()*1e3)
+		hdrs = append(hdrs, l.HDR)
+		if l.LatencySource() == load.FromCorrected {
+			p50u = append(p50u, l.UncorrectedPercentile(50)*1e3)
+			p99u = append(p99u, l.UncorrectedPercentile(99)*1e3)
+		}
 		qps = append(qps, l.AchievedQPS)
 		a.Errors += l.Errors
 		busiest := 0.0
@@ -237,6 +254,7 @@ func armStats(rs []Record) ArmStats {
 	}
 	a.P50, a.P90, a.P99, a.P999, a.Max = stats.Summarize(p50), stats.Summarize(p90), stats.Summarize(p99), stats.Summarize(p999), stats.Summarize(mx)
 	a.QPS, a.NodeUtil = stats.Summarize(qps), stats.Summarize(node)
+	a.P50Uncorrected, a.P99Uncorrected = stats.Summarize(p50u), stats.Summarize(p99u)
 	for role := range cpu {
 		a.CPU[role] = stats.Summarize(cpu[role])
 		a.CPUPer1k[role] = stats.Summarize(per1k[role])
@@ -245,6 +263,9 @@ func armStats(rs []Record) ArmStats {
 	}
 	if merged, err := stats.Merge(res, hs...); err == nil && merged.Count > 0 {
 		a.Merged = merged
+	}
+	if merged, err := load.MergeLatencies(hdrs...); err == nil {
+		a.MergedHDR = merged
 	}
 	return a
 }

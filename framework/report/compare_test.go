@@ -77,3 +77,43 @@ func TestCompareUnpaired(t *testing.T) {
 	assert.Equal(t, []string{"no repeat has both arms"}, cs[0].Problems)
 	assert.Empty(t, cs[0].Observation().Values, "nothing to gate on")
 }
+
+// TestCompareOpenLoopHDR: with HDR histograms, an open-loop arm's
+// percentiles come from the corrected one, the uncorrected figures are
+// kept beside them, and the repeats' HDR histograms are merged.
+func TestCompareOpenLoopHDR(t *testing.T) {
+	hdr := func(fast, slow int) *stats.HDR {
+		h := stats.NewHDR()
+		for range fast {
+			h.Record(100_000) // 100 µs
+		}
+		for range slow {
+			h.Record(50_000_000) // 50 ms, requests due during a stall
+		}
+		return h
+	}
+	var recs []Record
+	for rep := range 2 {
+		for _, arm := range []target.Arm{target.Baseline, target.Meshed} {
+			r := record(arm, rep, 0.0001, 1000, 0)
+			r.Load.Options.QPS = 1000
+			r.Load.HDR = &load.Latencies{Uncorrected: hdr(1000, 0), Corrected: hdr(980, 20)}
+			recs = append(recs, r)
+		}
+	}
+	cs := Compare(recs)
+	require.Len(t, cs, 1)
+	a := cs[0].Meshed
+	assert.InEpsilon(t, 50, a.P99.Median, 1e-3, "corrected p99, ms")
+	assert.InEpsilon(t, 0.1, a.P99Uncorrected.Median, 1e-3, "as sent, ms")
+	assert.InEpsilon(t, 0.1, a.P50Uncorrected.Median, 1e-3)
+	assert.Equal(t, 2, a.P99Uncorrected.N)
+	assert.InEpsilon(t, 50, a.Max.Median, 1e-3)
+	require.NotNil(t, a.MergedHDR)
+	assert.Equal(t, int64(2000), a.MergedHDR.Uncorrected.Count())
+	assert.Equal(t, int64(2000), a.MergedHDR.Corrected.Count())
+
+	closed := Compare([]Record{record(target.Baseline, 0, 0.0001, 100, 0), record(target.Meshed, 0, 0.0002, 100, 0)})
+	assert.Zero(t, closed[0].Meshed.P99Uncorrected, "no correction in closed loop")
+	assert.Nil(t, closed[0].Meshed.MergedHDR, "no HDR in these records")
+}

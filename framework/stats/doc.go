@@ -1,11 +1,12 @@
 // Package stats turns raw load results into the numbers meshbench reports:
-// lossless merges of fortio histograms from several load generators,
-// percentiles computed on merged data (never averaged), repeat summaries as a
-// median with an interval, meshed-versus-baseline overheads as both an
-// absolute delta and a ratio, and, for gating an upgrade, the paired
-// candidate/reference ratio with a Student-t interval on log ratios
-// (PairedLogRatio) and the pairs an interval needs to clear a limit
-// (PairsToResolve).
+// HDR histograms of latency (3 significant digits from 1 µs to 60 s, stored
+// in HDR's compact encoding) and fortio's coarser histograms, both merged
+// losslessly over threads and load generators, percentiles computed on
+// merged data (never averaged), repeat summaries as a median with an
+// interval, meshed-versus-baseline overheads as both an absolute delta and
+// a ratio, and, for gating an upgrade, the paired candidate/reference ratio
+// with a Student-t interval on log ratios (PairedLogRatio) and the pairs an
+// interval needs to clear a limit (PairsToResolve).
 package stats
 
 // Summary is a set of repeated measurements of one quantity, summarised as

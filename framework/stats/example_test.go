@@ -79,3 +79,40 @@ func ExampleSummary_PercentLoss() {
 	// ratio:  0.800 (0.750–0.850, n=3)
 	// loss %: 20.0 (15.0–25.0, n=3)
 }
+
+// Four load generators record latencies in nanoseconds, in unequal numbers,
+// one with a 1.2 s stall; their HDR histograms merge into the one a single
+// generator would have recorded, and percentiles keep 3 significant digits
+// in the tail. The JSON form is HDR's compact encoding.
+func ExampleMergeHDR() {
+	var hs []*stats.HDR
+	for g, n := range []int{4000, 3000, 2000, 1000} {
+		h := stats.NewHDR()
+		for i := range n {
+			h.Record(int64(200_000 + i*10)) // 200–240 µs
+		}
+		if g == 3 {
+			for range 20 {
+				h.Record(1_234_567_890) // 1.23 s
+			}
+		}
+		hs = append(hs, h)
+	}
+	merged, err := stats.MergeHDR(hs...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("count %d\n", merged.Count())
+	for _, p := range []float64{50, 99, 99.9} {
+		fmt.Printf("p%g %.6f s\n", p, merged.Percentile(p))
+	}
+	enc, _ := merged.Encode()
+	fmt.Println(enc[:8])
+	// Output:
+	// count 10020
+	// p50 0.000213 s
+	// p99 0.000239 s
+	// p99.9 1.235223 s
+	// HISTFAAA
+}

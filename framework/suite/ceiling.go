@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
@@ -24,8 +26,11 @@ type urlTarget interface {
 // LoadgenCeiling measures the in-process fortio loadgen's maximum rate at
 // concurrency c against the baseline backend alone, interleaved with wrk's
 // against the same backend, with each loadgen's own CPU: how far the
-// loadgen is from being the bottleneck. Sub-benchmarks: loadgen=fortio and
-// loadgen=wrk. It skips when wrk is not on PATH.
+// loadgen is from being the bottleneck. fortio runs twice per repeat, with
+// and without HDR recording (load.Options.NoHDR), in alternating order, to
+// show what recording every latency costs. Sub-benchmarks: loadgen=fortio,
+// loadgen=fortio-nohdr and loadgen=wrk (benchstat -col /loadgen). It skips
+// when wrk is not on PATH.
 func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 	tg, err := s.target()
 	if err != nil {
@@ -38,18 +43,23 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 	wrk, _ := exec.LookPath("wrk")
 	url := tg.(urlTarget).URL(target.Baseline, target.OneHop)
 	reps := s.reps()
-	var fortio, wrks []ceilingRun
+	var fortio, noHDR, wrks []ceilingRun
 	for rep := range reps {
-		s.logf("%s: fortio then wrk at c=%d, repeat %d/%d", b.Name(), c, rep+1, reps)
+		s.logf("%s: fortio with and without HDR, then wrk at c=%d, repeat %d/%d", b.Name(), c, rep+1, reps)
 		o := s.Config.loadOptions(c)
 		o.QPS = 0
-		run, err := tg.Run(s.ctx, target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: o})
-		if err != nil {
-			b.Fatal(err)
+		for i := range 2 {
+			o.NoHDR = (rep+i)%2 == 1 // ABBA: neither goes first every time
+			r, err := s.fortioCeiling(tg, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if o.NoHDR {
+				noHDR = append(noHDR, r)
+			} else {
+				fortio = append(fortio, r)
+			}
 		}
-		lg, _ := run.Resources.Role(measure.RoleLoadgen)
-		fortio = append(fortio, ceilingRun{qps: run.Load.AchievedQPS, milli: lg.MilliCores, node: run.Resources.NodeUtilisation["local"],
-			cpuPer1k: lg.MilliCores * run.Resources.Elapsed.Seconds() / float64(max(run.Load.Requests, 1)) * 1000})
 		w, err := runWrk(s.ctx, wrk, url, c, o.Duration)
 		if err != nil {
 			b.Fatal(err)
@@ -59,7 +69,7 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 	for _, side := range []struct {
 		name string
 		runs []ceilingRun
-	}{{"fortio", fortio}, {"wrk", wrks}} {
+	}{{"fortio", fortio}, {"fortio-nohdr", noHDR}, {"wrk", wrks}} {
 		b.Run("loadgen="+side.name, func(b *testing.B) {
 			r := side.runs[min(s.repeatIndex(b), len(side.runs)-1)]
 			b.ReportMetric(0, "ns/op")
@@ -71,9 +81,32 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 			}
 		})
 	}
+	s.logCeiling(b, fortio, noHDR, wrks)
+}
+
+// fortioCeiling runs the in-process fortio loadgen at maximum rate against
+// the baseline one-hop backend and takes its CPU.
+func (s *Suite) fortioCeiling(tg target.Target, o load.Options) (ceilingRun, error) {
+	run, err := tg.Run(s.ctx, target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: o})
+	if err != nil {
+		return ceilingRun{}, err
+	}
+	lg, _ := run.Resources.Role(measure.RoleLoadgen)
+	return ceilingRun{qps: run.Load.AchievedQPS, milli: lg.MilliCores, node: run.Resources.NodeUtilisation["local"],
+		cpuPer1k: lg.MilliCores * run.Resources.Elapsed.Seconds() / float64(max(run.Load.Requests, 1)) * 1000}, nil
+}
+
+// logCeiling prints each repeat's figures, and what HDR recording cost in
+// req/s over the repeats, paired (the goal is at most 3 %).
+func (s *Suite) logCeiling(b *testing.B, fortio, noHDR, wrks []ceilingRun) {
+	var with, without []float64
 	for i := range fortio {
-		s.logf("%s repeat %d: fortio %.0f req/s using %.0fm; wrk %.0f req/s using %.0fm; fortio/wrk = %.2f",
-			b.Name(), i+1, fortio[i].qps, fortio[i].milli, wrks[i].qps, wrks[i].milli, fortio[i].qps/wrks[i].qps)
+		s.logf("%s repeat %d: fortio %.0f req/s using %.0fm (without HDR %.0f req/s using %.0fm); wrk %.0f req/s using %.0fm; fortio/wrk = %.2f",
+			b.Name(), i+1, fortio[i].qps, fortio[i].milli, noHDR[i].qps, noHDR[i].milli, wrks[i].qps, wrks[i].milli, fortio[i].qps/wrks[i].qps)
+		with, without = append(with, fortio[i].qps), append(without, noHDR[i].qps)
+	}
+	if r, err := stats.PairedRatio(without, with); err == nil {
+		s.logf("%s: HDR recording costs %s %% of fortio's req/s", b.Name(), r.PercentLoss())
 	}
 }
 

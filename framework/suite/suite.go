@@ -198,7 +198,13 @@ func reportMetrics(b *testing.B, r *target.Run) {
 	}{{50, "p50-ms"}, {90, "p90-ms"}, {99, "p99-ms"}, {99.9, "p99.9-ms"}} {
 		b.ReportMetric(l.Percentile(p.q)*1e3, p.unit)
 	}
-	b.ReportMetric(l.Latency.Max*1e3, "max-ms")
+	b.ReportMetric(l.Max()*1e3, "max-ms")
+	if l.LatencySource() == load.FromCorrected {
+		// The figures above are corrected for coordinated omission; these
+		// are the requests as sent.
+		b.ReportMetric(l.UncorrectedPercentile(50)*1e3, "p50-uncorrected-ms")
+		b.ReportMetric(l.UncorrectedPercentile(99)*1e3, "p99-uncorrected-ms")
+	}
 	b.ReportMetric(l.AchievedQPS, "req/s")
 	b.ReportMetric(float64(l.Errors), "errors")
 	var total float64

@@ -53,6 +53,10 @@ type fortioResult struct {
 	RetCodes          map[int]int64
 	SocketCount       int64
 	URL               string
+	// MeshbenchHDR is what mbloadgen adds (cmd/mbloadgen HDRField): the
+	// run's HDR histograms. Nil from an mbloadgen that predates it, or
+	// with hdr=off.
+	MeshbenchHDR *load.Latencies
 }
 
 // decodeResult reads one fortio REST answer.
@@ -105,6 +109,9 @@ func runQuery(o load.Options, d time.Duration) (url.Values, []byte, error) {
 	}
 	if o.Labels != "" {
 		q.Set("labels", o.Labels)
+	}
+	if o.NoHDR {
+		q.Set("hdr", "off") // mbloadgen's own parameter
 	}
 	body := map[string]any{}
 	if len(o.Headers) > 0 {

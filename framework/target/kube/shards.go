@@ -11,6 +11,7 @@ import (
 // the shard's options o.
 func shardResult(o load.Options, fr *fortioResult) *load.Result {
 	r := load.NewResult(o, fr.StartTime, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram)
+	r.HDR = fr.MeshbenchHDR
 	if r.Elapsed < o.Duration*9/10 {
 		r.Invalid = append(r.Invalid, fmt.Sprintf("stopped early: ran %v of %v", r.Elapsed.Round(time.Millisecond), o.Duration))
 	}

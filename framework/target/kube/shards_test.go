@@ -103,6 +103,12 @@ func TestRunQuery(t *testing.T) {
 	q, _, err = runQuery(h2, time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, "on", q.Get("h2"), "fortio's h2c")
+	assert.Empty(t, q.Get("hdr"), "HDR recorded by default")
+
+	noHDR := opts(t, load.Options{NoHDR: true})
+	q, _, err = runQuery(noHDR, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "off", q.Get("hdr"))
 }
 
 func TestArmURL(t *testing.T) {
@@ -173,6 +179,50 @@ func TestMergeRecordedShards(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, stats.Percentile(direct, 99), p99)
 	t.Logf("p99: merged %.6fs, mean of shard p99s %.6fs (not used)", p99, avg)
+	assert.Nil(t, m.HDR, "answers of an mbloadgen without HDR")
+	assert.Equal(t, load.FromFortio, m.LatencySource())
+}
+
+// TestMergeRecordedHDRShards merges two uneven open-loop shards (2 and 1
+// connections) whose echo server stalls 0.5 % of the answers for 150 ms
+// (see testdata/fortio/README.md): the HDR histograms are merged count by
+// count, the percentiles come from the corrected one, and the stalls that
+// sent p99 hides show there.
+func TestMergeRecordedHDRShards(t *testing.T) {
+	o := opts(t, load.Options{Concurrency: 3, QPS: 300, Duration: 2 * time.Second})
+	so := load.Split(o, 2)
+	var shards []*load.Result
+	for i := range 2 {
+		s := shardResult(so[i], recorded(t, "hdr-open-qps300-shard"+string(rune('0'+i))+".json"))
+		require.NotNil(t, s.HDR, "shard %d", i)
+		require.NotNil(t, s.HDR.Corrected, "shard %d: open loop", i)
+		assert.Equal(t, s.Requests, s.HDR.Uncorrected.Count(), "shard %d", i)
+		shards = append(shards, s)
+	}
+	m, err := load.Merge(o, shards, []string{"a", "b"})
+	require.NoError(t, err)
+	require.NotNil(t, m.HDR)
+	unc, err := stats.MergeHDR(shards[0].HDR.Uncorrected, shards[1].HDR.Uncorrected)
+	require.NoError(t, err)
+	cor, err := stats.MergeHDR(shards[0].HDR.Corrected, shards[1].HDR.Corrected)
+	require.NoError(t, err)
+	assert.True(t, m.HDR.Uncorrected.Equal(unc))
+	assert.True(t, m.HDR.Corrected.Equal(cor))
+	assert.Equal(t, m.Requests, m.HDR.Uncorrected.Count())
+	assert.Equal(t, int64(600), m.HDR.Corrected.Count(), "every request of the 300 req/s × 2 s schedule")
+	assert.Equal(t, load.FromCorrected, m.LatencySource())
+	assert.Equal(t, cor.Percentile(99), m.Percentile(99))
+	assert.Equal(t, unc.Percentile(99), m.UncorrectedPercentile(99))
+	assert.Greater(t, m.Percentile(99), 0.1, "corrected p99 shows the 150 ms stalls")
+	assert.Less(t, m.UncorrectedPercentile(99), 0.1, "sent p99 hides them")
+
+	// A shard without HDR (an older mbloadgen) leaves the merge without.
+	c := opts(t, load.Options{Concurrency: 4, Duration: time.Second})
+	cs := load.Split(c, 2)
+	m, err = load.Merge(c, []*load.Result{shardResult(cs[0], recorded(t, "hdr-closed-c2.json")), shardResult(cs[1], recorded(t, "closed-c8-shard0.json"))}, []string{"a", "b"})
+	require.NoError(t, err)
+	assert.Nil(t, m.HDR)
+	assert.Equal(t, load.FromFortio, m.LatencySource())
 }
 
 func TestMergeOpenLoop(t *testing.T) {
