@@ -186,6 +186,7 @@ func (t *Target) startApp(ctx context.Context, name, bin string, args []string, 
 	if err != nil {
 		return nil, err
 	}
+	p.pod = name
 	return p, t.ready(ctx, p, listen)
 }
 
@@ -296,6 +297,7 @@ func (t *Target) startSidecar(ctx context.Context, sc Sidecar, bin string, s Sid
 	if err != nil {
 		return nil, err
 	}
+	p.pod = "meshed/" + s.Name
 	var addrs []string
 	if s.Inbound != nil {
 		addrs = append(addrs, s.Inbound.Listen)
@@ -381,7 +383,7 @@ func (t *Target) Run(ctx context.Context, a target.Arm, p target.Path, o load.Op
 	}
 	procs := []measure.Proc{{Name: "loadgen", Role: measure.RoleLoadgen, PID: os.Getpid()}}
 	for _, pr := range ar.procs[p] {
-		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, PID: pr.cmd.Process.Pid, IdleRSS: pr.idleRSS, Children: true})
+		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, Pod: pr.pod, PID: pr.cmd.Process.Pid, IdleRSS: pr.idleRSS, Children: true})
 	}
 	rec, err := measure.StartProcs(procs)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 type process struct {
 	name    string
 	role    measure.Role
+	pod     string // the workload it belongs to: the app and its sidecar share it
 	cmd     *exec.Cmd
 	log     string
 	idleRSS int64
