@@ -66,6 +66,9 @@ type Limit struct {
 	ThroughputLossPct    float64 // largest req/s loss versus baseline, percent
 	SidecarCPUPer1kReqMs float64 // most sidecar CPU per 1000 requests, CPU-milliseconds
 	SidecarRSSMiB        float64 // most resident memory of any one sidecar under load, MiB
+	// MeshCores is the most CPU the whole mesh may use, in cores; nil when
+	// the rule does not gate it (the key is optional).
+	MeshCores *float64
 }
 
 // Matches reports whether the rule applies to path p at concurrency c,
@@ -88,6 +91,11 @@ func (l Limit) Max(m Metric) (float64, bool) {
 		return l.SidecarCPUPer1kReqMs, true
 	case SidecarRSSMiB:
 		return l.SidecarRSSMiB, true
+	case MeshCores:
+		if l.MeshCores == nil {
+			return 0, false
+		}
+		return *l.MeshCores, true
 	}
 	return 0, false
 }
@@ -185,6 +193,7 @@ func Parse(name string, data []byte) (*Thresholds, error) {
 			ThroughputLossPct:    r.ThroughputLossPct,
 			SidecarCPUPer1kReqMs: r.SidecarCPUPer1kReqMs,
 			SidecarRSSMiB:        r.SidecarRSSMiB,
+			MeshCores:            r.MeshCores,
 		})
 	}
 	if err := t.checkReachable(); err != nil {
@@ -201,18 +210,21 @@ type fileYAML struct {
 }
 
 type limitYAML struct {
-	Path                 string  `yaml:"path"`
-	Concurrency          string  `yaml:"concurrency"`
-	P50DeltaMs           float64 `yaml:"p50DeltaMs"`
-	P99DeltaPct          float64 `yaml:"p99DeltaPct"`
-	ThroughputLossPct    float64 `yaml:"throughputLossPct"`
-	SidecarCPUPer1kReqMs float64 `yaml:"sidecarCPUPer1kReqMs"`
-	SidecarRSSMiB        float64 `yaml:"sidecarRSSMiB"`
+	Path                 string   `yaml:"path"`
+	Concurrency          string   `yaml:"concurrency"`
+	P50DeltaMs           float64  `yaml:"p50DeltaMs"`
+	P99DeltaPct          float64  `yaml:"p99DeltaPct"`
+	ThroughputLossPct    float64  `yaml:"throughputLossPct"`
+	SidecarCPUPer1kReqMs float64  `yaml:"sidecarCPUPer1kReqMs"`
+	SidecarRSSMiB        float64  `yaml:"sidecarRSSMiB"`
+	MeshCores            *float64 `yaml:"meshCores"`
 }
 
 var (
-	topKeys   = []string{"target", "limits"}
-	limitKeys = append([]string{"path", "concurrency"}, toStrings(Metrics())...)
+	topKeys = []string{"target", "limits"}
+	// limitKeys are every key a rule may have, requiredKeys those it must.
+	limitKeys    = append([]string{"path", "concurrency"}, toStrings(Metrics())...)
+	requiredKeys = slices.DeleteFunc(slices.Clone(limitKeys), func(k string) bool { return slices.Contains(optional, Metric(k)) })
 )
 
 func toStrings(ms []Metric) []string {
@@ -297,7 +309,7 @@ func (p *parser) top(n *yaml.Node) ([]int, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, p.fail(n.Line, "top level", "got %s, %s", describe(n), wantTop)
 	}
-	fields, err := p.fields(n, "", topKeys)
+	fields, err := p.fields(n, "", topKeys, topKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -307,8 +319,9 @@ func (p *parser) top(n *yaml.Node) ([]int, error) {
 	return p.limits(fields)
 }
 
-// fields checks a mapping's keys against known and returns value by key.
-func (p *parser) fields(n *yaml.Node, prefix string, known []string) (map[string]*yaml.Node, error) {
+// fields checks a mapping's keys against known, and that every key of
+// required is there, and returns value by key.
+func (p *parser) fields(n *yaml.Node, prefix string, known, required []string) (map[string]*yaml.Node, error) {
 	out := make(map[string]*yaml.Node, len(known))
 	keyLine := make(map[string]int, len(known))
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -333,7 +346,7 @@ func (p *parser) fields(n *yaml.Node, prefix string, known []string) (map[string
 		keyLine[k.Value] = k.Line
 		out[k.Value] = v
 	}
-	for _, k := range known {
+	for _, k := range required {
 		if _, ok := out[k]; !ok {
 			return nil, p.fail(n.Line, prefix+k, "missing; %s", wantField(k))
 		}
@@ -364,11 +377,14 @@ func (p *parser) limits(fields map[string]*yaml.Node) ([]int, error) {
 		if r.Kind != yaml.MappingNode {
 			return nil, p.fail(r.Line, field, "got %s, want a mapping with path, concurrency and the five limits", describe(r))
 		}
-		fs, err := p.fields(r, field+".", limitKeys)
+		fs, err := p.fields(r, field+".", limitKeys, requiredKeys)
 		if err != nil {
 			return nil, err
 		}
 		for _, k := range limitKeys {
+			if fs[k] == nil {
+				continue // an optional key left out
+			}
 			if err := p.value(fs[k], field+"."+k, k); err != nil {
 				return nil, err
 			}
