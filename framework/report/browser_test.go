@@ -1,0 +1,142 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/report"
+)
+
+// chromium finds a Chromium, or skips the test saying how to install one.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium on PATH: apt-get install chromium")
+	return ""
+}
+
+// browserEvents records what the page did that a self-contained report
+// must not: console errors, uncaught exceptions and any request beyond the
+// page itself.
+type browserEvents struct {
+	mu       sync.Mutex
+	page     string
+	errors   []string
+	requests []string
+}
+
+func (b *browserEvents) on(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch e := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		if e.Request.URL != b.page {
+			b.requests = append(b.requests, e.Request.URL)
+		}
+	case *runtime.EventConsoleAPICalled:
+		if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
+			b.errors = append(b.errors, fmt.Sprintf("console.%s", e.Type))
+		}
+	case *runtime.EventExceptionThrown:
+		b.errors = append(b.errors, "exception: "+e.ExceptionDetails.Text)
+	case *log.EventEntryAdded:
+		if e.Entry.Level == log.EntryLevelError {
+			b.errors = append(b.errors, fmt.Sprintf("log %s: %s (%s)", e.Entry.Source, e.Entry.Text, e.Entry.URL))
+		}
+	}
+}
+
+// The HTML report of a recorded run, opened in headless Chromium as a
+// person would open the CI artifact: it loads with no console error and no
+// request, draws every chart, carries chart data that parses, and the
+// screenshot is not blank.
+func TestHTMLReportInChromium(t *testing.T) {
+	exe := chromium(t)
+	ins, err := report.Open(recorded)
+	require.NoError(t, err)
+	prices, err := report.LoadPrices("")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	paths, err := report.WriteFiles(dir, ins, []report.Format{report.FormatHTML}, report.Options{Prices: prices})
+	require.NoError(t, err)
+	url := "file://" + paths[0]
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	actx, acancel := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(filepath.Join(dir, "profile")), chromedp.WindowSize(1280, 1024))
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	require.NoError(t, chromedp.Do(bctx), "start chromium")
+	ev := &browserEvents{page: url}
+	require.NoError(t, chromedp.Listen(bctx, ev.on))
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(url)))
+
+	charts, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("figure svg").length`))
+	require.NoError(t, err)
+	data, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll('script[type="application/json"]')).map(s => JSON.parse(s.textContent).id)`))
+	require.NoError(t, err)
+	assert.Equal(t, len(data), charts, "one drawing per chart data block")
+	assert.Equal(t, []string{"latency-one-hop", "throughput-one-hop", "loss-one-hop", "spectrum-one-hop", "cpu-one-hop",
+		"latency-two-hop", "throughput-two-hop", "loss-two-hop", "spectrum-two-hop", "cpu-two-hop"}, data)
+
+	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(shot))
+	require.NoError(t, err)
+	colours, inked := inkOf(img)
+	assert.Greater(t, colours, 20, "a report with coloured charts has many colours")
+	assert.Greater(t, inked, 0.01, "more than 1 %% of the page is not background")
+	if t.Failed() {
+		_ = os.WriteFile(filepath.Join(os.TempDir(), "meshbench-report-screenshot.png"), shot, 0o644)
+	}
+
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	assert.Empty(t, ev.errors, "console errors")
+	assert.Empty(t, ev.requests, "requests beyond the page: the report must be self-contained")
+}
+
+// inkOf counts the distinct colours of img and the share of its pixels that
+// differ from the top-left one (the background).
+func inkOf(img image.Image) (int, float64) {
+	b := img.Bounds()
+	bg := fmt.Sprint(img.At(b.Min.X, b.Min.Y))
+	seen := map[string]bool{}
+	inked, total := 0, 0
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			c := fmt.Sprint(img.At(x, y))
+			seen[c] = true
+			total++
+			if c != bg {
+				inked++
+			}
+		}
+	}
+	return len(seen), float64(inked) / float64(total)
+}
