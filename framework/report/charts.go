@@ -39,7 +39,10 @@ type Chart struct {
 	Kind   ChartKind `json:"kind"`
 	XLabel string    `json:"xLabel"`
 	YLabel string    `json:"yLabel"`
-	Series []Series  `json:"series"`
+	// LogY draws the values on a logarithmic axis (latencies that span
+	// decades, from a loopback p50 to a queued p99.9).
+	LogY   bool     `json:"logY,omitempty"`
+	Series []Series `json:"series"`
 }
 
 // Series is one line or one stacked layer.
@@ -85,6 +88,7 @@ func (c Chart) SVG() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("chart %s: %w", c.ID, err)
 	}
+	c.scaleY(p)
 	canvas := vgsvg.NewWith(vgsvg.UseWH(16*vg.Centimeter, 9*vg.Centimeter), vgsvg.EmbedFonts(false))
 	p.Draw(draw.New(canvas))
 	var b bytes.Buffer
@@ -96,6 +100,23 @@ func (c Chart) SVG() (string, error) {
 		s = s[i:]
 	}
 	return s, nil
+}
+
+// scaleY leaves room above the data for the legend, and draws a
+// logarithmic axis when the chart asks for one and every value is positive.
+func (c Chart) scaleY(p *plot.Plot) {
+	lo := math.Inf(1)
+	for _, s := range c.Series {
+		for _, q := range s.Points {
+			lo = math.Min(lo, math.Min(q.Lo, q.Y))
+		}
+	}
+	if c.LogY && lo > 0 && !math.IsInf(lo, 1) {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Min, p.Y.Max = lo/1.5, p.Y.Max*6
+		return
+	}
+	p.Y.Max += (p.Y.Max - p.Y.Min) * 0.35
 }
 
 // xys adapts points to gonum's XYer and YErrorer.

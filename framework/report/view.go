@@ -114,7 +114,7 @@ var arms = []arm{
 
 // latencyChart is p50, p99 and p99.9 against concurrency, per arm.
 func latencyChart(id string, p target.Path, cs []Comparison) Chart {
-	ch := Chart{ID: id, Title: fmt.Sprintf("Latency vs concurrency, %s", p), Kind: Lines, XLabel: "concurrency (connections)", YLabel: "latency (ms)"}
+	ch := Chart{ID: id, Title: fmt.Sprintf("Latency vs concurrency, %s", p), Kind: Lines, XLabel: "concurrency (connections)", YLabel: "latency (ms)", LogY: true}
 	quantiles := []struct {
 		name string
 		get  func(ArmStats) stats.Summary
@@ -168,7 +168,7 @@ func lossChart(id string, p target.Path, cs []Comparison) Chart {
 // spectrumChart is the latency at each percentile of the merged histogram
 // of every repeat, per arm, at one comparison's concurrency.
 func spectrumChart(id string, c Comparison) Chart {
-	ch := Chart{ID: id, Title: fmt.Sprintf("Latency spectrum, %s at c=%d (all repeats merged)", c.Path, c.Concurrency), Kind: Spectrum, XLabel: "percentile", YLabel: "latency (ms)"}
+	ch := Chart{ID: id, Title: fmt.Sprintf("Latency spectrum, %s at c=%d (all repeats merged)", c.Path, c.Concurrency), Kind: Spectrum, XLabel: "percentile", YLabel: "latency (ms)", LogY: true}
 	for _, a := range arms {
 		h := a.Stats(c).Merged
 		if h == nil {
