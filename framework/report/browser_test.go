@@ -66,20 +66,19 @@ func (b *browserEvents) on(ev any) {
 	}
 }
 
-// The HTML report of a recorded run, opened in headless Chromium as a
-// person would open the CI artifact: it loads with no console error and no
-// request, draws every chart, carries chart data that parses, and the
-// screenshot is not blank.
+// The HTML report of a recorded run, and a comparison of two, opened in
+// headless Chromium as a person would open the CI artifact: each loads with
+// no console error and no request, draws every chart, carries chart data
+// that parses, and its screenshot is not blank.
 func TestHTMLReportInChromium(t *testing.T) {
 	exe := chromium(t)
-	ins, err := report.Open(recorded)
-	require.NoError(t, err)
-	prices, err := report.LoadPrices("")
-	require.NoError(t, err)
+	ins := openRecorded(t)
 	dir := t.TempDir()
-	paths, err := report.WriteFiles(dir, ins, []report.Format{report.FormatHTML}, report.Options{Prices: prices})
+	o := report.Options{Prices: examplePrices(t)}
+	single, err := report.WriteFiles(filepath.Join(dir, "single"), ins, []report.Format{report.FormatHTML}, o)
 	require.NoError(t, err)
-	url := "file://" + paths[0]
+	compare, err := report.WriteFiles(filepath.Join(dir, "compare"), append(ins, candidate(t, ins[0])), []report.Format{report.FormatHTML}, o)
+	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -88,6 +87,19 @@ func TestHTMLReportInChromium(t *testing.T) {
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(filepath.Join(dir, "profile")), chromedp.WindowSize(1280, 1024))
 	defer acancel()
+
+	ids := openInChromium(actx, t, single[0])
+	assert.Equal(t, []string{"latency-one-hop", "throughput-one-hop", "loss-one-hop", "spectrum-one-hop", "cpu-one-hop",
+		"latency-two-hop", "throughput-two-hop", "loss-two-hop", "spectrum-two-hop", "cpu-two-hop"}, ids)
+	ids = openInChromium(actx, t, compare[0])
+	assert.Len(t, ids, 2*10+6, "each run's charts and 3 per path to compare")
+}
+
+// openInChromium loads the page in a new tab, checks it as
+// TestHTMLReportInChromium says, and returns the ids of its chart data.
+func openInChromium(actx context.Context, t *testing.T, path string) []string {
+	t.Helper()
+	url := "file://" + path
 	bctx, bcancel := chromedp.NewContext(actx)
 	defer bcancel()
 	require.NoError(t, chromedp.Do(bctx), "start chromium")
@@ -97,28 +109,27 @@ func TestHTMLReportInChromium(t *testing.T) {
 
 	charts, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("figure svg").length`))
 	require.NoError(t, err)
-	data, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](
+	ids, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](
 		`Array.from(document.querySelectorAll('script[type="application/json"]')).map(s => JSON.parse(s.textContent).id)`))
 	require.NoError(t, err)
-	assert.Equal(t, len(data), charts, "one drawing per chart data block")
-	assert.Equal(t, []string{"latency-one-hop", "throughput-one-hop", "loss-one-hop", "spectrum-one-hop", "cpu-one-hop",
-		"latency-two-hop", "throughput-two-hop", "loss-two-hop", "spectrum-two-hop", "cpu-two-hop"}, data)
+	assert.Equal(t, len(ids), charts, "%s: one drawing per chart data block", path)
 
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	img, err := png.Decode(bytes.NewReader(shot))
 	require.NoError(t, err)
 	colours, inked := inkOf(img)
-	assert.Greater(t, colours, 20, "a report with coloured charts has many colours")
-	assert.Greater(t, inked, 0.01, "more than 1 %% of the page is not background")
+	assert.Greater(t, colours, 20, "%s: a report with coloured charts has many colours", path)
+	assert.Greater(t, inked, 0.01, "%s: more than 1 %% of the page is not background", path)
 	if t.Failed() {
 		_ = os.WriteFile(filepath.Join(os.TempDir(), "meshbench-report-screenshot.png"), shot, 0o644)
 	}
 
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
-	assert.Empty(t, ev.errors, "console errors")
-	assert.Empty(t, ev.requests, "requests beyond the page: the report must be self-contained")
+	assert.Empty(t, ev.errors, "%s: console errors", path)
+	assert.Empty(t, ev.requests, "%s: requests beyond the page: the report must be self-contained", path)
+	return ids
 }
 
 // inkOf counts the distinct colours of img and the share of its pixels that

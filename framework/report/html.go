@@ -49,23 +49,43 @@ func HTML(w io.Writer, ins []Input, o Options) error {
 		return fmt.Errorf("html report: no results")
 	}
 	p := newPage(ins, o)
+	var compare []htmlChart
+	if p.Multi {
+		for _, c := range compareCharts(p.Runs) {
+			hc, err := drawn(c, "data-cmp-"+c.ID)
+			if err != nil {
+				return fmt.Errorf("html report: %w", err)
+			}
+			compare = append(compare, hc)
+		}
+	}
 	var runs []htmlRun
 	for i, r := range p.Runs {
 		hr := htmlRun{run: r, Index: i, Env: envRows(r.Results)}
 		hr.VerdictWord, hr.VerdictLines = r.Verdict()
 		hr.Roles, hr.Rows = r.resourceRows()
 		for _, c := range r.charts(o.SpectrumC) {
-			svg, err := c.SVG()
+			hc, err := drawn(c, fmt.Sprintf("data-r%d-%s", i, c.ID))
 			if err != nil {
 				return fmt.Errorf("html report: %s: %w", r.File, err)
 			}
-			id := fmt.Sprintf("data-r%d-%s", i, c.ID)
-			hr.Charts = append(hr.Charts, htmlChart{Chart: c, DataID: id, SVG: template.HTML(svg)}) // #nosec: drawn by gonum from numbers
+			hr.Charts = append(hr.Charts, hc)
 		}
 		runs = append(runs, hr)
 	}
 	return htmlTemplate.Execute(w, struct {
 		page
-		HRuns []htmlRun
-	}{p, runs})
+		HRuns   []htmlRun
+		Compare []htmlChart
+	}{p, runs, compare})
+}
+
+// drawn draws a chart, its data to be embedded under dataID.
+func drawn(c Chart, dataID string) (htmlChart, error) {
+	svg, err := c.SVG()
+	if err != nil {
+		return htmlChart{}, err
+	}
+	// The SVG is gonum's drawing of numbers and labels it escapes itself.
+	return htmlChart{Chart: c, DataID: dataID, SVG: template.HTML(svg)}, nil
 }

@@ -258,3 +258,51 @@ func (r run) charts(spectrumC int) []Chart {
 	}
 	return out
 }
+
+// compareCharts put the runs side by side, path by path: the meshed arm's
+// p50 and p99, the throughput loss and the mesh cores per 1k req/s, one
+// series per run, against concurrency.
+func compareCharts(runs []run) []Chart {
+	var ps []target.Path
+	for _, r := range runs {
+		for _, p := range paths(r.Comparisons) {
+			if !slices.Contains(ps, p) {
+				ps = append(ps, p)
+			}
+		}
+	}
+	figures := []struct {
+		id, title, y string
+		logY         bool
+		get          []func(Comparison) stats.Summary
+		names        []string
+	}{
+		{"latency", "Meshed latency per run", "latency (ms)", true,
+			[]func(Comparison) stats.Summary{func(c Comparison) stats.Summary { return c.Meshed.P50 }, func(c Comparison) stats.Summary { return c.Meshed.P99 }},
+			[]string{"p50", "p99"}},
+		{"loss", "Throughput loss per run", "throughput loss (% of baseline)", false,
+			[]func(Comparison) stats.Summary{func(c Comparison) stats.Summary { return c.QPSLossPct }}, []string{"loss"}},
+		{"cores", "Mesh cores per 1k req/s per run", "cores per 1000 req/s", false,
+			[]func(Comparison) stats.Summary{func(c Comparison) stats.Summary { return c.Meshed.MeshCoresPer1kRPS }}, []string{"cores"}},
+	}
+	var out []Chart
+	for _, p := range ps {
+		for _, f := range figures {
+			ch := Chart{ID: fmt.Sprintf("compare-%s-%s", f.id, p), Title: fmt.Sprintf("%s, %s", f.title, p), Kind: Lines,
+				XLabel: "concurrency (connections)", YLabel: f.y, LogY: f.logY}
+			for i, r := range runs {
+				for j, get := range f.get {
+					s := Series{Name: r.Label + " " + f.names[j], Colour: i, Dashed: j > 0}
+					for _, c := range onPath(r.Comparisons, p) {
+						if v := get(c); v.N > 0 {
+							s.Points = append(s.Points, point(float64(c.Concurrency), v))
+						}
+					}
+					ch.Series = append(ch.Series, s)
+				}
+			}
+			out = append(out, ch)
+		}
+	}
+	return out
+}
