@@ -14,6 +14,7 @@ var reportTemplate string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"span":    span,
+	"mean":    mean,
 	"num":     num,
 	"money":   money,
 	"secured": secured,
@@ -37,6 +38,8 @@ type htmlRun struct {
 	VerdictLines []string
 	Roles        []measure.Role
 	Rows         []armRow
+	Procs        []procRow
+	Nodes        []nodeRow
 	Env          [][2]string
 }
 
@@ -64,6 +67,7 @@ func HTML(w io.Writer, ins []Input, o Options) error {
 		hr := htmlRun{run: r, Index: i, Env: envRows(r.Results)}
 		hr.VerdictWord, hr.VerdictLines = r.Verdict()
 		hr.Roles, hr.Rows = r.resourceRows()
+		hr.Procs, hr.Nodes = r.processRows()
 		for _, c := range r.charts(o.SpectrumC) {
 			hc, err := drawn(c, fmt.Sprintf("data-r%d-%s", i, c.ID))
 			if err != nil {

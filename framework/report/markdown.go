@@ -62,6 +62,7 @@ func mdRun(b *strings.Builder, h string, r run, p page) {
 	mdLatency(b, r.Comparisons)
 	fmt.Fprintf(b, "%s CPU and memory\n\nCPU in millicores over the measured window; mesh cores are sidecars, node proxies, waypoints and control plane; sidecar:app per pod divides each sidecar by the app beside it.\n\n", h)
 	mdResources(b, r)
+	mdProcesses(b, r)
 	if len(r.Costs) > 0 {
 		fmt.Fprintf(b, "%s Cost of the mesh\n\n```\n%s\n```\n\n", h, strings.Join(p.Formula, "\n"))
 		mdCost(b, r.Costs, p.Prices.Currency)
@@ -92,11 +93,11 @@ func mdRun(b *strings.Builder, h string, r run, p page) {
 
 func mdLatency(b *strings.Builder, cs []Comparison) {
 	row(b, "path", "c", "p50 base ms", "p50 mesh ms", "Δ p50 ms", "Δ p50 %", "p99 base ms", "p99 mesh ms", "Δ p99 %",
-		"p99.9 base ms", "p99.9 mesh ms", "Δ p99.9 ms", "req/s base", "req/s mesh", "throughput loss %", "errors")
+		"p99.9 base ms", "p99.9 mesh ms", "Δ p99.9 ms", "mean base ms", "mean mesh ms", "req/s base", "req/s mesh", "throughput loss %", "errors")
 	for _, c := range cs {
 		row(b, string(c.Path), fmt.Sprint(c.Concurrency), num(c.Baseline.P50, 3), num(c.Meshed.P50, 3), span(c.P50Delta, 3), span(c.P50Pct, 0),
 			num(c.Baseline.P99, 3), num(c.Meshed.P99, 3), span(c.P99Pct, 0), num(c.Baseline.P999, 3), num(c.Meshed.P999, 3), span(c.P999Delta, 3),
-			num(c.Baseline.QPS, 0), num(c.Meshed.QPS, 0), span(c.QPSLossPct, 1), fmt.Sprint(c.Baseline.Errors+c.Meshed.Errors))
+			mean(c.Baseline), mean(c.Meshed), num(c.Baseline.QPS, 0), num(c.Meshed.QPS, 0), span(c.QPSLossPct, 1), fmt.Sprint(c.Baseline.Errors+c.Meshed.Errors))
 	}
 	b.WriteString("\n")
 }
@@ -130,6 +131,22 @@ func mdResources(b *strings.Builder, r run) {
 		row(b, cs...)
 	}
 	b.WriteString("\n")
+}
+
+// mdProcesses writes every process or container and every node, folded.
+func mdProcesses(b *strings.Builder, r run) {
+	procs, nodes := r.processRows()
+	b.WriteString("<details><summary>Every process or container, and every node</summary>\n\n")
+	row(b, "scenario", "arm", "process or container", "role", "pod", "CPU m", "busiest thread m", "RSS under load MiB")
+	for _, p := range procs {
+		row(b, p.Scenario, p.Arm, p.Name, p.Role, dash(p.Pod), span(p.CPU, 0), span(p.Thread, 0), span(p.RSS, 1))
+	}
+	b.WriteString("\n")
+	row(b, "scenario", "arm", "node", "cores", "CPU %")
+	for _, n := range nodes {
+		row(b, n.Scenario, n.Arm, n.Node, fmt.Sprint(n.Cores), span(n.Util, 0))
+	}
+	b.WriteString("\n</details>\n\n")
 }
 
 func mdCost(b *strings.Builder, ks []Cost, cur string) {
