@@ -29,6 +29,8 @@ const (
 	Spectrum ChartKind = "spectrum"
 	// Stacked draws one bar per category (Point.Label), the series stacked.
 	Stacked ChartKind = "stacked"
+	// Rate draws lines like Lines, against a linear X: a request rate.
+	Rate ChartKind = "rate"
 )
 
 // Chart is one chart's data, exactly as drawn: the report embeds it as JSON
@@ -160,6 +162,9 @@ func (c Chart) addLines(p *plot.Plot) error {
 		}
 		sc.Color = col
 		sc.Radius = vg.Points(2)
+		if len(s.Points) == 1 { // a marked point, such as a knee
+			sc.Radius = vg.Points(5)
+		}
 		eb, err := plotter.NewYErrorBars(xys(s.Points))
 		if err != nil {
 			return fmt.Errorf("series %s: %w", s.Name, err)
@@ -171,9 +176,12 @@ func (c Chart) addLines(p *plot.Plot) error {
 			xs = append(xs, q.X)
 		}
 	}
-	if c.Kind == Spectrum {
+	switch c.Kind {
+	case Spectrum:
 		p.X.Scale = nines{}
 		p.X.Tick.Marker = plot.ConstantTicks(tickAt([]float64{50, 90, 99, 99.9, 99.99}, "%g%%"))
+		return nil
+	case Rate:
 		return nil
 	}
 	p.X.Scale = plot.LogScale{}

@@ -74,7 +74,7 @@ func TestHTMLChartDataMatchesResults(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, report.HTML(&b, ins, report.Options{}))
 	charts := chartData(t, b.Bytes())
-	require.Len(t, charts, 10)
+	require.Len(t, charts, 12)
 	stored := ins[0].Results.Comparisons
 	require.Len(t, stored, 4)
 	for _, c := range stored {
@@ -86,6 +86,9 @@ func TestHTMLChartDataMatchesResults(t *testing.T) {
 		assert.Equal(t, at(x, c.Meshed.P999), find(t, lat, "meshed p99.9", x), c.Scenario())
 		assert.Equal(t, at(x, c.Baseline.QPS), find(t, charts["throughput-"+p], "baseline", x), c.Scenario())
 		assert.Equal(t, at(x, c.QPSLossPct), find(t, charts["loss-"+p], "meshed vs baseline", x), c.Scenario())
+		rate := charts["rate-"+p]
+		assert.Equal(t, report.Point{X: c.Meshed.QPS.Median, Y: c.Meshed.P99.Median, Lo: c.Meshed.P99.Lo, Hi: c.Meshed.P99.Hi},
+			find(t, rate, "meshed p99", c.Meshed.QPS.Median), c.Scenario())
 		cpu := charts["cpu-"+p]
 		for _, s := range cpu.Series {
 			for _, pt := range s.Points {

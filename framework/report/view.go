@@ -254,7 +254,7 @@ func (r run) charts(spectrumC int) []Chart {
 		if c, ok := spectrumAt(cs, spectrumC); ok {
 			out = append(out, spectrumChart("spectrum-"+string(p), c))
 		}
-		out = append(out, cpuChart("cpu-"+string(p), p, cs))
+		out = append(out, rateChart("rate-"+string(p), p, cs), cpuChart("cpu-"+string(p), p, cs))
 	}
 	return out
 }
@@ -305,4 +305,50 @@ func compareCharts(runs []run) []Chart {
 		}
 	}
 	return out
+}
+
+// KneeFactor defines the knee of a latency-against-rate curve: the highest
+// achieved rate whose p99 is still at most KneeFactor times the p99 at the
+// lowest rate. Past it, more load buys queueing, not throughput.
+const KneeFactor = 2
+
+// rateChart is p50 and p99 against the achieved rate, per arm, with each
+// arm's knee as a one-point series.
+func rateChart(id string, p target.Path, cs []Comparison) Chart {
+	ch := Chart{ID: id, Title: fmt.Sprintf("Latency vs achieved rate, %s (knee: last p99 ≤ %d× the lowest-rate p99)", p, KneeFactor),
+		Kind: Rate, XLabel: "achieved req/s", YLabel: "latency (ms)", LogY: true}
+	for i, a := range arms {
+		var p50, p99 []Point
+		for _, c := range cs {
+			if st := a.Stats(c); st.Repeats > 0 {
+				p50 = append(p50, Point{X: st.QPS.Median, Y: st.P50.Median, Lo: st.P50.Lo, Hi: st.P50.Hi})
+				p99 = append(p99, Point{X: st.QPS.Median, Y: st.P99.Median, Lo: st.P99.Lo, Hi: st.P99.Hi})
+			}
+		}
+		byX := func(a, b Point) int { return cmp.Compare(a.X, b.X) }
+		slices.SortStableFunc(p50, byX)
+		slices.SortStableFunc(p99, byX)
+		ch.Series = append(ch.Series,
+			Series{Name: fmt.Sprintf("%s p50", a.Name), Points: p50, Colour: i, Dashed: true},
+			Series{Name: fmt.Sprintf("%s p99", a.Name), Points: p99, Colour: i})
+		if k, ok := knee(p99); ok {
+			ch.Series = append(ch.Series, Series{Name: fmt.Sprintf("%s knee", a.Name), Points: []Point{k}, Colour: i + 2})
+		}
+	}
+	return ch
+}
+
+// knee returns the point of p99s sorted by rate where the curve bends:
+// the highest rate whose p99 is at most KneeFactor × the lowest rate's.
+func knee(p99 []Point) (Point, bool) {
+	if len(p99) < 2 || p99[0].Y <= 0 {
+		return Point{}, false
+	}
+	k := p99[0]
+	for _, q := range p99[1:] {
+		if q.Y <= KneeFactor*p99[0].Y && q.X > k.X {
+			k = q
+		}
+	}
+	return k, true
 }
