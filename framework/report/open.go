@@ -96,7 +96,7 @@ func where(data []byte, err error) string {
 	}
 	field, off := lastField(data)
 	if errors.Is(err, io.ErrUnexpectedEOF) || err.Error() == "unexpected end of JSON input" {
-		return fmt.Sprintf("%s: truncated at byte %d of %d (the file ends inside it)", field, off, len(data))
+		return fmt.Sprintf("%s: truncated at byte %d (the file ends inside it)", field, off)
 	}
 	return fmt.Sprintf("%s: not valid JSON near byte %d: %v", field, off, err)
 }
