@@ -89,10 +89,10 @@ func TestHTMLReportInChromium(t *testing.T) {
 	defer acancel()
 
 	ids := openInChromium(actx, t, single[0])
-	assert.Equal(t, []string{"latency-one-hop", "throughput-one-hop", "loss-one-hop", "spectrum-one-hop", "rate-one-hop", "cpu-one-hop",
-		"latency-two-hop", "throughput-two-hop", "loss-two-hop", "spectrum-two-hop", "rate-two-hop", "cpu-two-hop"}, ids)
+	assert.Equal(t, []string{"latency-one-hop", "throughput-one-hop", "loss-one-hop", "spectrum-one-hop", "rate-one-hop", "cpu-one-hop", "cpu1k-one-hop", "rss-one-hop",
+		"latency-two-hop", "throughput-two-hop", "loss-two-hop", "spectrum-two-hop", "rate-two-hop", "cpu-two-hop", "cpu1k-two-hop", "rss-two-hop"}, ids)
 	ids = openInChromium(actx, t, compare[0])
-	assert.Len(t, ids, 2*12+6, "each run's charts and 3 per path to compare")
+	assert.Len(t, ids, 2*16+6, "each run's charts and 3 per path to compare")
 }
 
 // openInChromium loads the page in a new tab, checks it as

@@ -68,5 +68,5 @@ func TestComparisonSideBySide(t *testing.T) {
 		assert.Equal(t, at(float64(c.Concurrency), s), ch.Series[0].Points[i])
 		assert.InDelta(t, 2*s.Median, ch.Series[1].Points[i].Y, 1e-12)
 	}
-	assert.Equal(t, 2*2*6+2*3, bytes.Count(page.Bytes(), []byte(`type="application/json"`)), "6 charts per path per run, 3 per path to compare")
+	assert.Equal(t, 2*2*8+2*3, bytes.Count(page.Bytes(), []byte(`type="application/json"`)), "8 charts per path per run, 3 per path to compare")
 }

@@ -74,7 +74,7 @@ func TestHTMLChartDataMatchesResults(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, report.HTML(&b, ins, report.Options{}))
 	charts := chartData(t, b.Bytes())
-	require.Len(t, charts, 12)
+	require.Len(t, charts, 16)
 	stored := ins[0].Results.Comparisons
 	require.Len(t, stored, 4)
 	for _, c := range stored {
@@ -97,6 +97,13 @@ func TestHTMLChartDataMatchesResults(t *testing.T) {
 				}
 			}
 		}
+		for _, s := range charts["cpu1k-"+p].Series {
+			for _, pt := range s.Points {
+				if pt.Label == fmt.Sprintf("c=%d baseline", c.Concurrency) {
+					assert.Equal(t, c.Baseline.CPUPer1k[measure.Role(s.Name)].Median, pt.Y, "%s %s", c.Scenario(), s.Name)
+				}
+			}
+		}
 		if c.Concurrency == 4 { // the spectrum is drawn at the highest c
 			spec := charts["spectrum-"+p]
 			require.Len(t, spec.Series, 2)
@@ -107,6 +114,10 @@ func TestHTMLChartDataMatchesResults(t *testing.T) {
 				assert.Equal(t, stats.Percentile(h.Merged, 99.99)*1e3, last.Y)
 				assert.Equal(t, stats.Percentile(h.Merged, 50)*1e3, spec.Series[i].Points[0].Y)
 			}
+			rss := charts["rss-"+p].Series[0].Points
+			assert.Equal(t, report.Point{X: 4, Y: c.Meshed.IdleRSS[measure.RoleSidecar].Median, Lo: c.Meshed.IdleRSS[measure.RoleSidecar].Lo,
+				Hi: c.Meshed.IdleRSS[measure.RoleSidecar].Hi, Label: "sidecar idle"}, rss[4])
+			assert.Equal(t, c.Meshed.RSS[measure.RoleSidecar].Median, rss[5].Y)
 		}
 	}
 }

@@ -251,10 +251,14 @@ func (r run) charts(spectrumC int) []Chart {
 		cs := onPath(r.Comparisons, p)
 		out = append(out, latencyChart("latency-"+string(p), p, cs), throughputChart("throughput-"+string(p), p, cs),
 			lossChart("loss-"+string(p), p, cs))
-		if c, ok := spectrumAt(cs, spectrumC); ok {
+		c, ok := spectrumAt(cs, spectrumC)
+		if ok {
 			out = append(out, spectrumChart("spectrum-"+string(p), c))
 		}
-		out = append(out, rateChart("rate-"+string(p), p, cs), cpuChart("cpu-"+string(p), p, cs))
+		out = append(out, rateChart("rate-"+string(p), p, cs), cpuChart("cpu-"+string(p), p, cs), cpuPer1kChart("cpu1k-"+string(p), p, cs))
+		if ok {
+			out = append(out, rssChart("rss-"+string(p), c))
+		}
 	}
 	return out
 }
@@ -351,4 +355,38 @@ func knee(p99 []Point) (Point, bool) {
 		}
 	}
 	return k, true
+}
+
+// cpuPer1kChart stacks each role's CPU per 1000 requests per concurrency
+// and arm: what a request costs, role by role.
+func cpuPer1kChart(id string, p target.Path, cs []Comparison) Chart {
+	ch := cpuChart(id, p, cs)
+	ch.Title, ch.YLabel = fmt.Sprintf("CPU per 1k requests per role, %s", p), "CPU-ms per 1000 requests"
+	for i := range ch.Series {
+		role := measure.Role(ch.Series[i].Name)
+		j := 0
+		for _, c := range cs {
+			for _, a := range arms {
+				v := a.Stats(c).CPUPer1k[role]
+				ch.Series[i].Points[j].Y, ch.Series[i].Points[j].Lo, ch.Series[i].Points[j].Hi = v.Median, v.Lo, v.Hi
+				j++
+			}
+		}
+	}
+	return ch
+}
+
+// rssChart is each role's largest resident memory idle and under load, in
+// the meshed arm at one comparison's concurrency.
+func rssChart(id string, c Comparison) Chart {
+	ch := Chart{ID: id, Title: fmt.Sprintf("RSS idle vs under load, %s meshed at c=%d", c.Path, c.Concurrency), Kind: Stacked, YLabel: "largest RSS of the role (MiB)"}
+	s := Series{Name: "MiB"}
+	for _, role := range roles([]Comparison{c}) {
+		idle, load := c.Meshed.IdleRSS[role], c.Meshed.RSS[role]
+		s.Points = append(s.Points,
+			Point{X: float64(len(s.Points)), Y: idle.Median, Lo: idle.Lo, Hi: idle.Hi, Label: string(role) + " idle"},
+			Point{X: float64(len(s.Points) + 1), Y: load.Median, Lo: load.Lo, Hi: load.Hi, Label: string(role) + " load"})
+	}
+	ch.Series = append(ch.Series, s)
+	return ch
 }
