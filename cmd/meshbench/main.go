@@ -26,7 +26,7 @@ func main() {
 	}
 }
 
-const usage = `usage: meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json...`
+const usage = `usage: meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]`
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
