@@ -184,6 +184,9 @@ func (c Chart) addLines(p *plot.Plot) error {
 	case Rate:
 		return nil
 	}
+	if len(xs) == 0 {
+		return nil // nothing measured: an empty frame
+	}
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.ConstantTicks(tickAt(xs, "%g"))
 	return nil
@@ -193,6 +196,9 @@ func (c Chart) addStacked(p *plot.Plot) error {
 	var below *plotter.BarChart
 	var labels []string
 	for i, s := range c.Series {
+		if len(s.Points) == 0 {
+			continue
+		}
 		b, err := plotter.NewBarChart(xys(s.Points), vg.Points(14))
 		if err != nil {
 			return fmt.Errorf("series %s: %w", s.Name, err)
@@ -208,6 +214,9 @@ func (c Chart) addStacked(p *plot.Plot) error {
 		if len(labels) == 0 {
 			labels = labelsOf(s.Points)
 		}
+	}
+	if len(labels) == 0 {
+		return nil // nothing measured: an empty frame
 	}
 	p.NominalX(labels...)
 	p.X.Tick.Label.Rotation = math.Pi / 6

@@ -23,3 +23,14 @@ func TestKneeIsTheLastRateBeforeTheP99Doubles(t *testing.T) {
 	_, ok = knee(pts(100, 1))
 	assert.False(t, ok, "one point has no curve")
 }
+
+// A run with nothing measured for a chart still draws: an empty frame.
+func TestEmptyChartsDraw(t *testing.T) {
+	for _, k := range []ChartKind{Lines, Spectrum, Rate, Stacked} {
+		for _, c := range []Chart{{ID: "none", Kind: k}, {ID: "empty", Kind: k, LogY: true, Series: []Series{{Name: "x"}}}} {
+			svg, err := c.SVG()
+			assert.NoError(t, err, "%s %s", k, c.ID)
+			assert.Contains(t, svg, "<svg", "%s %s", k, c.ID)
+		}
+	}
+}
