@@ -252,14 +252,14 @@ func SpectrumPercentiles() []float64 {
 	var ps []float64
 	for n := math.Log10(2); n <= 4.0001; n += 0.1 {
 		p := 100 * (1 - math.Pow(10, -n))
-		ps = append(ps, mustRound(p))
+		ps = append(ps, round4(p))
 	}
 	ps[len(ps)-1] = 99.99
 	return ps
 }
 
-// mustRound rounds a percentile to 4 decimals so that it prints cleanly.
-func mustRound(p float64) float64 {
+// round4 rounds a percentile to 4 decimals so that it prints cleanly.
+func round4(p float64) float64 {
 	v, _ := strconv.ParseFloat(strconv.FormatFloat(p, 'f', 4, 64), 64)
 	return v
 }

@@ -8,6 +8,8 @@ import (
 // MeshRoles are the roles whose CPU and memory the mesh costs: every
 // sidecar (the loadgen's own included), per-node proxies, waypoints and
 // the control plane. Apps and the load generator are not the mesh.
+// "waypoint" is kubelet.RoleWaypoint, named here so that this package does
+// not import the Kubernetes client.
 var MeshRoles = []measure.Role{measure.RoleSidecar, measure.RoleNodeProxy, "waypoint", measure.RoleControlPlane}
 
 func isMeshRole(r measure.Role) bool {

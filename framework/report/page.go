@@ -29,13 +29,12 @@ type page struct {
 	Prices   *Prices
 	Side     []sideRow
 	Headers  []string // run labels, for the side-by-side columns
-	options  Options
 	Formula  []string
 	Subtitle string
 }
 
 func newPage(ins []Input, o Options) page {
-	p := page{Multi: len(ins) > 1, Prices: o.Prices, options: o}
+	p := page{Multi: len(ins) > 1, Prices: o.Prices}
 	for _, in := range ins {
 		r := newRun(in, o.Prices)
 		p.Runs = append(p.Runs, r)
