@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
@@ -269,7 +270,12 @@ func settingsRows(s any) [][2]string {
 	var out [][2]string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v, _ := json.Marshal(m[k])
-		out = append(out, [2]string{"setting " + k, strings.Trim(string(v), `"`)})
+		text := strings.Trim(string(v), `"`)
+		// The harness's durations (time.Duration) are stored in nanoseconds.
+		if ns, ok := m[k].(float64); ok && (k == "duration" || k == "warmup" || strings.HasSuffix(k, "Timeout")) {
+			text = time.Duration(ns).String()
+		}
+		out = append(out, [2]string{"setting " + k, text})
 	}
 	return out
 }

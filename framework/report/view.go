@@ -63,6 +63,11 @@ func newRun(in Input, p *Prices) run {
 			}
 		}
 	}
+	for _, c := range r.Comparisons {
+		for _, why := range c.Problems {
+			r.Problems = append(r.Problems, RunProblem{Run: c.Scenario(), Invalid: true, Reason: why})
+		}
+	}
 	for _, rec := range in.Results.Records {
 		name := fmt.Sprintf("%s repeat %d", rec.Name(), rec.Repeat+1)
 		for _, why := range rec.Invalid {
