@@ -15,6 +15,7 @@ var reportTemplate string
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"span":    span,
 	"mean":    mean,
+	"delta":   delta,
 	"num":     num,
 	"money":   money,
 	"secured": secured,

@@ -58,7 +58,7 @@ func mdRun(b *strings.Builder, h string, r run, p page) {
 		fmt.Fprintf(b, "- %s\n", l)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(b, "%s Latency and throughput\n\nMedians over repeats, intervals in parentheses; deltas and loss are paired repeat by repeat.\n\n", h)
+	fmt.Fprintf(b, "%s Latency and throughput\n\nMedians over repeats, intervals in parentheses; deltas and loss are paired repeat by repeat, ≈ where the interval holds 0 (within noise).\n\n", h)
 	mdLatency(b, r.Comparisons)
 	fmt.Fprintf(b, "%s CPU and memory\n\nCPU in millicores over the measured window; mesh cores are sidecars, node proxies, waypoints and control plane; sidecar:app per pod divides each sidecar by the app beside it.\n\n", h)
 	mdResources(b, r)
@@ -95,9 +95,9 @@ func mdLatency(b *strings.Builder, cs []Comparison) {
 	row(b, "path", "c", "p50 base ms", "p50 mesh ms", "Δ p50 ms", "Δ p50 %", "p99 base ms", "p99 mesh ms", "Δ p99 %",
 		"p99.9 base ms", "p99.9 mesh ms", "Δ p99.9 ms", "mean base ms", "mean mesh ms", "req/s base", "req/s mesh", "throughput loss %", "errors")
 	for _, c := range cs {
-		row(b, string(c.Path), fmt.Sprint(c.Concurrency), num(c.Baseline.P50, 3), num(c.Meshed.P50, 3), span(c.P50Delta, 3), span(c.P50Pct, 0),
-			num(c.Baseline.P99, 3), num(c.Meshed.P99, 3), span(c.P99Pct, 0), num(c.Baseline.P999, 3), num(c.Meshed.P999, 3), span(c.P999Delta, 3),
-			mean(c.Baseline), mean(c.Meshed), num(c.Baseline.QPS, 0), num(c.Meshed.QPS, 0), span(c.QPSLossPct, 1), fmt.Sprint(c.Baseline.Errors+c.Meshed.Errors))
+		row(b, string(c.Path), fmt.Sprint(c.Concurrency), num(c.Baseline.P50, 3), num(c.Meshed.P50, 3), delta(c.P50Delta, 3), delta(c.P50Pct, 0),
+			num(c.Baseline.P99, 3), num(c.Meshed.P99, 3), delta(c.P99Pct, 0), num(c.Baseline.P999, 3), num(c.Meshed.P999, 3), delta(c.P999Delta, 3),
+			mean(c.Baseline), mean(c.Meshed), num(c.Baseline.QPS, 0), num(c.Meshed.QPS, 0), delta(c.QPSLossPct, 1), fmt.Sprint(c.Baseline.Errors+c.Meshed.Errors))
 	}
 	b.WriteString("\n")
 }

@@ -211,6 +211,15 @@ func role2(m map[measure.Role]stats.Summary, r measure.Role, prec int) string {
 	return "-"
 }
 
+// delta prints a paired delta with its interval, and ≈ when the interval
+// holds 0: the arms do not differ beyond the noise of the repeats.
+func delta(s stats.Summary, prec int) string {
+	if s.N > 1 && s.Lo <= 0 && s.Hi >= 0 {
+		return span(s, prec) + " ≈"
+	}
+	return span(s, prec)
+}
+
 func ratio(s stats.Summary) string {
 	if s.N == 0 {
 		return "-"
