@@ -71,6 +71,9 @@ func (b *browserEvents) on(ev any) {
 // no console error and no request, draws every chart, carries chart data
 // that parses, and its screenshot is not blank.
 func TestHTMLReportInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser; run without -short")
+	}
 	exe := chromium(t)
 	ins := openRecorded(t)
 	dir := t.TempDir()
