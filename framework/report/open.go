@@ -107,7 +107,7 @@ func lastField(data []byte) (string, int64) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	type frame struct {
 		key    string
-		index  int
+		index  int // the element being read, in an array
 		array  bool
 		expect bool // an object expecting a key next
 	}
@@ -139,10 +139,7 @@ func lastField(data []byte) (string, int64) {
 		switch t := tok.(type) {
 		case json.Delim:
 			if t == '{' || t == '[' {
-				stack = append(stack, frame{array: t == '[', index: -1, expect: t == '{'})
-				if t == '[' {
-					stack[len(stack)-1].index = 0
-				}
+				stack = append(stack, frame{array: t == '[', expect: t == '{'})
 				continue
 			}
 			stack = stack[:top]
