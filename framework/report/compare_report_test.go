@@ -45,6 +45,8 @@ func TestComparisonSideBySide(t *testing.T) {
 	out := md.String()
 	assert.Contains(t, out, "# meshbench comparison: sidecar/caddy v2.11.9 vs sidecar/caddy v2-candidate\n")
 	assert.Contains(t, out, "| scenario | figure | sidecar/caddy v2.11.9 | sidecar/caddy v2-candidate |\n")
+	assert.Contains(t, out, "### What differs between the runs\n\n|  | sidecar/caddy v2.11.9 | sidecar/caddy v2-candidate |\n| --- | --- | --- |\n| mesh | sidecar/caddy v2.11.9 | sidecar/caddy v2-candidate |\n\n",
+		"only the version differs")
 
 	cs := report.Compare(ref.Results.Records)
 	for _, c := range cs {

@@ -23,6 +23,16 @@ func Markdown(w io.Writer, ins []Input, o Options) error {
 		b.WriteString("## Side by side\n\n")
 		b.WriteString("Medians over repeats, intervals in parentheses; ≈ marks a figure whose interval overlaps the reference's (the first column): within noise.\n\n")
 		mdSide(&b, p)
+		b.WriteString("### What differs between the runs\n\n")
+		if len(p.Differs) == 0 {
+			b.WriteString("Nothing in the environment or the settings.\n\n")
+		} else {
+			row(&b, append([]string{""}, p.Headers...)...)
+			for _, d := range p.Differs {
+				row(&b, append([]string{d.Name}, d.Values...)...)
+			}
+			b.WriteString("\n")
+		}
 		h = "###"
 	}
 	for _, r := range p.Runs {

@@ -29,7 +29,8 @@ type page struct {
 	Multi    bool
 	Prices   *Prices
 	Side     []sideRow
-	Headers  []string // run labels, for the side-by-side columns
+	Differs  []diffRow // what is not the same between the runs
+	Headers  []string  // run labels, for the side-by-side columns
 	Formula  []string
 	Subtitle string
 }
@@ -58,6 +59,7 @@ func newPage(ins []Input, o Options) page {
 		p.Title = "meshbench comparison: " + strings.Join(p.Headers, " vs ")
 		p.Subtitle = fmt.Sprintf("%d results files; the first is the reference", len(ins))
 		p.Side = sideBySide(p.Runs)
+		p.Differs = differences(p.Runs)
 	}
 	if o.Prices != nil {
 		p.Formula = formula(o.Prices)
@@ -310,4 +312,44 @@ func money(v float64, cur string) string {
 		return fmt.Sprintf("%.2f %s", v, cur)
 	}
 	return fmt.Sprintf("%.6f %s", v, cur)
+}
+
+// diffRow is one environment row or setting whose value is not the same in
+// every run of a comparison.
+type diffRow struct {
+	Name   string
+	Values []string
+}
+
+// notCompared are the rows that differ between any two runs by nature.
+var notCompared = []string{"started", "finished", "command", "setting resultsDir"}
+
+// differences lists the environment rows and settings that differ between
+// the runs, so a reader can tell whether they are comparable: the same
+// machine, load and versions of everything but what is compared.
+func differences(runs []run) []diffRow {
+	var names []string
+	vals := make([]map[string]string, len(runs))
+	for i, r := range runs {
+		vals[i] = map[string]string{}
+		for _, e := range envRows(r.Results) {
+			vals[i][e[0]] = e[1]
+			if !slices.Contains(names, e[0]) && !slices.Contains(notCompared, e[0]) {
+				names = append(names, e[0])
+			}
+		}
+	}
+	var out []diffRow
+	for _, n := range names {
+		d := diffRow{Name: n}
+		same := true
+		for i := range runs {
+			d.Values = append(d.Values, dash(vals[i][n]))
+			same = same && vals[i][n] == vals[0][n]
+		}
+		if !same {
+			out = append(out, d)
+		}
+	}
+	return out
 }
