@@ -86,10 +86,11 @@ func WriteFiles(dir string, ins []Input, fs []Format, o Options) ([]string, erro
 }
 
 // WriteBeside writes the HTML and Markdown reports of a results file just
-// written at jsonPath next to it, priced with the example prices, and
-// returns their paths: what the main job does at its end.
-func WriteBeside(jsonPath string, r *Results) ([]string, error) {
-	p, err := LoadPrices("")
+// written at jsonPath next to it, priced with the fixture at prices ("" for
+// the example prices), and returns their paths: what the main job does at
+// its end.
+func WriteBeside(jsonPath string, r *Results, prices string) ([]string, error) {
+	p, err := LoadPrices(prices)
 	if err != nil {
 		return nil, err
 	}

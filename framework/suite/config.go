@@ -13,6 +13,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/report"
 )
 
 // Config is the harness settings, set by flags. Every field's default is
@@ -52,6 +53,9 @@ type Config struct {
 	MeshCharts   string `json:"meshCharts,omitempty"`
 	MeshRegistry string `json:"meshRegistry,omitempty"`
 	Thresholds   string `json:"thresholds"`
+	// Prices is the price fixture of the reports' cost model; "" is the
+	// embedded fixtures/prices/example.yaml.
+	Prices string `json:"prices,omitempty"`
 	// DefaultRepeats is used for -count when the user does not set it.
 	DefaultRepeats int `json:"defaultRepeats"`
 	// Repeats, when > 0, is the number of interleaved pairs per
@@ -142,6 +146,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.NodeImage, "node-image", "", "kind: node image (default the offline image when built, else kind's)")
 	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "kind: keep the cluster this run creates")
 	fs.StringVar(&c.ResultsDir, "results", "", "results directory (default <module>/results)")
+	fs.StringVar(&c.Prices, "prices", "", "price fixture of the reports' cost model (default the embedded fixtures/prices/example.yaml)")
 	fs.StringVar(&c.Thresholds, "thresholds", "", "threshold fixture (default <module>/fixtures/thresholds/<target>.yaml; none turns the gate off)")
 	return c
 }
@@ -245,6 +250,9 @@ func (c *Config) Normalize() error {
 			name = c.Mesh
 		}
 		c.Thresholds = filepath.Join(root, "fixtures", "thresholds", name+".yaml")
+	}
+	if _, err := report.LoadPrices(c.Prices); err != nil { // fail now, not after the sweep
+		return fmt.Errorf("-prices: %w", err)
 	}
 	return nil
 }

@@ -44,3 +44,14 @@ func TestMeshInstallFlags(t *testing.T) {
 	_, err = normalize(t, "-target", "kind", "-mesh", "linkerd", "-mesh-install", "-mesh-version", "stable")
 	assert.EqualError(t, err, `-mesh-version=stable: linkerd: install version "stable" is not a chart version (want e.g. 2025.10.1)`)
 }
+
+// A bad price fixture stops the run before the sweep, not after it.
+func TestPricesFlag(t *testing.T) {
+	cfg, err := normalize(t)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.Prices, "the embedded example")
+	_, err = normalize(t, "-prices", "../../fixtures/prices/example.yaml")
+	assert.NoError(t, err)
+	_, err = normalize(t, "-prices", "absent.yaml")
+	assert.EqualError(t, err, "-prices: prices: open absent.yaml: no such file or directory")
+}

@@ -415,7 +415,7 @@ func (s *Suite) Finish() error {
 	if werr == nil {
 		fmt.Fprintf(os.Stdout, progressPrefix+"results: %s\n", path)
 		var reports []string
-		reports, werr = report.WriteBeside(path, res)
+		reports, werr = report.WriteBeside(path, res, s.Config.Prices)
 		for _, p := range reports {
 			fmt.Fprintf(os.Stdout, progressPrefix+"report: %s\n", p)
 		}
