@@ -27,7 +27,11 @@ const (
 type Usage struct {
 	Name string `json:"name"`
 	Role Role   `json:"role"`
-	PID  int    `json:"pid,omitempty"`
+	// Pod is the workload the process or container belongs to ("meshed/backend"
+	// locally, "namespace/pod" on a cluster): a sidecar and the app beside it
+	// share it, so the sidecar:app ratio can be taken per pod.
+	Pod string `json:"pod,omitempty"`
+	PID int    `json:"pid,omitempty"`
 	// CPUSeconds is the CPU time used in the window (user+system).
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// MilliCores is CPUSeconds over the window length, times 1000.

@@ -19,7 +19,9 @@ const clockTicks = 100
 type Proc struct {
 	Name string
 	Role Role
-	PID  int
+	// Pod is the workload the process belongs to; see Usage.Pod.
+	Pod string
+	PID int
 	// IdleRSS is the resident memory measured before any load, in bytes
 	// (see RSS); 0 when unknown.
 	IdleRSS int64
@@ -83,7 +85,7 @@ func (r *ProcRecorder) Stop() (Window, error) {
 			w.Restarts = append(w.Restarts, fmt.Sprintf("%s (pid %d) exited or restarted during the window", p.Name, p.PID))
 			continue
 		}
-		u := Usage{Name: p.Name, Role: p.Role, PID: p.PID, IdleRSS: p.IdleRSS, Threads: len(after.threads)}
+		u := Usage{Name: p.Name, Role: p.Role, Pod: p.Pod, PID: p.PID, IdleRSS: p.IdleRSS, Threads: len(after.threads)}
 		u.CPUSeconds = float64(after.ticks-before.ticks) / clockTicks
 		u.MilliCores = u.CPUSeconds / secs * 1000
 		for tid, t := range after.threads {

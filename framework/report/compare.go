@@ -84,6 +84,12 @@ type ArmStats struct {
 	IdleRSS  map[measure.Role]stats.Summary `json:"maxIdleRSSMiB"`
 	// NodeUtil is the busiest node's CPU utilisation, percent.
 	NodeUtil stats.Summary `json:"nodeUtilPct"`
+	// MeshCores is the CPU of every mesh role (MeshRoles: sidecars, node
+	// proxies, waypoints, control plane) in cores; MeshCoresPer1kRPS the
+	// same per 1000 req/s achieved; MeshRSSMiB their memory summed, MiB.
+	MeshCores         stats.Summary `json:"meshCores"`
+	MeshCoresPer1kRPS stats.Summary `json:"meshCoresPer1kRPS"`
+	MeshRSSMiB        stats.Summary `json:"meshRSSMiB"`
 }
 
 // Comparison is meshed against baseline for one path and concurrency. The
@@ -109,6 +115,12 @@ type Comparison struct {
 	ProxyAppRatio stats.Summary `json:"proxyAppCPURatio"`
 	// Steps compare a user flow's steps; empty for other loads.
 	Steps []StepComparison `json:"steps,omitempty"`
+	// PodSidecarAppRatio is, per pod, the sidecar's CPU over the CPU of the
+	// app beside it (the loadgen's sidecar left out), over pods and repeats.
+	PodSidecarAppRatio stats.Summary `json:"podSidecarAppCPURatio"`
+	// P999Delta and P999Pct are the p99.9 delta in ms and in percent.
+	P999Delta stats.Summary `json:"p999DeltaMs"`
+	P999Pct   stats.Summary `json:"p999DeltaPct"`
 	// Problems lists why the comparison could not be made in full.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -165,17 +177,11 @@ func Compare(records []Record) []Comparison {
 			base[i], mesh[i] = g[target.Baseline][rep], g[target.Meshed][rep]
 		}
 		c.Baseline, c.Meshed = armStats(base), armStats(mesh)
+		c.addMeshFigures(base, mesh)
 		if len(reps) == 0 {
 			c.Problems = append(c.Problems, "no repeat has both arms")
 			out = append(out, c)
 			continue
-		}
-		pick := func(rs []Record, f func(Record) float64) []float64 {
-			v := make([]float64, len(rs))
-			for i, r := range rs {
-				v[i] = f(r)
-			}
-			return v
 		}
 		p50 := func(r Record) float64 { return r.Load.Percentile(50) * 1e3 }
 		p99 := func(r Record) float64 { return r.Load.Percentile(99) * 1e3 }
@@ -284,6 +290,9 @@ func (c Comparison) Observation() verdict.Observation {
 	}
 	if s, ok := c.Meshed.RSS[measure.RoleSidecar]; ok {
 		o.Values[verdict.SidecarRSSMiB] = s
+	}
+	if c.Meshed.MeshCores.N > 0 {
+		o.Values[verdict.MeshCores] = c.Meshed.MeshCores
 	}
 	return o
 }

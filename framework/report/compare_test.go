@@ -63,7 +63,13 @@ func TestCompare(t *testing.T) {
 	assert.Equal(t, verdict.Path("one-hop"), obs.Path)
 	assert.InDelta(t, 0.2, obs.Values[verdict.P50DeltaMs].Median, 1e-9)
 	assert.InDelta(t, 1000, obs.Values[verdict.SidecarCPUPer1kReqMs].Median, 1e-9)
-	assert.Len(t, obs.Values, 5)
+	assert.InDelta(t, 0.5, obs.Values[verdict.MeshCores].Median, 1e-9, "0.4 and 0.6 cores of sidecar")
+	assert.Len(t, obs.Values, 6)
+	assert.InDelta(t, 0.115, c.Meshed.MeshCoresPer1kRPS.Median, 1e-9, "0.4/5 and 0.6/4 cores per 1k req/s")
+	assert.InDelta(t, 64, c.Meshed.MeshRSSMiB.Median, 1e-9)
+	assert.Equal(t, 0.0, c.Baseline.MeshCores.Median, "no mesh in the baseline")
+	assert.InDelta(t, 0.2, c.P999Delta.Median, 1e-9)
+	assert.Zero(t, c.PodSidecarAppRatio.N, "usages without a pod give no per-pod ratio")
 
 	var b bytes.Buffer
 	PrintSummary(&b, cs)

@@ -26,23 +26,26 @@ func PrintSummary(w io.Writer, cs []Comparison) {
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tarm\tloadgen m\tapp m\tsidecar m\tsidecar:app\tsidecar CPU-ms/1k req\tapp CPU-ms/1k req\tsidecar RSS idle→load MiB\tnode CPU %\t")
+	fmt.Fprintln(tw, "scenario\tarm\tloadgen m\tapp m\tsidecar m\tmesh cores\tsidecar:app\tper pod\tsidecar CPU-ms/1k req\tapp CPU-ms/1k req\tsidecar RSS idle→load MiB\tnode CPU %\t")
 	for _, c := range cs {
 		for _, a := range []struct {
 			name string
 			s    ArmStats
 		}{{"baseline", c.Baseline}, {"meshed", c.Meshed}} {
-			ratio := "-"
+			ratio, pod := "-", "-"
 			if a.name == "meshed" && c.ProxyAppRatio.N > 0 {
 				ratio = fmt.Sprintf("%.2f×", c.ProxyAppRatio.Median)
+			}
+			if a.name == "meshed" && c.PodSidecarAppRatio.N > 0 {
+				pod = fmt.Sprintf("%.2f×", c.PodSidecarAppRatio.Median)
 			}
 			rss := "-"
 			if s, ok := a.s.RSS[measure.RoleSidecar]; ok {
 				rss = fmt.Sprintf("%.0f→%.0f", a.s.IdleRSS[measure.RoleSidecar].Median, s.Median)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Scenario(), a.name,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Scenario(), a.name,
 				role(a.s.CPU, measure.RoleLoadgen, 0), role(a.s.CPU, measure.RoleApp, 0), role(a.s.CPU, measure.RoleSidecar, 0),
-				ratio, role(a.s.CPUPer1k, measure.RoleSidecar, 1), role(a.s.CPUPer1k, measure.RoleApp, 1), rss, num(a.s.NodeUtil, 0))
+				num(a.s.MeshCores, 3), ratio, pod, role(a.s.CPUPer1k, measure.RoleSidecar, 1), role(a.s.CPUPer1k, measure.RoleApp, 1), rss, num(a.s.NodeUtil, 0))
 		}
 	}
 	_ = tw.Flush()

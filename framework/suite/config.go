@@ -15,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target/local"
 )
 
@@ -71,6 +72,9 @@ type Config struct {
 	Thresholds   string `json:"thresholds"`
 	// ThresholdsNote says why the default fixture was not used.
 	ThresholdsNote string `json:"thresholdsNote,omitempty"`
+	// Prices is the price fixture of the reports' cost model; "" is the
+	// embedded fixtures/prices/example.yaml.
+	Prices string `json:"prices,omitempty"`
 	// DefaultRepeats is used for -count when the user does not set it.
 	DefaultRepeats int `json:"defaultRepeats"`
 	// Repeats, when > 0, is the number of interleaved pairs per
@@ -194,6 +198,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.NodeImage, "node-image", "", "kind: node image (default the offline image when built, else kind's)")
 	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "kind: keep the cluster this run creates")
 	fs.StringVar(&c.ResultsDir, "results", "", "results directory (default <module>/results)")
+	fs.StringVar(&c.Prices, "prices", "", "price fixture of the reports' cost model (default the embedded fixtures/prices/example.yaml)")
 	fs.StringVar(&c.Thresholds, "thresholds", "", "threshold fixture (default <module>/fixtures/thresholds/<target>.yaml; none turns the gate off)")
 	return c
 }
@@ -329,6 +334,9 @@ func (c *Config) Normalize() error {
 			c.ThresholdsNote = fmt.Sprintf("no fixture for -mesh=%s on a remote cluster (%s): thresholds off; pass -thresholds FILE to gate", c.Mesh, c.Thresholds)
 			c.Thresholds = "none"
 		}
+	}
+	if _, err := report.LoadPrices(c.Prices); err != nil { // fail now, not after the sweep
+		return fmt.Errorf("-prices: %w", err)
 	}
 	return nil
 }

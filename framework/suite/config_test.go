@@ -62,3 +62,14 @@ func TestMeshRevisionAndWaypointFlags(t *testing.T) {
 	_, err = normalize(t, "-target", "kind", "-mesh", "istio", "-waypoint")
 	assert.EqualError(t, err, `-waypoint: only used with -mesh=istio-ambient (got -mesh="istio")`)
 }
+
+// A bad price fixture stops the run before the sweep, not after it.
+func TestPricesFlag(t *testing.T) {
+	cfg, err := normalize(t)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.Prices, "the embedded example")
+	_, err = normalize(t, "-prices", "../../fixtures/prices/example.yaml")
+	assert.NoError(t, err)
+	_, err = normalize(t, "-prices", "absent.yaml")
+	assert.EqualError(t, err, "-prices: prices: open absent.yaml: no such file or directory")
+}

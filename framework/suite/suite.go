@@ -309,6 +309,11 @@ func (s *Suite) summarize() error {
 	report.PrintProofs(os.Stdout, progressPrefix, res.Proofs)
 	if werr == nil {
 		fmt.Fprintf(os.Stdout, progressPrefix+"results: %s\n", path)
+		var reports []string
+		reports, werr = report.WriteBeside(path, res, s.Config.Prices)
+		for _, p := range reports {
+			fmt.Fprintf(os.Stdout, progressPrefix+"report: %s\n", p)
+		}
 	}
 	// Limits that held on invalid runs prove nothing: the run fails.
 	var invalid []string

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,6 +115,15 @@ func TestShortLocalSweep(t *testing.T) {
 	assert.NotEmpty(t, res.Environment.Mesh.Version)
 	for _, r := range res.Records {
 		assert.Equal(t, r.Load.Requests, r.Load.Latency.Count, "raw histogram kept for %s", r.Name())
+	}
+	// The reports are written beside it, and the mesh figures are there.
+	for _, ext := range []string{".html", ".md"} {
+		_, err := os.Stat(strings.TrimSuffix(files[0], ".json") + ext)
+		assert.NoError(t, err, "report %s", ext)
+	}
+	for _, c := range res.Comparisons {
+		assert.Positive(t, c.Meshed.MeshCores.Median, c.Scenario())
+		assert.Positive(t, c.PodSidecarAppRatio.N, "%s: a per-pod sidecar:app ratio", c.Scenario())
 	}
 }
 

@@ -110,7 +110,8 @@ func (v Verdict) Err() error {
 // path and concurrency match it. A metric breaches when its median is above
 // the rule's limit (equal passes) or is NaN; the interval is reported but
 // does not decide. A metric missing from an observation's Values is skipped
-// and counted nowhere, and keys other than the five Metrics are ignored. An
+// and counted nowhere, and so is one the rule does not limit (an optional
+// metric it leaves out); keys other than Metrics are ignored. An
 // observation that no rule matches is reported in Uncovered.
 func (t *Thresholds) Check(obs []Observation) Verdict {
 	var v Verdict
@@ -122,11 +123,11 @@ func (t *Thresholds) Check(obs []Observation) Verdict {
 		}
 		for _, m := range Metrics() {
 			got, ok := o.Values[m]
-			if !ok {
+			limit, set := rule.Max(m)
+			if !ok || !set {
 				continue
 			}
 			v.Checked++
-			limit, _ := rule.Max(m)
 			if got.Median > limit || math.IsNaN(got.Median) {
 				v.Breaches = append(v.Breaches, &Breach{File: t.File, Line: rule.Line, Scenario: o.Scenario, Metric: m, Got: got, Limit: limit})
 			}

@@ -26,13 +26,20 @@ const (
 	// SidecarRSSMiB is the largest resident memory of any one sidecar under
 	// load, in MiB (2^20 bytes).
 	SidecarRSSMiB Metric = "sidecarRSSMiB"
+	// MeshCores is the CPU of the whole mesh in the meshed arm, in cores:
+	// sidecars, node proxies, waypoints and control plane. It is optional in
+	// a fixture: a rule without it does not gate it.
+	MeshCores Metric = "meshCores"
 )
 
 // Metrics returns every metric a rule limits, in the order a fixture lists
 // them and a verdict reports them. The slice is new on every call.
 func Metrics() []Metric {
-	return []Metric{P50DeltaMs, P99DeltaPct, ThroughputLossPct, SidecarCPUPer1kReqMs, SidecarRSSMiB}
+	return []Metric{P50DeltaMs, P99DeltaPct, ThroughputLossPct, SidecarCPUPer1kReqMs, SidecarRSSMiB, MeshCores}
 }
+
+// optional lists the metrics a rule may leave out.
+var optional = []Metric{MeshCores}
 
 // metricInfo is how a metric reads in messages.
 type metricInfo struct {
@@ -55,6 +62,8 @@ func (m Metric) info() metricInfo {
 		return metricInfo{"sidecar CPU per 1k requests", " CPU-ms", 1, "CPU-milliseconds per 1000 requests", "1500"}
 	case SidecarRSSMiB:
 		return metricInfo{"sidecar RSS", " MiB", 1, "MiB", "300"}
+	case MeshCores:
+		return metricInfo{"mesh cores", " cores", 2, "cores", "1.5"}
 	}
 	return metricInfo{string(m), "", 3, "a number", "1"}
 }

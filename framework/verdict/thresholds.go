@@ -71,6 +71,9 @@ type Limit struct {
 	ThroughputLossPct    float64 // largest req/s loss versus baseline, percent
 	SidecarCPUPer1kReqMs float64 // most sidecar CPU per 1000 requests, CPU-milliseconds
 	SidecarRSSMiB        float64 // most resident memory of any one sidecar under load, MiB
+	// MeshCores is the most CPU the whole mesh may use, in cores; nil when
+	// the rule does not gate it (the key is optional).
+	MeshCores *float64
 }
 
 // Matches reports whether the rule applies to path p at concurrency c,
@@ -99,6 +102,11 @@ func (l Limit) Max(m Metric) (float64, bool) {
 		return l.SidecarCPUPer1kReqMs, true
 	case SidecarRSSMiB:
 		return l.SidecarRSSMiB, true
+	case MeshCores:
+		if l.MeshCores == nil {
+			return 0, false
+		}
+		return *l.MeshCores, true
 	}
 	return 0, false
 }
@@ -202,6 +210,7 @@ func Parse(name string, data []byte) (*Thresholds, error) {
 			SidecarCPUPer1kReqMs: r.SidecarCPUPer1kReqMs,
 			SidecarRSSMiB:        r.SidecarRSSMiB,
 			Match:                r.Match,
+			MeshCores:            r.MeshCores,
 		})
 	}
 	if err := t.checkReachable(); err != nil {
@@ -225,14 +234,16 @@ type limitYAML struct {
 	ThroughputLossPct    float64           `yaml:"throughputLossPct"`
 	SidecarCPUPer1kReqMs float64           `yaml:"sidecarCPUPer1kReqMs"`
 	SidecarRSSMiB        float64           `yaml:"sidecarRSSMiB"`
+	MeshCores            *float64          `yaml:"meshCores"`
 	Match                map[string]string `yaml:"match,omitempty"`
 }
 
 var (
-	topKeys   = []string{"target", "limits"}
-	limitKeys = append([]string{"path", "concurrency"}, toStrings(Metrics())...)
-	// optionalLimitKeys may be left out of a rule.
-	optionalLimitKeys = []string{"match"}
+	topKeys = []string{"target", "limits"}
+	// limitKeys are every key a rule may have, requiredKeys those it must:
+	// the optional metrics and match may be left out.
+	limitKeys    = append(append([]string{"path", "concurrency"}, toStrings(Metrics())...), "match")
+	requiredKeys = slices.DeleteFunc(slices.Clone(limitKeys), func(k string) bool { return k == "match" || slices.Contains(optional, Metric(k)) })
 )
 
 func toStrings(ms []Metric) []string {
@@ -317,7 +328,7 @@ func (p *parser) top(n *yaml.Node) ([]int, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, p.fail(n.Line, "top level", "got %s, %s", describe(n), wantTop)
 	}
-	fields, err := p.fields(n, "", topKeys, nil)
+	fields, err := p.fields(n, "", topKeys, topKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -345,9 +356,9 @@ func (p *parser) match(v *yaml.Node, field string) error {
 	return nil
 }
 
-// fields checks a mapping's keys against known and optional, and returns
-// value by key. Every known key must be there.
-func (p *parser) fields(n *yaml.Node, prefix string, known, optional []string) (map[string]*yaml.Node, error) {
+// fields checks a mapping's keys against known, and that every key of
+// required is there, and returns value by key.
+func (p *parser) fields(n *yaml.Node, prefix string, known, required []string) (map[string]*yaml.Node, error) {
 	out := make(map[string]*yaml.Node, len(known))
 	keyLine := make(map[string]int, len(known))
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -363,8 +374,8 @@ func (p *parser) fields(n *yaml.Node, prefix string, known, optional []string) (
 		if k.ShortTag() == "!!merge" {
 			return nil, p.fail(k.Line, field, "YAML merge keys are not supported; write every field out so each rule reads on its own")
 		}
-		if !slices.Contains(known, k.Value) && !slices.Contains(optional, k.Value) {
-			return nil, p.fail(k.Line, field, "unknown field; %s", suggest(k.Value, append(slices.Clone(known), optional...)))
+		if !slices.Contains(known, k.Value) {
+			return nil, p.fail(k.Line, field, "unknown field; %s", suggest(k.Value, known))
 		}
 		if first, dup := keyLine[k.Value]; dup {
 			return nil, p.fail(k.Line, field, "repeated; it is already set on line %d", first)
@@ -372,7 +383,7 @@ func (p *parser) fields(n *yaml.Node, prefix string, known, optional []string) (
 		keyLine[k.Value] = k.Line
 		out[k.Value] = v
 	}
-	for _, k := range known {
+	for _, k := range required {
 		if _, ok := out[k]; !ok {
 			return nil, p.fail(n.Line, prefix+k, "missing; %s", wantField(k))
 		}
@@ -403,7 +414,7 @@ func (p *parser) limits(fields map[string]*yaml.Node) ([]int, error) {
 		if r.Kind != yaml.MappingNode {
 			return nil, p.fail(r.Line, field, "got %s, want a mapping with path, concurrency and the five limits", describe(r))
 		}
-		fs, err := p.fields(r, field+".", limitKeys, optionalLimitKeys)
+		fs, err := p.fields(r, field+".", limitKeys, requiredKeys)
 		if err != nil {
 			return nil, err
 		}
@@ -413,6 +424,9 @@ func (p *parser) limits(fields map[string]*yaml.Node) ([]int, error) {
 			}
 		}
 		for _, k := range limitKeys {
+			if fs[k] == nil || k == "match" {
+				continue // an optional key left out, or the labels checked above
+			}
 			if err := p.value(fs[k], field+"."+k, k); err != nil {
 				return nil, err
 			}

@@ -158,6 +158,7 @@ func Window(roleOf RoleOf, allocatableCores map[string]float64, usages ...Usage)
 			w.Usage = append(w.Usage, measure.Usage{
 				Name:       c.Container.String(),
 				Role:       roleOf(c.Container.Namespace, c.Container.Pod, c.Container.Container),
+				Pod:        PodKey{Namespace: c.Container.Namespace, Pod: c.Container.Pod}.String(),
 				CPUSeconds: c.CPUSeconds,
 				MilliCores: c.Millicores,
 				IdleRSS:    int64(c.WorkingSetBytesBefore),

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
@@ -51,6 +52,7 @@ func (t *Target) startApp(ctx context.Context, name string, args []string, h2c b
 	if err != nil {
 		return nil, err
 	}
+	p.pod = name
 	return p, t.ready(ctx, p, listen)
 }
 
@@ -231,6 +233,12 @@ func (t *Target) startSidecar(ctx context.Context, m meshArm, name string, s Sid
 	p, err := t.sup.start(name, measure.RoleSidecar, argv, env)
 	if err != nil {
 		return nil, err
+	}
+	// The sidecar shares its workload's pod: "meshed/backend-sidecar" sits
+	// beside "meshed/backend"; the loadgen's sidecars beside the loadgen.
+	p.pod = strings.TrimSuffix(name, "-sidecar")
+	if s.Name == "loadgen" {
+		p.pod = "loadgen"
 	}
 	var addrs []string
 	if s.Inbound != nil {

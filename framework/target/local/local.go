@@ -456,7 +456,7 @@ func (t *Target) shards(s target.Spec, w target.Workload, ar *arm) []load.Option
 func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, ar *arm, shards []load.Options, sess *load.Session) (*target.Run, error) {
 	procs := []measure.Proc{{Name: "loadgen", Role: measure.RoleLoadgen, PID: os.Getpid()}}
 	for _, pr := range ar.procs[w.Path] {
-		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
+		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, Pod: pr.pod, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
 	}
 	rec, err := measure.StartProcs(procs)
 	if err != nil {

@@ -27,6 +27,7 @@ type process struct {
 	role    measure.Role
 	argv    []string
 	env     []string
+	pod     string // the workload it belongs to: the app and its sidecar share it
 	log     string
 	idleRSS int64
 	// addrs are the listeners a (re)started incarnation must open before it

@@ -1,0 +1,265 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// ChartKind is how a chart's series are drawn.
+type ChartKind string
+
+// The kinds of chart a report draws.
+const (
+	// Lines draws each series as a line through its points, with the
+	// interval [Lo, Hi] of each point as an error bar; X is logarithmic
+	// (concurrency doubles from point to point).
+	Lines ChartKind = "lines"
+	// Spectrum draws latency against percentile, the percentile axis in
+	// nines (50, 90, 99, 99.9, 99.99) as HdrHistogram plots do.
+	Spectrum ChartKind = "spectrum"
+	// Stacked draws one bar per category (Point.Label), the series stacked.
+	Stacked ChartKind = "stacked"
+	// Rate draws lines like Lines, against a linear X: a request rate.
+	Rate ChartKind = "rate"
+)
+
+// Chart is one chart's data, exactly as drawn: the report embeds it as JSON
+// beside the SVG, so a reader or a test can check it against the results.
+type Chart struct {
+	ID     string    `json:"id"`
+	Title  string    `json:"title"`
+	Kind   ChartKind `json:"kind"`
+	XLabel string    `json:"xLabel"`
+	YLabel string    `json:"yLabel"`
+	// LogY draws the values on a logarithmic axis (latencies that span
+	// decades, from a loopback p50 to a queued p99.9).
+	LogY   bool     `json:"logY,omitempty"`
+	Series []Series `json:"series"`
+}
+
+// Series is one line or one stacked layer.
+type Series struct {
+	Name   string  `json:"name"`
+	Points []Point `json:"points"`
+	// Colour picks the palette entry (-1: by position) and Dashed the line
+	// style; they are looks only, not data.
+	Colour int  `json:"-"`
+	Dashed bool `json:"-"`
+}
+
+// Point is one value: a median with its interval over repeats (Lo = Hi =
+// Y when there is none), at X, or in category Label for Stacked charts.
+type Point struct {
+	X     float64 `json:"x"`
+	Y     float64 `json:"y"`
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
+	Label string  `json:"label,omitempty"`
+}
+
+var palette = []color.RGBA{
+	{31, 119, 180, 255}, {214, 39, 40, 255}, {44, 160, 44, 255}, {255, 127, 14, 255},
+	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255},
+}
+
+// SVG draws the chart as an SVG document without the XML prolog, ready to
+// inline in HTML. Fonts are not embedded: the browser's are used.
+func (c Chart) SVG() (string, error) {
+	p := plot.New()
+	p.Title.Text = c.Title
+	p.X.Label.Text, p.Y.Label.Text = c.XLabel, c.YLabel
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	var err error
+	switch c.Kind {
+	case Stacked:
+		err = c.addStacked(p)
+	default:
+		err = c.addLines(p)
+	}
+	if err != nil {
+		return "", fmt.Errorf("chart %s: %w", c.ID, err)
+	}
+	c.scaleY(p)
+	canvas := vgsvg.NewWith(vgsvg.UseWH(16*vg.Centimeter, 9*vg.Centimeter), vgsvg.EmbedFonts(false))
+	p.Draw(draw.New(canvas))
+	var b bytes.Buffer
+	if _, err := canvas.WriteTo(&b); err != nil {
+		return "", fmt.Errorf("chart %s: %w", c.ID, err)
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i >= 0 {
+		s = s[i:]
+	}
+	return s, nil
+}
+
+// scaleY leaves room above the data for the legend, and draws a
+// logarithmic axis when the chart asks for one and every value is positive.
+func (c Chart) scaleY(p *plot.Plot) {
+	lo := math.Inf(1)
+	for _, s := range c.Series {
+		for _, q := range s.Points {
+			lo = math.Min(lo, math.Min(q.Lo, q.Y))
+		}
+	}
+	if c.LogY && lo > 0 && !math.IsInf(lo, 1) {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Min, p.Y.Max = lo/1.5, p.Y.Max*6
+		return
+	}
+	p.Y.Max += (p.Y.Max - p.Y.Min) * 0.35
+}
+
+// xys adapts points to gonum's XYer and YErrorer.
+type xys []Point
+
+func (p xys) Len() int                        { return len(p) }
+func (p xys) XY(i int) (float64, float64)     { return p[i].X, p[i].Y }
+func (p xys) YError(i int) (float64, float64) { return p[i].Y - p[i].Lo, p[i].Hi - p[i].Y }
+func (p xys) Value(i int) float64             { return p[i].Y }
+
+func labelsOf(ps []Point) []string {
+	out := make([]string, len(ps))
+	for i, q := range ps {
+		out[i] = q.Label
+	}
+	return out
+}
+
+func (c Chart) addLines(p *plot.Plot) error {
+	var xs []float64
+	for i, s := range c.Series {
+		if len(s.Points) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xys(s.Points))
+		if err != nil {
+			return fmt.Errorf("series %s: %w", s.Name, err)
+		}
+		col := palette[i%len(palette)]
+		if s.Colour >= 0 {
+			col = palette[s.Colour%len(palette)]
+		}
+		l.Color = col
+		l.Width = vg.Points(1.5)
+		if s.Dashed {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		sc, err := plotter.NewScatter(xys(s.Points))
+		if err != nil {
+			return fmt.Errorf("series %s: %w", s.Name, err)
+		}
+		sc.Color = col
+		sc.Radius = vg.Points(2)
+		if len(s.Points) == 1 { // a marked point, such as a knee
+			sc.Radius = vg.Points(5)
+		}
+		eb, err := plotter.NewYErrorBars(xys(s.Points))
+		if err != nil {
+			return fmt.Errorf("series %s: %w", s.Name, err)
+		}
+		eb.Color = col
+		p.Add(l, sc, eb)
+		p.Legend.Add(s.Name, l)
+		for _, q := range s.Points {
+			xs = append(xs, q.X)
+		}
+	}
+	switch c.Kind {
+	case Spectrum:
+		p.X.Scale = nines{}
+		p.X.Tick.Marker = plot.ConstantTicks(tickAt([]float64{50, 90, 99, 99.9, 99.99}, "%g%%"))
+		return nil
+	case Rate:
+		return nil
+	}
+	if len(xs) == 0 {
+		return nil // nothing measured: an empty frame
+	}
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.ConstantTicks(tickAt(xs, "%g"))
+	return nil
+}
+
+func (c Chart) addStacked(p *plot.Plot) error {
+	var below *plotter.BarChart
+	var labels []string
+	for i, s := range c.Series {
+		if len(s.Points) == 0 {
+			continue
+		}
+		b, err := plotter.NewBarChart(xys(s.Points), vg.Points(14))
+		if err != nil {
+			return fmt.Errorf("series %s: %w", s.Name, err)
+		}
+		b.Color = palette[i%len(palette)]
+		b.LineStyle.Width = 0
+		if below != nil {
+			b.StackOn(below)
+		}
+		below = b
+		p.Add(b)
+		p.Legend.Add(s.Name, b)
+		if len(labels) == 0 {
+			labels = labelsOf(s.Points)
+		}
+	}
+	if len(labels) == 0 {
+		return nil // nothing measured: an empty frame
+	}
+	p.NominalX(labels...)
+	p.X.Tick.Label.Rotation = math.Pi / 6
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	return nil
+}
+
+// tickAt makes one labelled tick at each distinct value.
+func tickAt(vs []float64, format string) []plot.Tick {
+	seen := map[float64]bool{}
+	var ts []plot.Tick
+	for _, v := range vs {
+		if !seen[v] {
+			seen[v] = true
+			ts = append(ts, plot.Tick{Value: v, Label: strings.TrimSuffix(fmt.Sprintf(format, v), ".0")})
+		}
+	}
+	return ts
+}
+
+// nines maps a percentile p to -log10(1 - p/100), so that 90, 99, 99.9 and
+// 99.99 are evenly spaced.
+type nines struct{}
+
+func (nines) Normalize(lo, hi, x float64) float64 {
+	f := func(p float64) float64 { return -math.Log10(1 - math.Min(p, 99.9999)/100) }
+	return (f(x) - f(lo)) / (f(hi) - f(lo))
+}
+
+// SpectrumPercentiles are the percentiles a spectrum chart plots: evenly
+// spaced in nines from 50 % to 99.99 %.
+func SpectrumPercentiles() []float64 {
+	var ps []float64
+	for n := math.Log10(2); n <= 4.0001; n += 0.1 {
+		p := 100 * (1 - math.Pow(10, -n))
+		ps = append(ps, round4(p))
+	}
+	ps[len(ps)-1] = 99.99
+	return ps
+}
+
+// round4 rounds a percentile to 4 decimals so that it prints cleanly.
+func round4(p float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(p, 'f', 4, 64), 64)
+	return v
+}
