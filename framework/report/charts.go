@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -187,7 +188,14 @@ func (c Chart) addLines(p *plot.Plot) error {
 	if len(xs) == 0 {
 		return nil // nothing measured: an empty frame
 	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if lo <= 0 {
+		return nil // a log axis needs positive values: keep it linear
+	}
+	// Set the range: with a single point gonum would widen it through 0,
+	// which a log axis cannot draw.
 	p.X.Scale = plot.LogScale{}
+	p.X.Min, p.X.Max = lo/1.5, hi*1.5
 	p.X.Tick.Marker = plot.ConstantTicks(tickAt(xs, "%g"))
 	return nil
 }

@@ -205,7 +205,23 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 
 // Normalize validates c and fills in paths relative to the module root.
 func (c *Config) Normalize() error {
-	var errs []error
+	c.defaultTarget()
+	errs := c.checkTarget()
+	errs = append(errs, c.checkMesh()...)
+	errs = append(errs, c.checkLoad()...)
+	errs = append(errs, c.checkSidecars()...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	c.fillPaths(moduleRoot())
+	if _, err := report.LoadPrices(c.Prices); err != nil { // fail now, not after the sweep
+		return fmt.Errorf("-prices: %w", err)
+	}
+	return nil
+}
+
+// defaultTarget is local, or remote when a kubeconfig is given.
+func (c *Config) defaultTarget() {
 	if c.Kubeconfig == "" {
 		c.Kubeconfig = os.Getenv("KUBECONFIG")
 	}
@@ -215,6 +231,9 @@ func (c *Config) Normalize() error {
 			c.Target = "remote"
 		}
 	}
+}
+
+func (c *Config) checkTarget() []error {
 	switch c.Target {
 	case "local":
 	case "kind":
@@ -223,13 +242,17 @@ func (c *Config) Normalize() error {
 		}
 	case "remote":
 		if c.Mesh == "" {
-			errs = append(errs, fmt.Errorf("-mesh: required with a remote cluster (%s): one of %s", c.Kubeconfig, strings.Join(mesh.Names(), ", ")))
+			return []error{fmt.Errorf("-mesh: required with a remote cluster (%s): one of %s", c.Kubeconfig, strings.Join(mesh.Names(), ", "))}
 		}
 	default:
-		errs = append(errs, fmt.Errorf("-target=%s: want local, kind or remote", c.Target))
+		return []error{fmt.Errorf("-target=%s: want local, kind or remote", c.Target)}
 	}
-	// The mesh flags are checked before any cluster is made.
-	errs = append(errs, c.checkMeshModes()...)
+	return nil
+}
+
+// checkMesh checks the mesh flags before any cluster is made.
+func (c *Config) checkMesh() []error {
+	errs := c.checkMeshModes()
 	if c.Target != "local" && c.Mesh != "" {
 		m, err := mesh.New(c.Mesh, c.MeshOptions()...)
 		switch inst, installs := m.(mesh.Installer); {
@@ -256,6 +279,12 @@ func (c *Config) Normalize() error {
 			errs = append(errs, fmt.Errorf("-mesh-charts=%s: not a directory", c.MeshCharts))
 		}
 	}
+	return errs
+}
+
+// checkLoad checks the load flags and fills in the window's default.
+func (c *Config) checkLoad() []error {
+	var errs []error
 	if len(c.Concurrency) == 0 {
 		errs = append(errs, errors.New("-concurrency: empty"))
 	}
@@ -265,42 +294,43 @@ func (c *Config) Normalize() error {
 			c.Duration = 10 * time.Second
 		}
 	}
-	if c.Duration < 0 {
-		errs = append(errs, fmt.Errorf("-duration=%v: must be > 0", c.Duration))
-	}
-	if c.Warmup < 0 {
-		errs = append(errs, fmt.Errorf("-warmup=%v: must be >= 0", c.Warmup))
-	}
-	if c.QPS < 0 {
-		errs = append(errs, fmt.Errorf("-qps=%v: must be >= 0", c.QPS))
-	}
-	if c.RateTolerance <= 0 || c.RateTolerance >= 1 {
-		errs = append(errs, fmt.Errorf("-rate-tolerance=%v: must be in (0, 1)", c.RateTolerance))
-	}
-	if c.ResponseSize < 0 {
-		errs = append(errs, fmt.Errorf("-payload=%d: must be >= 0", c.ResponseSize))
-	}
-	if c.RequestSize < 0 {
-		errs = append(errs, fmt.Errorf("-request-size=%d: must be >= 0", c.RequestSize))
-	}
-	if c.Candidate != "" && c.Target != "local" {
-		errs = append(errs, fmt.Errorf("-candidate=%s: only the local target runs two sidecars side by side so far", c.Candidate))
-	}
-	if c.Target == "local" {
-		if err := local.CheckSidecars(c.Sidecar, c.Candidate); err != nil {
-			errs = append(errs, fmt.Errorf("-sidecar/-candidate: %w", err))
+	for _, bad := range []struct {
+		bad  bool
+		what string
+	}{
+		{c.Duration < 0, fmt.Sprintf("-duration=%v: must be > 0", c.Duration)},
+		{c.Warmup < 0, fmt.Sprintf("-warmup=%v: must be >= 0", c.Warmup)},
+		{c.QPS < 0, fmt.Sprintf("-qps=%v: must be >= 0", c.QPS)},
+		{c.RateTolerance <= 0 || c.RateTolerance >= 1, fmt.Sprintf("-rate-tolerance=%v: must be in (0, 1)", c.RateTolerance)},
+		{c.ResponseSize < 0, fmt.Sprintf("-payload=%d: must be >= 0", c.ResponseSize)},
+		{c.RequestSize < 0, fmt.Sprintf("-request-size=%d: must be >= 0", c.RequestSize)},
+		{c.SidecarThreads < 0, fmt.Sprintf("-sidecar-threads=%d: must be >= 0", c.SidecarThreads)},
+		{c.MaxCount < 0 || (c.MaxCount > 0 && c.Candidate == ""), fmt.Sprintf("-max-count=%d: a number of rounds, only with -candidate", c.MaxCount)},
+	} {
+		if bad.bad {
+			errs = append(errs, errors.New(bad.what))
 		}
 	}
-	if c.MaxCount < 0 || (c.MaxCount > 0 && c.Candidate == "") {
-		errs = append(errs, fmt.Errorf("-max-count=%d: a number of rounds, only with -candidate", c.MaxCount))
+	return errs
+}
+
+// checkSidecars checks -sidecar and -candidate before anything is built.
+func (c *Config) checkSidecars() []error {
+	if c.Candidate != "" && c.Target != "local" {
+		return []error{fmt.Errorf("-candidate=%s: only the local target runs two sidecars side by side so far", c.Candidate)}
 	}
-	if c.SidecarThreads < 0 {
-		errs = append(errs, fmt.Errorf("-sidecar-threads=%d: must be >= 0", c.SidecarThreads))
+	if c.Target != "local" {
+		return nil
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
+	if err := local.CheckSidecars(c.Sidecar, c.Candidate); err != nil {
+		return []error{fmt.Errorf("-sidecar/-candidate: %w", err)}
 	}
-	root := moduleRoot()
+	return nil
+}
+
+// fillPaths resolves the file flags against the module root and fills in
+// the default fixtures.
+func (c *Config) fillPaths(root string) {
 	// go test runs in the package directory: a relative path the user
 	// typed from the module root is found there too.
 	for _, p := range []*string{&c.Thresholds, &c.KindConfig, &c.MeshCharts, &c.Gate} {
@@ -335,10 +365,6 @@ func (c *Config) Normalize() error {
 			c.Thresholds = "none"
 		}
 	}
-	if _, err := report.LoadPrices(c.Prices); err != nil { // fail now, not after the sweep
-		return fmt.Errorf("-prices: %w", err)
-	}
-	return nil
 }
 
 // loadOptions are the load settings of one run at concurrency n.

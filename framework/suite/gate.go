@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"testing"
 
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/labels"
@@ -179,3 +180,25 @@ func (s *Suite) GateVerdict() *gate.Verdict { return s.gateVerdict }
 // LoadGate decodes the gate fixture for a Suite driven without Main
 // (tests): CheckFixtures does it in TestMain.
 func (s *Suite) LoadGate() error { return s.loadGate() }
+
+// inconclusive reports whether the upgrade gate, on one point's runs so
+// far, leaves a decision inconclusive.
+func (s *Suite) inconclusive(b *testing.B, runs map[target.Arm][]report.Record) bool {
+	if s.gate == nil {
+		return false
+	}
+	var recs []report.Record
+	for _, rs := range runs {
+		recs = append(recs, rs...)
+	}
+	ms := gateMeasurements(s.gate, recs)
+	if len(ms) == 0 {
+		return false
+	}
+	v, err := s.gate.Decide(ms)
+	if err != nil {
+		b.Logf("gate: %v", err)
+		return false
+	}
+	return v.Outcome == gate.Inconclusive
+}

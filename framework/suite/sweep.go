@@ -62,17 +62,25 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 				b.Fatalf("not started: %v", context.Cause(s.ctx))
 			}
 			runs := map[target.Arm][]report.Record{}
-			for rep := range reps {
+			round := func(rep int) {
 				for _, arm := range arms {
 					done++
 					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, reps, done, total,
-						(time.Duration(total-done+1) * per).Round(time.Second))
+						(time.Duration(max(total-done+1, 1)) * per).Round(time.Second))
 					rec, err := s.measure(b, tg, sc, c, arm, rep)
 					if err != nil {
 						s.fatalf(b, "%s/arm=%s: %v", label(b, sc), arm, err)
 					}
 					runs[arm] = append(runs[arm], rec)
 				}
+			}
+			for rep := range reps {
+				round(rep)
+			}
+			// -max-count: more rounds while the upgrade gate cannot decide.
+			for rep := reps; rep < s.Config.MaxCount && s.inconclusive(b, runs); rep++ {
+				s.logf("%s: the gate is inconclusive after %d rounds: round %d of at most %d", label(b, sc), rep, rep+1, s.Config.MaxCount)
+				round(rep)
 			}
 			for _, arm := range arms {
 				b.Run(labels.Arm+"="+string(arm), func(b *testing.B) { s.report(b, runs[arm]) })
