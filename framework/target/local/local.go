@@ -526,7 +526,8 @@ func (t *Target) traffic(ctx context.Context, ar *arm) (map[string]workload.Stat
 // edges turns the counter difference into caller → callee edges.
 func edges(before, after map[string]workload.Stats) []target.Edge {
 	var out []target.Edge
-	dsts := slices.Sorted(maps.Keys(after))
+	// In path order: the outermost frontend first, the backend last.
+	dsts := slices.SortedFunc(maps.Keys(after), func(a, b string) int { return hopRank(b) - hopRank(a) })
 	for _, dst := range dsts {
 		prev := map[workload.Caller]int64{}
 		for _, c := range before[dst].Callers {
@@ -563,6 +564,17 @@ func checkProto(p load.Protocol, edges []target.Edge) []string {
 		}
 	}
 	return why
+}
+
+// hopRank is how far a workload sits from the backend: 0 for the backend,
+// k for FrontendName(k).
+func hopRank(name string) int {
+	for k := range 64 {
+		if target.FrontendName(k) == name {
+			return k
+		}
+	}
+	return 64
 }
 
 // Close stops every process and removes the run directory.
