@@ -76,10 +76,6 @@ func gateValue(r report.Record, m gate.Metric) float64 {
 // gateMeasurements pairs every scenario's reference and candidate runs of
 // the same round, both valid, for each metric the fixture gates there.
 func gateMeasurements(g *gate.Gate, recs []report.Record) []gate.Measurement {
-	type key struct {
-		scenario string
-		metric   gate.Metric
-	}
 	byRound := map[string]map[int]map[target.Arm]report.Record{}
 	var order []string
 	for _, r := range recs {
