@@ -145,19 +145,24 @@ func (s *Suite) judgeGate(w io.Writer, recs []report.Record) (*gate.Verdict, err
 	}
 	fmt.Fprintf(w, "%sgate: smallest change this run could detect, from %s:\n", progressPrefix, what)
 	for _, n := range noise {
-		if !aa {
-			n.Biased = false
-		}
+		n.Biased = n.Biased && aa
 		fmt.Fprintf(w, "%s  %s %s: %.1f %% (limit %.0f %%)%s\n", progressPrefix, n.Scenario, n.Metric, n.Detectable*100, n.Rule.LimitPct, cannotPass(n))
 	}
 	return &v, nil
 }
 
 func cannotPass(n gate.Noise) string {
-	if n.CanPass {
-		return ""
+	var s string
+	if !n.CanPass {
+		s = ": larger than the limit, so this gate cannot pass honestly"
+		if n.PairsToPass > 0 {
+			s += fmt.Sprintf("; about %d pairs would let it", n.PairsToPass)
+		}
 	}
-	return ": " + n.Message
+	if n.Biased {
+		s += fmt.Sprintf("; the A/A ratio %.3f (%.3f–%.3f) excludes 1: the arms differ even with the same build", n.Interval.Ratio, n.Interval.Lo, n.Interval.Hi)
+	}
+	return s
 }
 
 // defaultGate is fixtures/gates/<target>.yaml.
