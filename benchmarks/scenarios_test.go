@@ -36,6 +36,7 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 		"BenchmarkOneHop": BenchmarkOneHop, "BenchmarkTwoHop": BenchmarkTwoHop, "BenchmarkPlacement": BenchmarkPlacement,
 		"BenchmarkProxyThreads": BenchmarkProxyThreads, "BenchmarkServiceTime": BenchmarkServiceTime,
 		"BenchmarkPayload": BenchmarkPayload, "BenchmarkRateLadder": BenchmarkRateLadder, "BenchmarkProxyKilled": BenchmarkProxyKilled,
+		"BenchmarkProtocols": BenchmarkProtocols, "BenchmarkUserFlow": BenchmarkUserFlow,
 	}
 	start := time.Now()
 	for _, name := range slices.Sorted(maps.Keys(scenarios)) {
@@ -65,6 +66,8 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 	assert.Equal(t, []string{"1", "2", "default"}, keys("BenchmarkProxyThreads", "threads"))
 	assert.Equal(t, []string{"128B", "16KiB", "100KiB"}, keys("BenchmarkPayload", "payload"))
 	assert.Equal(t, []string{"50ms"}, keys("BenchmarkServiceTime", "service"))
+	assert.Equal(t, []string{"h2", "grpc"}, keys("BenchmarkProtocols", "protocol"))
+	assert.Equal(t, []string{"20"}, keys("BenchmarkUserFlow", "users"))
 	assert.GreaterOrEqual(t, len(keys("BenchmarkRateLadder", "qps")), 1)
 	for _, r := range got["BenchmarkProxyKilled"] {
 		require.NotNil(t, r.Recovery, "the fault's recovery is on the record")
