@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"fmt"
+	"github.com/meshbench/meshbench/framework/fixture"
 	"slices"
 	"strings"
 
@@ -73,7 +74,7 @@ func (g *Gate) checkLabels(r Rule, field string, known map[string]bool) error {
 	names := sortedKeys(known)
 	for _, k := range sortedKeys(r.Match) {
 		if !known[k] {
-			return g.fail(r.Line, field+"."+k, "no scenario has the label %s; %s", k, suggest(k, names, "scenarios have"))
+			return g.fail(r.Line, field+"."+k, "no scenario has the label %s; %s", k, fixture.Suggest(k, names, "scenarios have"))
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"github.com/meshbench/meshbench/framework/fixture"
 	"maps"
 	"math"
 	"os"
@@ -113,22 +114,22 @@ func Load(file string) (*Gate, error) {
 // mapping of labels to values, a bad glob, no rules, or a rule that never
 // applies because an earlier rule for the same metric matches all it does.
 func Parse(name string, data []byte) (*Gate, error) {
-	p := parser{file: name}
-	root, err := p.document(data)
+	p := parser{fixture.Parser{File: name, Top: wantTop, Want: wantField}}
+	root, err := p.Document(data)
 	if err != nil {
 		return nil, err
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, p.fail(root.Line, "top level", "got %s, %s", describe(root), wantTop)
+		return nil, p.Fail(root.Line, "top level", "got %s, %s", fixture.Describe(root), wantTop)
 	}
-	fields, err := p.fields(root, "", []string{"target", "rules"}, nil)
+	fields, err := p.Fields(root, "", []string{"target", "rules"}, nil)
 	if err != nil {
 		return nil, err
 	}
 	g := &Gate{File: name}
 	t := fields["target"]
 	if t.Kind != yaml.ScalarNode || t.ShortTag() != "!!str" || strings.TrimSpace(t.Value) == "" {
-		return nil, p.fail(t.Line, "target", "got %s, want the target's name, e.g. local", describe(t))
+		return nil, p.Fail(t.Line, "target", "got %s, want the target's name, e.g. local", fixture.Describe(t))
 	}
 	g.Target = t.Value
 	if g.Rules, err = p.rules(fields["rules"]); err != nil {
@@ -141,22 +142,18 @@ const wantTop = "want a mapping with target and rules"
 
 // parser walks the yaml.Node tree so that every problem has a line and a
 // field; it follows framework/verdict's parser.
-type parser struct{ file string }
-
-func (p *parser) fail(line int, field, format string, args ...any) error {
-	return &verdict.FixtureError{File: p.file, Line: line, Field: field, Problem: fmt.Sprintf(format, args...)}
-}
+type parser struct{ fixture.Parser }
 
 func (p *parser) rules(v *yaml.Node) ([]Rule, error) {
 	if v.Kind != yaml.SequenceNode {
-		return nil, p.fail(v.Line, "rules", "got %s, want a list of rules, each with metric, match and maxIncreasePct or maxDecreasePct", describe(v))
+		return nil, p.Fail(v.Line, "rules", "got %s, want a list of rules, each with metric, match and maxIncreasePct or maxDecreasePct", fixture.Describe(v))
 	}
 	if len(v.Content) == 0 {
-		return nil, p.fail(v.Line, "rules", "no rules; want at least one (with none, nothing is gated)")
+		return nil, p.Fail(v.Line, "rules", "no rules; want at least one (with none, nothing is gated)")
 	}
 	var out []Rule
 	for i, n := range v.Content {
-		r, err := p.rule(deref(n), fmt.Sprintf("rules[%d]", i))
+		r, err := p.rule(fixture.Deref(n), fmt.Sprintf("rules[%d]", i))
 		if err != nil {
 			return nil, err
 		}
@@ -173,13 +170,13 @@ var ruleKeys = []string{"metric", "match", "maxIncreasePct", "maxDecreasePct"}
 // rule decodes one rule.
 func (p *parser) rule(n *yaml.Node, field string) (Rule, error) {
 	if n.Kind != yaml.MappingNode {
-		return Rule{}, p.fail(n.Line, field, "got %s, want a mapping with metric, match and maxIncreasePct or maxDecreasePct", describe(n))
+		return Rule{}, p.Fail(n.Line, field, "got %s, want a mapping with metric, match and maxIncreasePct or maxDecreasePct", fixture.Describe(n))
 	}
-	fs, err := p.fields(n, field+".", ruleKeys, []string{"metric", "match"})
+	fs, err := p.Fields(n, field+".", ruleKeys, []string{"metric", "match"})
 	if err != nil {
 		return Rule{}, err
 	}
-	r := Rule{File: p.file, Line: n.Line}
+	r := Rule{File: p.File, Line: n.Line}
 	if r.Metric, err = p.metric(fs["metric"], field+".metric"); err != nil {
 		return Rule{}, err
 	}
@@ -196,11 +193,11 @@ func (p *parser) rule(n *yaml.Node, field string) (Rule, error) {
 		if r.Worse == LowerIsWorse {
 			worse, change = "lower", "decrease"
 		}
-		return Rule{}, p.fail(o.Line, field+"."+other, "%s is worse when %s, so a gate limits its %s; write %s", r.Metric, worse, change, want)
+		return Rule{}, p.Fail(o.Line, field+"."+other, "%s is worse when %s, so a gate limits its %s; write %s", r.Metric, worse, change, want)
 	}
 	v, ok := fs[want]
 	if !ok {
-		return Rule{}, p.fail(n.Line, field+"."+want, "missing; want %s, e.g. %s: 10", limitWant(r.Worse), want)
+		return Rule{}, p.Fail(n.Line, field+"."+want, "missing; want %s, e.g. %s: 10", limitWant(r.Worse), want)
 	}
 	if r.LimitPct, err = p.percent(v, field+"."+want, r.Worse); err != nil {
 		return Rule{}, err
@@ -221,11 +218,11 @@ func (p *parser) metric(v *yaml.Node, field string) (Metric, error) {
 		names = append(names, string(m))
 	}
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
-		return "", p.fail(v.Line, field, "got %s, want one of %s", describe(v), strings.Join(names, ", "))
+		return "", p.Fail(v.Line, field, "got %s, want one of %s", fixture.Describe(v), strings.Join(names, ", "))
 	}
 	m := Metric(v.Value)
 	if m.Worse() == 0 {
-		return "", p.fail(v.Line, field, "unknown metric %q; %s", v.Value, suggest(v.Value, names, "known metrics are"))
+		return "", p.Fail(v.Line, field, "unknown metric %q; %s", v.Value, fixture.Suggest(v.Value, names, "known metrics are"))
 	}
 	return m, nil
 }
@@ -235,28 +232,28 @@ var labelName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 // match decodes a rule's label selector.
 func (p *parser) match(v *yaml.Node, field string) (map[string]string, error) {
 	if v.Kind != yaml.MappingNode {
-		return nil, p.fail(v.Line, field, "got %s, want a mapping of label to value, e.g. {path: one-hop, c: \"8\"}, or {} for every scenario", describe(v))
+		return nil, p.Fail(v.Line, field, "got %s, want a mapping of label to value, e.g. {path: one-hop, c: \"8\"}, or {} for every scenario", fixture.Describe(v))
 	}
 	out := map[string]string{}
 	lines := map[string]int{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, val := v.Content[i], deref(v.Content[i+1])
+		k, val := v.Content[i], fixture.Deref(v.Content[i+1])
 		if k.Kind != yaml.ScalarNode || !labelName.MatchString(k.Value) {
-			return nil, p.fail(k.Line, field, "label %s is not a label name such as path or c", describe(k))
+			return nil, p.Fail(k.Line, field, "label %s is not a label name such as path or c", fixture.Describe(k))
 		}
 		f := field + "." + k.Value
 		if first, dup := lines[k.Value]; dup {
-			return nil, p.fail(k.Line, f, "repeated; it is already set on line %d", first)
+			return nil, p.Fail(k.Line, f, "repeated; it is already set on line %d", first)
 		}
 		lines[k.Value] = k.Line
 		switch {
 		case val.Kind != yaml.ScalarNode || val.ShortTag() == "!!null":
-			return nil, p.fail(val.Line, f, "got %s, want a value or a glob such as \"*\" (a bare * is a YAML alias: quote it)", describe(val))
+			return nil, p.Fail(val.Line, f, "got %s, want a value or a glob such as \"*\" (a bare * is a YAML alias: quote it)", fixture.Describe(val))
 		case val.Value == "":
-			return nil, p.fail(val.Line, f, "empty; want a value or a glob such as \"*\"")
+			return nil, p.Fail(val.Line, f, "empty; want a value or a glob such as \"*\"")
 		}
 		if _, err := path.Match(val.Value, ""); err != nil {
-			return nil, p.fail(val.Line, f, "%q is not a valid glob: %v", val.Value, err)
+			return nil, p.Fail(val.Line, f, "%q is not a valid glob: %v", val.Value, err)
 		}
 		out[k.Value] = val.Value
 	}
@@ -267,31 +264,31 @@ func (p *parser) match(v *yaml.Node, field string) (map[string]string, error) {
 func (p *parser) percent(v *yaml.Node, field string, d Direction) (float64, error) {
 	want := "want " + limitWant(d)
 	if v.Kind != yaml.ScalarNode {
-		return 0, p.fail(v.Line, field, "got %s, %s", describe(v), want)
+		return 0, p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
 	}
 	switch v.ShortTag() {
 	case "!!int", "!!float":
 	case "!!null":
-		return 0, p.fail(v.Line, field, "no value; %s (leaving it empty does not switch the gate off)", want)
+		return 0, p.Fail(v.Line, field, "no value; %s (leaving it empty does not switch the gate off)", want)
 	case "!!str":
 		if _, err := strconv.ParseFloat(strings.TrimSuffix(v.Value, "%"), 64); err == nil {
-			return 0, p.fail(v.Line, field, "%q is text to YAML; write the number alone, without quotes or %%", v.Value)
+			return 0, p.Fail(v.Line, field, "%q is text to YAML; write the number alone, without quotes or %%", v.Value)
 		}
-		return 0, p.fail(v.Line, field, "%q is not a number; %s", v.Value, want)
+		return 0, p.Fail(v.Line, field, "%q is not a number; %s", v.Value, want)
 	default:
-		return 0, p.fail(v.Line, field, "got %s, %s", describe(v), want)
+		return 0, p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
 	}
 	var f float64
 	if err := v.Decode(&f); err != nil {
-		return 0, p.fail(v.Line, field, "%q is not a number; %s", v.Value, want)
+		return 0, p.Fail(v.Line, field, "%q is not a number; %s", v.Value, want)
 	}
 	switch {
 	case math.IsNaN(f) || math.IsInf(f, 0):
-		return 0, p.fail(v.Line, field, "%s is not a finite number; %s", v.Value, want)
+		return 0, p.Fail(v.Line, field, "%s is not a finite number; %s", v.Value, want)
 	case f < 0:
-		return 0, p.fail(v.Line, field, "%s is negative; %s", v.Value, want)
+		return 0, p.Fail(v.Line, field, "%s is negative; %s", v.Value, want)
 	case d == LowerIsWorse && f >= 100:
-		return 0, p.fail(v.Line, field, "%s allows the metric to fall to nothing; %s", v.Value, want)
+		return 0, p.Fail(v.Line, field, "%s allows the metric to fall to nothing; %s", v.Value, want)
 	}
 	return f, nil
 }
@@ -303,7 +300,7 @@ func (p *parser) percent(v *yaml.Node, field string, d Direction) (float64, erro
 func (p *parser) reachable(above []Rule, r Rule, field string) error {
 	for _, a := range above {
 		if a.Metric == r.Metric && (len(a.Match) == 0 || maps.Equal(a.Match, r.Match)) {
-			return p.fail(r.Line, field, "never applies: the rule on line %d already gates %s on every scenario this one matches, and the first matching rule wins; move this one above it or delete it", a.Line, r.Metric)
+			return p.Fail(r.Line, field, "never applies: the rule on line %d already gates %s on every scenario this one matches, and the first matching rule wins; move this one above it or delete it", a.Line, r.Metric)
 		}
 	}
 	return nil

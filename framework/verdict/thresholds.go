@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/meshbench/meshbench/framework/fixture"
 	"maps"
 	"math"
 	"os"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,31 +134,9 @@ func (t *Thresholds) MatchObservation(o Observation) (Limit, bool) {
 	return Limit{}, false
 }
 
-// FixtureError is a fixture that cannot be used, located for a human.
-type FixtureError struct {
-	File string // fixture name as given to Parse or Load
-	// Line is 1-based, or 0 when YAML gave none. For YAML syntax errors it is
-	// the line yaml.v3 reports, which can be the line before the mistake.
-	Line    int
-	Field   string // field path such as "limits[0].p50DeltaMs", or "" for YAML syntax
-	Problem string // what is wrong and what to write instead
-}
-
-// Error returns "file:line: field: problem", leaving out what is unknown.
-func (e *FixtureError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Problem)
-	return b.String()
-}
+// FixtureError is a fixture that cannot be used, located for a human:
+// file, line, field and what to write instead.
+type FixtureError = fixture.Error
 
 // Load reads and parses the fixture at path; see [Parse].
 func Load(path string) (*Thresholds, error) {
@@ -179,8 +156,8 @@ func Load(path string) (*Thresholds, error) {
 // rule that never applies because the rules above it match everything it
 // names.
 func Parse(name string, data []byte) (*Thresholds, error) {
-	p := parser{file: name}
-	root, err := p.document(data)
+	p := parser{fixture.Parser{File: name, Top: wantTop, Want: wantField}}
+	root, err := p.Document(data)
 	if err != nil {
 		return nil, err
 	}
@@ -256,79 +233,16 @@ func toStrings(ms []Metric) []string {
 
 // parser walks the yaml.Node tree, so that every problem carries a line and
 // a field path.
-type parser struct{ file string }
-
-func (p *parser) fail(line int, field, format string, args ...any) error {
-	return &FixtureError{File: p.file, Line: line, Field: field, Problem: fmt.Sprintf(format, args...)}
-}
+type parser struct{ fixture.Parser }
 
 const wantTop = "want a mapping with target and limits"
-
-var (
-	yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	// bareStar finds "key: *" or "- *", the usual cause of an alias error.
-	bareStar = regexp.MustCompile(`^\s*(-\s+)?([^\s#:][^#:]*:\s+)?\*\s*(#.*)?$`)
-)
-
-// document decodes data into one YAML document and returns its root.
-func (p *parser) document(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, p.fail(1, "top level", "empty file; %s", wantTop)
-		}
-		return nil, p.syntax(data, err)
-	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		return nil, p.fail(extra.Line, "top level", "a second YAML document; a fixture holds exactly one")
-	case !errors.Is(err, io.EOF):
-		return nil, p.syntax(data, err)
-	}
-	root := doc.Content[0]
-	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
-		return nil, p.fail(1, "top level", "empty file; %s", wantTop)
-	}
-	return root, nil
-}
-
-// syntax turns a YAML syntax error into a FixtureError, with the line when
-// YAML gave one and hints for two common mistakes, an unquoted * and a tab.
-func (p *parser) syntax(data []byte, err error) error {
-	msg := err.Error()
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	lines := strings.Split(string(data), "\n")
-	switch {
-	case strings.Contains(msg, "did not find expected alphabetic or numeric character"):
-		for i, l := range lines {
-			if bareStar.MatchString(l) {
-				return p.fail(i+1, "", `invalid YAML: a bare * starts a YAML alias; quote it: "*"`)
-			}
-		}
-	case strings.Contains(msg, "found character that cannot start any token"):
-		for i, l := range lines {
-			if strings.HasPrefix(strings.TrimLeft(l, " "), "\t") {
-				return p.fail(i+1, "", "invalid YAML: a tab indents this line; YAML indents with spaces only")
-			}
-		}
-	}
-	return p.fail(line, "", "invalid YAML: %s", msg)
-}
 
 // top checks the top-level mapping and returns the line of each rule.
 func (p *parser) top(n *yaml.Node) ([]int, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, p.fail(n.Line, "top level", "got %s, %s", describe(n), wantTop)
+		return nil, p.Fail(n.Line, "top level", "got %s, %s", fixture.Describe(n), wantTop)
 	}
-	fields, err := p.fields(n, "", topKeys, topKeys)
+	fields, err := p.Fields(n, "", topKeys, topKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -342,59 +256,24 @@ func (p *parser) top(n *yaml.Node) ([]int, error) {
 // path.Match globs.
 func (p *parser) match(v *yaml.Node, field string) error {
 	if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
-		return p.fail(v.Line, field, "got %s, want labels to match, e.g. {payload: 16KiB, benchmark: \"*Payload\"}", describe(v))
+		return p.Fail(v.Line, field, "got %s, want labels to match, e.g. {payload: 16KiB, benchmark: \"*Payload\"}", fixture.Describe(v))
 	}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, val := v.Content[i], deref(v.Content[i+1])
+		k, val := v.Content[i], fixture.Deref(v.Content[i+1])
 		if k.Kind != yaml.ScalarNode || val.Kind != yaml.ScalarNode || val.Value == "" {
-			return p.fail(k.Line, field, "label %s: got %s, want a value or a glob such as \"*\"", k.Value, describe(val))
+			return p.Fail(k.Line, field, "label %s: got %s, want a value or a glob such as \"*\"", k.Value, fixture.Describe(val))
 		}
 		if _, err := path.Match(val.Value, ""); err != nil {
-			return p.fail(val.Line, field+"."+k.Value, "%q is not a glob: %v", val.Value, err)
+			return p.Fail(val.Line, field+"."+k.Value, "%q is not a glob: %v", val.Value, err)
 		}
 	}
 	return nil
 }
 
-// fields checks a mapping's keys against known, and that every key of
-// required is there, and returns value by key.
-func (p *parser) fields(n *yaml.Node, prefix string, known, required []string) (map[string]*yaml.Node, error) {
-	out := make(map[string]*yaml.Node, len(known))
-	keyLine := make(map[string]int, len(known))
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], deref(n.Content[i+1])
-		field := prefix + k.Value
-		if k.Kind != yaml.ScalarNode {
-			where := strings.TrimSuffix(prefix, ".")
-			if where == "" {
-				where = "top level"
-			}
-			return nil, p.fail(k.Line, where, "a key is %s; keys are names such as %s", describe(k), known[0])
-		}
-		if k.ShortTag() == "!!merge" {
-			return nil, p.fail(k.Line, field, "YAML merge keys are not supported; write every field out so each rule reads on its own")
-		}
-		if !slices.Contains(known, k.Value) {
-			return nil, p.fail(k.Line, field, "unknown field; %s", suggest(k.Value, known))
-		}
-		if first, dup := keyLine[k.Value]; dup {
-			return nil, p.fail(k.Line, field, "repeated; it is already set on line %d", first)
-		}
-		keyLine[k.Value] = k.Line
-		out[k.Value] = v
-	}
-	for _, k := range required {
-		if _, ok := out[k]; !ok {
-			return nil, p.fail(n.Line, prefix+k, "missing; %s", wantField(k))
-		}
-	}
-	return out, nil
-}
-
 func (p *parser) target(fields map[string]*yaml.Node) error {
 	v := fields["target"]
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || strings.TrimSpace(v.Value) == "" {
-		return p.fail(v.Line, "target", "got %s, %s", describe(v), wantField("target"))
+		return p.Fail(v.Line, "target", "got %s, %s", fixture.Describe(v), wantField("target"))
 	}
 	return nil
 }
@@ -402,19 +281,19 @@ func (p *parser) target(fields map[string]*yaml.Node) error {
 func (p *parser) limits(fields map[string]*yaml.Node) ([]int, error) {
 	v := fields["limits"]
 	if v.Kind != yaml.SequenceNode {
-		return nil, p.fail(v.Line, "limits", "got %s, %s", describe(v), wantField("limits"))
+		return nil, p.Fail(v.Line, "limits", "got %s, %s", fixture.Describe(v), wantField("limits"))
 	}
 	if len(v.Content) == 0 {
-		return nil, p.fail(v.Line, "limits", "no rules; %s (with none, no scenario is gated)", wantField("limits"))
+		return nil, p.Fail(v.Line, "limits", "no rules; %s (with none, no scenario is gated)", wantField("limits"))
 	}
 	lines := make([]int, len(v.Content))
 	for i, r := range v.Content {
-		r = deref(r)
+		r = fixture.Deref(r)
 		field := fmt.Sprintf("limits[%d]", i)
 		if r.Kind != yaml.MappingNode {
-			return nil, p.fail(r.Line, field, "got %s, want a mapping with path, concurrency and the five limits", describe(r))
+			return nil, p.Fail(r.Line, field, "got %s, want a mapping with path, concurrency and the five limits", fixture.Describe(r))
 		}
-		fs, err := p.fields(r, field+".", limitKeys, requiredKeys)
+		fs, err := p.Fields(r, field+".", limitKeys, requiredKeys)
 		if err != nil {
 			return nil, err
 		}
@@ -446,13 +325,13 @@ func (p *parser) value(v *yaml.Node, field, key string) error {
 				return nil
 			}
 		}
-		return p.fail(v.Line, field, "got %s, %s", describe(v), wantField(key))
+		return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), wantField(key))
 	case "concurrency":
 		if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!str" && v.ShortTag() != "!!int") {
-			return p.fail(v.Line, field, "got %s, %s", describe(v), wantField(key))
+			return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), wantField(key))
 		}
 		if _, err := parseConcurrency(v.Value); err != nil {
-			return p.fail(v.Line, field, "%q %s", v.Value, err)
+			return p.Fail(v.Line, field, "%q %s", v.Value, err)
 		}
 		return nil
 	}
@@ -463,29 +342,29 @@ func (p *parser) value(v *yaml.Node, field, key string) error {
 func (p *parser) limit(v *yaml.Node, field string, m Metric) error {
 	want := fmt.Sprintf("want %s ≥ 0, e.g. %s", m.info().want, m.info().sample)
 	if v.Kind != yaml.ScalarNode {
-		return p.fail(v.Line, field, "got %s, %s", describe(v), want)
+		return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
 	}
 	switch v.ShortTag() {
 	case "!!int", "!!float":
 	case "!!null":
-		return p.fail(v.Line, field, "no value; %s (leaving it empty does not switch the gate off)", want)
+		return p.Fail(v.Line, field, "no value; %s (leaving it empty does not switch the gate off)", want)
 	case "!!str":
 		if _, err := strconv.ParseFloat(v.Value, 64); err == nil && v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
-			return p.fail(v.Line, field, "%q is quoted, so YAML reads it as text; write %s without quotes", v.Value, v.Value)
+			return p.Fail(v.Line, field, "%q is quoted, so YAML reads it as text; write %s without quotes", v.Value, v.Value)
 		}
-		return p.fail(v.Line, field, "%q is not a number; %s", v.Value, want)
+		return p.Fail(v.Line, field, "%q is not a number; %s", v.Value, want)
 	default:
-		return p.fail(v.Line, field, "got %s, %s", describe(v), want)
+		return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
 	}
 	var f float64
 	if err := v.Decode(&f); err != nil {
-		return p.fail(v.Line, field, "%q is not a number; %s", v.Value, want)
+		return p.Fail(v.Line, field, "%q is not a number; %s", v.Value, want)
 	}
 	switch {
 	case math.IsNaN(f) || math.IsInf(f, 0):
-		return p.fail(v.Line, field, "%s is not a finite number; %s (to loosen a gate, write a large number)", v.Value, want)
+		return p.Fail(v.Line, field, "%s is not a finite number; %s (to loosen a gate, write a large number)", v.Value, want)
 	case f < 0:
-		return p.fail(v.Line, field, "%s is negative; %s", v.Value, want)
+		return p.Fail(v.Line, field, "%s is negative; %s", v.Value, want)
 	}
 	return nil
 }
@@ -626,63 +505,4 @@ func wantField(key string) string {
 	}
 	i := Metric(key).info()
 	return fmt.Sprintf("every rule sets all five limits (want %s ≥ 0, e.g. %s)", i.want, i.sample)
-}
-
-// describe names what a node holds, for "got …" in messages.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	}
-	switch n.ShortTag() {
-	case "!!null":
-		return "no value"
-	case "!!str":
-		return strconv.Quote(n.Value)
-	}
-	return n.Value
-}
-
-// deref follows YAML aliases to the node they name.
-func deref(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-// suggest names the known key closest to an unknown one, or lists them all.
-func suggest(key string, known []string) string {
-	norm := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
-	}
-	for _, k := range known {
-		if distance(norm(key), norm(k)) <= 1 {
-			return "did you mean " + k + "?"
-		}
-	}
-	return "known fields are " + strings.Join(known, ", ")
-}
-
-// distance is the Levenshtein edit distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
