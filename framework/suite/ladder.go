@@ -2,9 +2,12 @@ package suite
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/meshbench/meshbench/framework/labels"
@@ -38,6 +41,7 @@ func Ladder(start, factor float64, rungs int, slo time.Duration) Axis {
 		return false, ""
 	}
 	ladder := &ladderSLO{slo: slo}
+	a.ladder = ladder
 	for i, v := range a.Values {
 		apply := v.Apply
 		a.Values[i].Apply = func(s *Scenario) { apply(s); s.ladder = ladder }
@@ -72,6 +76,24 @@ func rateValue(q float64) Value {
 			o.QPS = q
 		}
 	}}
+}
+
+// logKnees prints, per arm, the highest rate of a ladder held within its
+// SLO.
+func (s *Suite) logKnees(b *testing.B, sc Scenario, ax Axis) {
+	prefix := b.Name()
+	if prefix == "" || strings.HasPrefix(prefix, "/") {
+		return // testing.Benchmark: no names to find the ladder's records by
+	}
+	knees := s.Knees(prefix, ax.ladder.slo)
+	var parts []string
+	for _, arm := range slices.Sorted(maps.Keys(knees)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f req/s", arm, knees[arm]))
+	}
+	if len(parts) == 0 {
+		parts = []string{"none: every arm missed the first rung"}
+	}
+	s.logf("%s: highest rate held within p99 ≤ %v: %s", label(b, sc), ax.ladder.slo, strings.Join(parts, ", "))
 }
 
 // Knees names, per arm, the highest rate of a ladder whose every run held

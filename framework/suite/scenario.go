@@ -64,6 +64,9 @@ type Axis struct {
 	// rejects, with the reason (a rate ladder stops at the rung the meshed
 	// arm cannot hold). The records of that value are kept, as the knee.
 	Stop func(rs []Point) (stop bool, why string)
+
+	// ladder is a rate ladder's SLO, for the knees printed after it.
+	ladder *ladderSLO
 }
 
 // Value is one point of an axis: its label value, and what it changes.

@@ -120,8 +120,11 @@ func (s *Suite) sweepAxis(b *testing.B, sc Scenario) {
 		}
 		if stop, why := ax.Stop(s.points(name)); stop {
 			s.logf("%s: %s=%s is the last point: %s", label(b, sc), ax.Key, v.Label, why)
-			return
+			break
 		}
+	}
+	if ax.ladder != nil {
+		s.logKnees(b, sc, ax)
 	}
 }
 
