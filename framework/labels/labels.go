@@ -21,16 +21,11 @@ const (
 	Arm         = "arm"       // baseline, meshed, reference, candidate
 	QPS         = "qps"       // open-loop rate
 	Payload     = "payload"   // response body size
-	RequestSize = "request"   // request body size
 	Placement   = "placement" // in-mesh, out-of-mesh
-	Loadgens    = "loadgens"  // loadgen shards
 	Threads     = "threads"   // proxy worker threads
 	Protocol    = "protocol"  // http1, h2, grpc
 	ServiceTime = "service"   // backend service time
-	Hops        = "hops"      // chain length
-	Fault       = "fault"     // fault injected during the window
 	Users       = "users"     // user-flow users
-	Step        = "step"      // a user flow's step
 )
 
 // Label is one axis and its value.

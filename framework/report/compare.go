@@ -252,7 +252,7 @@ func armStats(rs []Record) ArmStats {
 			cpu[t.Role] = append(cpu[t.Role], t.MilliCores)
 			if l.Requests > 0 {
 				// millicores × seconds = CPU-ms; per 1000 requests.
-				per1k[t.Role] = append(per1k[t.Role], t.MilliCores*r.Resources.Elapsed.Seconds()/float64(l.Requests)*1000)
+				per1k[t.Role] = append(per1k[t.Role], r.CPUPer1k(t.MilliCores))
 			}
 			rss[t.Role] = append(rss[t.Role], float64(t.MaxLoadRSS)/(1<<20))
 			idle[t.Role] = append(idle[t.Role], float64(t.MaxIdleRSS)/(1<<20))

@@ -93,7 +93,7 @@ func (s *Suite) fortioCeiling(tg target.Target, o load.Options) (ceilingRun, err
 	}
 	lg, _ := run.Resources.Role(measure.RoleLoadgen)
 	return ceilingRun{qps: run.Load.AchievedQPS, milli: lg.MilliCores, node: run.Resources.NodeUtilisation["local"],
-		cpuPer1k: lg.MilliCores * run.Resources.Elapsed.Seconds() / float64(max(run.Load.Requests, 1)) * 1000}, nil
+		cpuPer1k: run.CPUPer1k(lg.MilliCores)}, nil
 }
 
 // logCeiling prints each repeat's figures, and what HDR recording cost in

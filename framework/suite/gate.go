@@ -52,10 +52,7 @@ func gateValue(r report.Record, m gate.Metric) float64 {
 	switch m {
 	case gate.SidecarCPUPer1kReq:
 		u, _ := r.Resources.Role(measure.RoleSidecar)
-		if l.Requests == 0 {
-			return 0
-		}
-		return u.MilliCores * r.Resources.Elapsed.Seconds() / float64(l.Requests) * 1000
+		return r.CPUPer1k(u.MilliCores)
 	case gate.SidecarRSS:
 		u, _ := r.Resources.Role(measure.RoleSidecar)
 		return float64(u.MaxLoadRSS) / (1 << 20)

@@ -85,7 +85,7 @@ func (s *Suite) logKnees(b *testing.B, sc Scenario, ax Axis) {
 	if prefix == "" || strings.HasPrefix(prefix, "/") {
 		return // testing.Benchmark: no names to find the ladder's records by
 	}
-	knees := s.Knees(prefix, ax.ladder.slo)
+	knees := s.knees(prefix, ax.ladder.slo)
 	var parts []string
 	for _, arm := range slices.Sorted(maps.Keys(knees)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f req/s", arm, knees[arm]))
@@ -96,9 +96,9 @@ func (s *Suite) logKnees(b *testing.B, sc Scenario, ax Axis) {
 	s.logf("%s: highest rate held within p99 ≤ %v: %s", label(b, sc), ax.ladder.slo, strings.Join(parts, ", "))
 }
 
-// Knees names, per arm, the highest rate of a ladder whose every run held
+// knees names, per arm, the highest rate of a ladder whose every run held
 // the rate within the SLO, from the records under prefix.
-func (s *Suite) Knees(prefix string, slo time.Duration) map[target.Arm]float64 {
+func (s *Suite) knees(prefix string, slo time.Duration) map[target.Arm]float64 {
 	held := map[target.Arm]float64{}
 	broke := map[target.Arm]map[string]bool{}
 	for _, p := range s.points(prefix) {

@@ -214,12 +214,12 @@ func reportMetrics(b *testing.B, r *target.Run) {
 		if t.Role == measure.RoleSidecar {
 			b.ReportMetric(float64(t.MaxLoadRSS)/(1<<20), "sidecar-rss-MiB")
 			if l.Requests > 0 {
-				b.ReportMetric(t.MilliCores*r.Resources.Elapsed.Seconds()/float64(l.Requests)*1000, "sidecar-cpu-ms/kreq")
+				b.ReportMetric(r.CPUPer1k(t.MilliCores), "sidecar-cpu-ms/kreq")
 			}
 		}
 	}
 	if l.Requests > 0 {
-		b.ReportMetric(total*r.Resources.Elapsed.Seconds()/float64(l.Requests)*1000, "cpu-ms/kreq")
+		b.ReportMetric(r.CPUPer1k(total), "cpu-ms/kreq")
 	}
 	if len(l.Steps) > 0 {
 		reportSteps(b, l)

@@ -101,6 +101,16 @@ type Run struct {
 // Valid reports whether nothing invalidated the run.
 func (r *Run) Valid() bool { return len(r.Invalid) == 0 }
 
+// CPUPer1k turns millicores held over the window into CPU-milliseconds
+// per 1000 requests of the run (millicores × seconds = CPU-ms); 0 when no
+// request completed. Every CPU-per-request figure comes from here.
+func (r *Run) CPUPer1k(milliCores float64) float64 {
+	if r.Load == nil || r.Load.Requests == 0 {
+		return 0
+	}
+	return milliCores * r.Resources.Elapsed.Seconds() / float64(r.Load.Requests) * 1000
+}
+
 // Edge is one observed caller → callee hop.
 type Edge struct {
 	Src string `json:"src"`
