@@ -8,6 +8,9 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Istio's Helm charts, read from its Go module (the module proxy serves it
 # where no chart repository is reachable), for the mesh-install e2e test.
 ISTIO_CHARTS ?= istio.io/istio@v0.0.0-20260827124520-eed52ebb66ad
+# Cilium: the agent and operator images are built offline from this module
+# (hack/offline/cilium.sh), and its chart is read from it.
+CILIUM_VERSION ?= $(shell sed -n 's/^CILIUM_VERSION=//p' hack/offline/versions.env)
 
 .PHONY: test e2e unit bench benchstat lint tools clean chart-modules
 
@@ -34,6 +37,10 @@ e2e:
 	hack/offline/images.sh go meshbench/mbloadgen:dev ./cmd/mbloadgen >/dev/null; \
 	MESHBENCH_KIND_E2E=1 MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev \
 		$(GO) test -count=1 -timeout 40m -run TestKindE2E -v ./framework/suite; \
+	hack/offline/cilium.sh >/dev/null; \
+	cilium=$$($(GO) mod download -json github.com/cilium/cilium@$(CILIUM_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/install/kubernetes; \
+	MESHBENCH_CILIUM_E2E=1 MESHBENCH_CILIUM_CHARTS=$$cilium MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev \
+		$(GO) test -count=1 -timeout 30m -run TestCiliumE2E -v ./framework/suite; \
 	charts=$$($(GO) mod download -json $(ISTIO_CHARTS) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/manifests/charts; \
 	MESHBENCH_KUBE_E2E=kind MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_ISTIO_CHARTS=$$charts \
 		$(GO) test -count=1 -timeout 20m -run TestMeshInstallOnCluster -v ./framework/target/kube; \
@@ -57,7 +64,7 @@ bench:
 ## chart-modules: download the Go modules whose Helm charts and CRDs the
 ## mesh tests read (skipped without them).
 chart-modules:
-	@$(GO) mod download $(ISTIO_CHARTS) github.com/cilium/cilium@v1.19.3 sigs.k8s.io/gateway-api@v1.6.3
+	@$(GO) mod download $(ISTIO_CHARTS) github.com/cilium/cilium@$(CILIUM_VERSION) sigs.k8s.io/gateway-api@v1.6.3
 
 ## benchstat: baseline against meshed, per concurrency.
 benchstat:

@@ -3,6 +3,7 @@ package mesh
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"sort"
 	"strconv"
@@ -26,10 +27,14 @@ var ciliumConfigKeys = []string{
 // authentication configured cluster-wide in cilium-config. There is no
 // per-namespace injection: both arms share the datapath, and what differs
 // is only what policies select.
-type cilium struct{ ns string }
+type cilium struct {
+	ns string
+	// encryption is "ipsec" or "wireguard".
+	encryption string
+}
 
 func newCilium(cfg config) *cilium {
-	return &cilium{ns: cmp.Or(cfg.namespace, "kube-system")}
+	return &cilium{ns: cmp.Or(cfg.namespace, "kube-system"), encryption: cmp.Or(cfg.encryption, "ipsec")}
 }
 
 func (ci *cilium) Name() string { return "cilium" }
@@ -121,8 +126,8 @@ func (ci *cilium) Roles() Roles {
 	}
 }
 
-const ciliumSharedNote = "cilium: the datapath (and any WireGuard/IPsec encryption) is node-wide, so the baseline shares it; " +
-	"the arms differ only by policy"
+const ciliumSharedNote = "cilium: the datapath and its WireGuard or IPsec encryption are on for every node: " +
+	"a baseline on the same cluster shares them, so meshbench runs it on a second cluster"
 
 // Verify, for the meshed arm, checks that a ready cilium agent runs on every
 // node hosting a pod and that cilium-config enables encryption or mutual
@@ -167,6 +172,21 @@ func (ci *cilium) Verify(ctx context.Context, c kubernetes.Interface, namespace 
 		return v, &VerifyError{Mesh: "cilium", Namespace: namespace, Meshed: true, Problems: problems}
 	}
 	return v, nil
+}
+
+// KernelEncryption names the transparent encryption cilium-config turns on.
+func (ci *cilium) KernelEncryption(info Info) string {
+	switch {
+	case info.Config["enable-ipsec"] == "true":
+		return "IPsec"
+	case info.Config["enable-wireguard"] == "true":
+		return "WireGuard"
+	}
+	return ""
+}
+
+func ciliumMechanism(cfg map[string]string) string {
+	return (&cilium{}).KernelEncryption(Info{Config: cfg})
 }
 
 func ciliumEncrypts(cfg map[string]string) bool {
@@ -219,7 +239,7 @@ func CiliumEdges(cfg map[string]string, pods []corev1.Pod) []Edge {
 			if src == dst {
 				continue
 			}
-			e := Edge{Src: src, Dst: dst, Secured: ciliumEncrypts(cfg), Evidence: base}
+			e := Edge{Src: src, Dst: dst, Secured: ciliumEncrypts(cfg), Evidence: base, Mechanism: ciliumMechanism(cfg)}
 			if !e.Secured {
 				e.Evidence += ": no transparent encryption"
 			} else if shared := sharedNode(nodes[src], nodes[dst]); shared != "" {
@@ -249,28 +269,89 @@ func sharedNode(a, b map[string]bool) string {
 // ciliumRepo is Cilium's Helm repository.
 const ciliumRepo = "https://helm.cilium.io/"
 
+// ciliumIPsecSecret is the Secret the chart's IPsec key is read from
+// (encryption.ipsec.secretName's default).
+const ciliumIPsecSecret = "cilium-ipsec-keys"
+
 func (ci *cilium) defaultVersion() string { return "1.19.3" }
 
-// Charts installs Cilium as the cluster's CNI with WireGuard encryption
-// between nodes, the setting that makes its arm differ from the baseline
-// (Verify refuses a Cilium that encrypts nothing). Cilium replaces the
-// cluster's CNI: pods started before it keep their old network until they
-// restart, so install it on a cluster created without one.
+// Charts installs Cilium as the cluster's CNI (VXLAN tunnel, kube-proxy
+// kept, Kubernetes host-scope IPAM) with transparent encryption between
+// nodes, the setting that makes its arm differ from a baseline on a
+// cluster without it (Verify refuses a Cilium that encrypts nothing). The
+// L7 proxy, Envoy and Hubble are off: the data plane measured is the eBPF
+// datapath and the kernel's IPsec or WireGuard. Cilium replaces the
+// cluster's CNI: install it on a cluster created without one (kind's
+// WithCNI step).
 func (ci *cilium) Charts(o InstallOptions) ([]Chart, error) {
 	v, err := o.version("cilium", ci.defaultVersion())
 	if err != nil {
 		return nil, err
 	}
+	if ci.encryption != "ipsec" && ci.encryption != "wireguard" {
+		return nil, fmt.Errorf("cilium: encryption %q: want ipsec or wireguard", ci.encryption)
+	}
 	values := map[string]any{}
-	set(values, "encryption.enabled", true)
-	set(values, "encryption.type", "wireguard")
-	set(values, "ipam.mode", "kubernetes")
-	set(values, "image.pullPolicy", "IfNotPresent")
+	for k, val := range map[string]any{
+		"encryption.enabled": true, "encryption.type": ci.encryption,
+		"ipam.mode": "kubernetes", "routingMode": "tunnel", "tunnelProtocol": "vxlan",
+		"kubeProxyReplacement": false, "l7Proxy": false, "envoy.enabled": false,
+		"hubble.enabled": false, "hubble.relay.enabled": false, "hubble.ui.enabled": false,
+		"operator.replicas": 1, "image.pullPolicy": "IfNotPresent", "operator.image.pullPolicy": "IfNotPresent",
+		"image.tag": "v" + v, "operator.image.tag": "v" + v,
+	} {
+		set(values, k, val)
+	}
 	if r := o.Registry; r != "" {
-		for key, image := range map[string]string{"image": "cilium", "operator.image": "operator", "envoy.image": "cilium-envoy"} {
+		for key, image := range map[string]string{"image": "cilium", "operator.image": "operator"} {
 			set(values, key+".repository", r+"/"+image)
 			set(values, key+".useDigest", false)
 		}
 	}
-	return []Chart{{Release: "cilium", Namespace: ci.ns, Name: "cilium", Repo: ciliumRepo, Version: v, Values: values}}, nil
+	return []Chart{{Release: "cilium", Namespace: ci.ns, Name: "cilium", Repo: ciliumRepo, Version: v, Values: values,
+		Pins: []string{"image.tag", "operator.image.tag"}}}, nil
+}
+
+// Images lists the images the charts run, for loading into a cluster
+// that pulls from no registry: the agent and operator-generic.
+func (ci *cilium) Images(o InstallOptions) ([]string, error) {
+	v, err := o.version("cilium", ci.defaultVersion())
+	if err != nil {
+		return nil, err
+	}
+	r := cmp.Or(o.Registry, "quay.io/cilium")
+	return []string{r + "/cilium:v" + v, r + "/operator-generic:v" + v}, nil
+}
+
+// Prepare makes the IPsec key for the run (a random 160-bit AES-GCM key,
+// as Cilium's documentation makes it) unless the Secret exists.
+func (ci *cilium) Prepare(ctx context.Context, c kubernetes.Interface, _ InstallOptions) ([]string, error) {
+	if ci.encryption != "ipsec" {
+		return nil, nil
+	}
+	_, err := c.CoreV1().Secrets(ci.ns).Get(ctx, ciliumIPsecSecret, metav1.GetOptions{})
+	if err == nil {
+		return []string{"IPsec key: Secret " + ci.ns + "/" + ciliumIPsecSecret + " exists, kept"}, nil
+	}
+	if !notFound(err) {
+		return nil, fmt.Errorf("get Secret %s/%s: %w", ci.ns, ciliumIPsecSecret, err)
+	}
+	key := make([]byte, 20)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("IPsec key: %w", err)
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: ciliumIPsecSecret, Namespace: ci.ns,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "meshbench"}},
+		StringData: map[string]string{"keys": fmt.Sprintf("3+ rfc4106(gcm(aes)) %x 128", key)},
+	}
+	if _, err := c.CoreV1().Secrets(ci.ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("create Secret %s/%s: %w", ci.ns, ciliumIPsecSecret, err)
+	}
+	return []string{"IPsec key: made for this run (rfc4106(gcm(aes)), 128-bit ICV) in Secret " + ci.ns + "/" + ciliumIPsecSecret}, nil
+}
+
+// ClusterWide says why Cilium's baseline needs another cluster.
+func (ci *cilium) ClusterWide() string {
+	return "cilium: transparent encryption (" + ci.encryption + ") is on for every node of the cluster"
 }

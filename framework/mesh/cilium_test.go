@@ -50,7 +50,7 @@ func TestCiliumVerify(t *testing.T) {
 		v, err := ci.Verify(ctx, clientset(objs...), "mb", true)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"cilium-agent"}, v.Pods[0].Proxies)
-		assert.Contains(t, v.Notes[0], "node-wide")
+		assert.Contains(t, v.Notes[0], "on for every node")
 	})
 	t.Run("a node without an agent fails", func(t *testing.T) {
 		away := app.DeepCopy()

@@ -1,11 +1,14 @@
 package mesh
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // Installer is a mesh that can install itself on request. It does not touch
@@ -130,4 +133,29 @@ func FlattenValues(values map[string]any) []string {
 	}
 	walk("", values)
 	return out
+}
+
+// Preparer is an Installer with a step before its charts, such as a
+// secret the charts reference (Cilium's IPsec key, made for the run).
+// Prepare is idempotent: what exists is kept. The notes say what it did.
+type Preparer interface {
+	Prepare(ctx context.Context, c kubernetes.Interface, o InstallOptions) (notes []string, err error)
+}
+
+// KernelEncryption names the transparent encryption between nodes that m
+// turns on, as installed (info is Detect's): "IPsec", "WireGuard", or ""
+// for none or a mesh that encrypts in its proxies (mTLS).
+func KernelEncryption(m Mesh, info Info) string {
+	if k, ok := m.(interface{ KernelEncryption(Info) string }); ok {
+		return k.KernelEncryption(info)
+	}
+	return ""
+}
+
+// ClusterWide is a mesh whose data plane is on for the whole cluster
+// (Cilium's transparent encryption), so that no namespace of the cluster
+// can be the baseline. Its baseline runs on a second cluster. The string
+// says why, for the results.
+type ClusterWide interface {
+	ClusterWide() string
 }

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/pem"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // plan is a chart list without values, for exact comparison.
@@ -137,14 +140,48 @@ func TestCiliumCharts(t *testing.T) {
 	cs := charts(t, newMesh(t, "cilium"), InstallOptions{Registry: "r.local/cilium"})
 	assert.Equal(t, []string{"kube-system/cilium=cilium@1.19.3 https://helm.cilium.io/"}, plan(cs))
 	assert.Equal(t, []string{
-		"encryption.enabled=true", "encryption.type=wireguard",
-		"envoy.image.repository=r.local/cilium/cilium-envoy", "envoy.image.useDigest=false",
-		"image.pullPolicy=IfNotPresent", "image.repository=r.local/cilium/cilium", "image.useDigest=false",
-		"ipam.mode=kubernetes",
-		"operator.image.repository=r.local/cilium/operator", "operator.image.useDigest=false",
+		"encryption.enabled=true", "encryption.type=ipsec", "envoy.enabled=false",
+		"hubble.enabled=false", "hubble.relay.enabled=false", "hubble.ui.enabled=false",
+		"image.pullPolicy=IfNotPresent", "image.repository=r.local/cilium/cilium", "image.tag=v1.19.3", "image.useDigest=false",
+		"ipam.mode=kubernetes", "kubeProxyReplacement=false", "l7Proxy=false",
+		"operator.image.pullPolicy=IfNotPresent", "operator.image.repository=r.local/cilium/operator",
+		"operator.image.tag=v1.19.3", "operator.image.useDigest=false", "operator.replicas=1",
+		"routingMode=tunnel", "tunnelProtocol=vxlan",
 	}, FlattenValues(cs[0].Values))
+	assert.Equal(t, []string{"image.tag", "operator.image.tag"}, cs[0].Pins)
 	// What the chart installs is what Verify accepts as an encrypting Cilium.
-	assert.True(t, ciliumEncrypts(map[string]string{"enable-wireguard": "true"}))
+	assert.True(t, ciliumEncrypts(map[string]string{"enable-ipsec": "true"}))
+
+	wg, err := New("cilium", WithEncryption("wireguard"))
+	require.NoError(t, err)
+	cs = charts(t, wg, InstallOptions{})
+	assert.Contains(t, FlattenValues(cs[0].Values), "encryption.type=wireguard")
+	bad, err := New("cilium", WithEncryption("tls"))
+	require.NoError(t, err)
+	_, err = bad.(Installer).Charts(InstallOptions{})
+	assert.EqualError(t, err, `cilium: encryption "tls": want ipsec or wireguard`)
+}
+
+func TestCiliumImages(t *testing.T) {
+	imgs, err := newMesh(t, "cilium").(interface {
+		Images(InstallOptions) ([]string, error)
+	}).Images(InstallOptions{Registry: "meshbench"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"meshbench/cilium:v1.19.3", "meshbench/operator-generic:v1.19.3"}, imgs)
+}
+
+func TestCiliumPrepareMakesOneIPsecKey(t *testing.T) {
+	c := fake.NewClientset()
+	p := newMesh(t, "cilium").(Preparer)
+	notes, err := p.Prepare(context.Background(), c, InstallOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"IPsec key: made for this run (rfc4106(gcm(aes)), 128-bit ICV) in Secret kube-system/cilium-ipsec-keys"}, notes)
+	sec, err := c.CoreV1().Secrets("kube-system").Get(context.Background(), "cilium-ipsec-keys", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Regexp(t, `^3\+ rfc4106\(gcm\(aes\)\) [0-9a-f]{40} 128$`, sec.StringData["keys"])
+	notes, err = p.Prepare(context.Background(), c, InstallOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"IPsec key: Secret kube-system/cilium-ipsec-keys exists, kept"}, notes)
 }
 
 func TestInstallVersionIsChecked(t *testing.T) {

@@ -219,6 +219,9 @@ type config struct {
 	sidecarCPULimit    string
 	// gatewayAPICRDs is a directory of Gateway API CRDs ("": the module's).
 	gatewayAPICRDs string
+	// encryption is Cilium's transparent encryption: "ipsec" (default) or
+	// "wireguard".
+	encryption string
 }
 
 // EvidenceFunc returns the mTLS edges of a namespace, for a mesh whose proxy
@@ -261,6 +264,11 @@ func WithSidecar(name, image string, args ...string) Option {
 
 // WithMTLSEvidence supplies the bring-your-own proxy's mTLS evidence.
 func WithMTLSEvidence(f EvidenceFunc) Option { return optionFunc(func(c *config) { c.evidence = f }) }
+
+// WithEncryption sets the transparent encryption the cilium adapter
+// installs: "ipsec" (the default: it needs only the kernel's XFRM) or
+// "wireguard" (it needs the kernel's WireGuard module).
+func WithEncryption(kind string) Option { return optionFunc(func(c *config) { c.encryption = kind }) }
 
 // Names lists the adapters New knows, in a stable order.
 func Names() []string {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -185,7 +186,7 @@ func mdProofs(b *strings.Builder, ps []Proof) {
 
 func secured(e target.Edge) string {
 	if e.Secured {
-		return "yes (mTLS)"
+		return "yes (" + cmp.Or(e.Mechanism, "mTLS") + ")"
 	}
 	return "no"
 }

@@ -242,6 +242,9 @@ func envRows(res *Results) [][2]string {
 	if e.MTU > 0 {
 		rows = append(rows, [2]string{"MTU", fmt.Sprint(e.MTU)})
 	}
+	if e.Baseline != "" {
+		rows = append(rows, [2]string{"baseline arm", e.Baseline})
+	}
 	for _, k := range slices.Sorted(maps.Keys(e.Mesh.Config)) {
 		if !strings.HasPrefix(k, "helm.") { // Helm values are long; they stay in the JSON
 			rows = append(rows, [2]string{"mesh config " + k, e.Mesh.Config[k]})

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -25,6 +26,14 @@ type clusterState struct {
 	deleteCluster bool
 	imagesLoaded  bool
 	rest          *rest.Config
+	// base is the baseline's cluster, for a mesh that is on for a whole
+	// cluster (clusterwide.go); empty otherwise.
+	base struct {
+		kind          kind.Cluster
+		deleteCluster bool
+		imagesLoaded  bool
+		rest          *rest.Config
+	}
 }
 
 // createCluster creates or reuses the kind cluster of -kind-config, or
@@ -43,6 +52,10 @@ func (s *Suite) createCluster(ctx context.Context) error {
 		opts := []kind.Option{kind.WithLogger(kind.LoggerFunc(s.logf)), kind.WithReuse(true)}
 		if c.NodeImage != "" {
 			opts = append(opts, kind.WithNodeImage(c.NodeImage))
+		}
+		if m, why := c.clusterWide(); m != nil {
+			s.logf("%s: installing it as the CNI of kind cluster %s", why, c.KindCluster)
+			opts = append(opts, kind.WithCNI(meshCNI{m: m, c: c, logf: s.logf}))
 		}
 		cl, err := kind.Up(ctx, c.KindCluster, c.KindConfig, opts...)
 		if cl != nil {
@@ -74,16 +87,21 @@ func (s *Suite) createCluster(ctx context.Context) error {
 // the kind cluster's nodes (a registry, when reachable, serves the
 // others); once.
 func (s *Suite) loadImages(ctx context.Context) error {
-	if s.cl.kind == nil || s.cl.imagesLoaded {
+	return s.loadImagesInto(ctx, s.cl.kind, &s.cl.imagesLoaded)
+}
+
+// loadImagesInto loads the workload images into cl's nodes, once.
+func (s *Suite) loadImagesInto(ctx context.Context, cl kind.Cluster, loaded *bool) error {
+	if cl == nil || *loaded {
 		return nil
 	}
-	s.cl.imagesLoaded = true
+	*loaded = true
 	local := localImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage)
 	if len(local) == 0 {
 		return nil
 	}
-	s.logf("kind: loading local images %v into the nodes", local)
-	return s.cl.kind.LoadImages(ctx, local...)
+	s.logf("kind %s: loading local images %v into the nodes", cl.Name(), local)
+	return cl.LoadImages(ctx, local...)
 }
 
 // kubeTarget deploys both arms on the cluster, installing the mesh when
@@ -103,7 +121,7 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 	if err != nil {
 		return nil, fmt.Errorf("-placement: %w", err)
 	}
-	tg, err := kube.New(ctx, s.cl.rest, kube.Options{
+	o := kube.Options{
 		Name:            c.Target,
 		Mesh:            m,
 		Placement:       placement,
@@ -117,19 +135,36 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 			ResponseSize: c.ResponseSize,
 		},
 		Logf: logf,
-	})
+	}
+	cw, _ := c.clusterWide()
+	if cw != nil {
+		o.NodeExec = nodeExec(s.cl.kind)
+	}
+	tg, err := kube.New(ctx, s.cl.rest, o)
 	if err != nil {
 		return nil, err
 	}
-	return tg, nil
+	if cw == nil {
+		return tg, nil
+	}
+	split, err := s.splitTarget(ctx, tg, o)
+	if err != nil {
+		return nil, errors.Join(err, tg.Close(context.WithoutCancel(ctx)))
+	}
+	return split, nil
 }
 
 // deleteCluster deletes the kind cluster when this run created it.
 func (s *Suite) deleteCluster(ctx context.Context) error {
 	s.mu.Lock()
 	cl, del := s.cl.kind, s.cl.deleteCluster
-	s.cl.kind = nil
+	base, delBase := s.cl.base.kind, s.cl.base.deleteCluster
+	s.cl.kind, s.cl.base.kind = nil, nil
 	s.mu.Unlock()
+	return errors.Join(s.deleteKind(ctx, cl, del), s.deleteKind(ctx, base, delBase))
+}
+
+func (s *Suite) deleteKind(ctx context.Context, cl kind.Cluster, del bool) error {
 	if cl == nil {
 		return nil
 	}

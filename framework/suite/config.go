@@ -56,9 +56,12 @@ type Config struct {
 	NginxImage   string `json:"nginxImage,omitempty"`
 	LoadgenImage string `json:"loadgenImage,omitempty"`
 	KindCluster  string `json:"kindCluster,omitempty"`
-	KindConfig   string `json:"kindConfig,omitempty"`
-	NodeImage    string `json:"nodeImage,omitempty"`
-	KeepCluster  bool   `json:"keepCluster,omitempty"`
+	// BaselineKubeconfig is the cluster the baseline arm runs on when the
+	// mesh is on for a whole cluster (Cilium); kind makes a second cluster.
+	BaselineKubeconfig string `json:"baselineKubeconfig,omitempty"`
+	KindConfig         string `json:"kindConfig,omitempty"`
+	NodeImage          string `json:"nodeImage,omitempty"`
+	KeepCluster        bool   `json:"keepCluster,omitempty"`
 	// MeshInstall installs the mesh from its Helm charts when it is not
 	// there, and uninstalls it at the end.
 	MeshInstall  bool   `json:"meshInstall,omitempty"`
@@ -194,6 +197,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.NginxImage, "nginx-image", manifests.DefaultImages.Nginx, "kind/remote: backend and frontend image")
 	fs.StringVar(&c.LoadgenImage, "loadgen-image", manifests.DefaultImages.Loadgen, "kind/remote: loadgen image (built from ./cmd/mbloadgen)")
 	fs.StringVar(&c.KindCluster, "kind-cluster", "meshbench", "kind: cluster name; an existing cluster of that name is reused and kept")
+	fs.StringVar(&c.BaselineKubeconfig, "baseline-kubeconfig", "", "remote: with a mesh that is on for a whole cluster (cilium), the kubeconfig of the cluster the baseline arm runs on (kind makes <kind-cluster>-baseline)")
 	fs.StringVar(&c.KindConfig, "kind-config", "", "kind: cluster config (default <module>/kind-config.yaml)")
 	fs.StringVar(&c.NodeImage, "node-image", "", "kind: node image (default the offline image when built, else kind's)")
 	fs.BoolVar(&c.KeepCluster, "keep-cluster", false, "kind: keep the cluster this run creates")
@@ -266,6 +270,7 @@ func (c *Config) checkMesh() []error {
 			}
 		}
 	}
+	errs = append(errs, c.checkClusterWide()...)
 	for _, f := range []struct{ name, value string }{{"mesh-version", c.MeshVersion}, {"mesh-charts", c.MeshCharts}, {"mesh-registry", c.MeshRegistry}} {
 		if f.value != "" && !c.MeshInstall {
 			errs = append(errs, fmt.Errorf("-%s=%s: only used with -mesh-install", f.name, f.value))
@@ -280,6 +285,28 @@ func (c *Config) checkMesh() []error {
 		}
 	}
 	return errs
+}
+
+// checkClusterWide checks that a mesh that is on for a whole cluster has
+// a cluster for its baseline, and on kind is installed as the CNI.
+func (c *Config) checkClusterWide() []error {
+	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
+	cw, ok := m.(mesh.ClusterWide)
+	if err != nil || !ok || c.Target == "local" {
+		if c.BaselineKubeconfig != "" {
+			return []error{fmt.Errorf("-baseline-kubeconfig=%s: only used with a mesh that is on for a whole cluster (-mesh=cilium) on a remote cluster", c.BaselineKubeconfig)}
+		}
+		return nil
+	}
+	switch {
+	case c.Target == "kind" && !c.MeshInstall:
+		return []error{fmt.Errorf("-mesh=%s on kind: add -mesh-install: %s is the cluster's CNI, installed when the cluster is made", c.Mesh, c.Mesh)}
+	case c.Target == "kind" && c.BaselineKubeconfig != "":
+		return []error{fmt.Errorf("-baseline-kubeconfig=%s: kind makes the baseline cluster %s-baseline itself", c.BaselineKubeconfig, c.KindCluster)}
+	case c.Target == "remote" && c.BaselineKubeconfig == "":
+		return []error{fmt.Errorf("-mesh=%s: -baseline-kubeconfig is required: %s, so the baseline needs a cluster without it", c.Mesh, cw.ClusterWide())}
+	}
+	return nil
 }
 
 // checkLoad checks the load flags and fills in the window's default.

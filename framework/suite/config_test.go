@@ -73,3 +73,23 @@ func TestPricesFlag(t *testing.T) {
 	_, err = normalize(t, "-prices", "absent.yaml")
 	assert.EqualError(t, err, "-prices: prices: open absent.yaml: no such file or directory")
 }
+
+// Cilium is on for its whole cluster: on kind it is the CNI, installed
+// with the cluster, and on a remote cluster its baseline needs another.
+func TestClusterWideMeshFlags(t *testing.T) {
+	t.Setenv("KUBECONFIG", "a.yaml")
+	_, err := normalize(t, "-target", "kind", "-mesh", "cilium")
+	assert.EqualError(t, err, "-mesh=cilium on kind: add -mesh-install: cilium is the cluster's CNI, installed when the cluster is made")
+	_, err = normalize(t, "-target", "kind", "-mesh", "cilium", "-mesh-install", "-baseline-kubeconfig", "b.yaml")
+	assert.EqualError(t, err, "-baseline-kubeconfig=b.yaml: kind makes the baseline cluster meshbench-baseline itself")
+	_, err = normalize(t, "-target", "remote", "-mesh", "cilium")
+	assert.EqualError(t, err, "-mesh=cilium: -baseline-kubeconfig is required: cilium: transparent encryption (ipsec) "+
+		"is on for every node of the cluster, so the baseline needs a cluster without it")
+	_, err = normalize(t, "-target", "remote", "-mesh", "istio", "-baseline-kubeconfig", "b.yaml")
+	assert.EqualError(t, err, "-baseline-kubeconfig=b.yaml: only used with a mesh that is on for a whole cluster (-mesh=cilium) on a remote cluster")
+	cfg, err := normalize(t, "-target", "remote", "-mesh", "cilium", "-baseline-kubeconfig", "b.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "b.yaml", cfg.BaselineKubeconfig)
+	_, err = normalize(t, "-target", "kind", "-mesh", "cilium", "-mesh-install")
+	assert.NoError(t, err)
+}

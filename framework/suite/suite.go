@@ -149,6 +149,9 @@ func (s *Suite) target() (target.Target, error) {
 			env := tg.Environment()
 			s.logf("target %s ready in %v: %s %s, %d cores, %s", tg.Name(), time.Since(start).Round(time.Millisecond),
 				env.Mesh.Name, env.Mesh.Version, env.Cores, env.CPUModel)
+			if env.Baseline != "" {
+				s.logf("the baseline arm runs on %s", env.Baseline)
+			}
 		}
 	})
 	return s.tg, s.tgErr

@@ -24,6 +24,10 @@ type Environment struct {
 	Mesh MeshInfo `json:"mesh"`
 	// Loadgen says where the load generator sits and what it is.
 	Loadgen string `json:"loadgen"`
+	// Baseline says where the baseline arm ran when not next to the
+	// meshed arm: a second cluster, for a mesh that is on for a whole
+	// cluster. "" when both arms share the target.
+	Baseline string `json:"baseline,omitempty"`
 }
 
 // MeshInfo names the mesh and how it was configured.

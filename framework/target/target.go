@@ -89,6 +89,9 @@ type Run struct {
 	// Edges is the proof of the path: who called whom, and whether mTLS
 	// verified the caller.
 	Edges []Edge `json:"edges"`
+	// Encryption is the kernel's account of transparent encryption over
+	// the window, where the target can read the nodes (kind); nil elsewhere.
+	Encryption *Encryption `json:"encryption,omitempty"`
 	// Invalid lists every reason not to trust this run: the load's own
 	// (errors, missed rate) plus the target's (restarts, unverified mesh,
 	// saturated loadgen).
@@ -128,6 +131,25 @@ type Edge struct {
 	Requests int64 `json:"requests"`
 	// Evidence is the telemetry a mesh adapter's verdict rests on.
 	Evidence string `json:"evidence,omitempty"`
+	// Mechanism is what secured the hop when Secured: "" is mTLS; "IPsec"
+	// or "WireGuard" is a mesh's transparent encryption between nodes.
+	Mechanism string `json:"mechanism,omitempty"`
+}
+
+// Encryption is the growth of the nodes' transparent-encryption counters
+// over a measured window: for IPsec, the bytes and packets of the
+// kernel's XFRM states, summed over the nodes.
+type Encryption struct {
+	// Mechanism is "IPsec".
+	Mechanism string `json:"mechanism"`
+	// Source is where the counters were read.
+	Source string `json:"source"`
+	// Nodes is the number of nodes read; States the XFRM states on them.
+	Nodes  int `json:"nodes"`
+	States int `json:"states"`
+	// Packets and Bytes are what the states carried during the window.
+	Packets int64 `json:"packets"`
+	Bytes   int64 `json:"bytes"`
 }
 
 // PrintEdges writes a SRC / DST / SECURED table, with the verified peer,
@@ -158,7 +180,7 @@ func PrintEdges(w io.Writer, edges []Edge) {
 	for _, e := range edges {
 		row := []string{e.Src, e.Dst, "no"}
 		if e.Secured {
-			row[2] = "yes (mTLS)"
+			row[2] = "yes (" + cmp.Or(e.Mechanism, "mTLS") + ")"
 		}
 		if peer {
 			row = append(row, cmp.Or(e.Peer, "-"))

@@ -140,6 +140,10 @@ func (c *cluster) up(ctx context.Context, configPath string) (err error) {
 		return fmt.Errorf("kind %s: node image %s has no default CNI: set networking.disableDefaultCNI: true in %s",
 			c.name, image, configPath)
 	}
+	if c.opts.cni != nil && !cfg.Networking.DisableDefaultCNI {
+		return fmt.Errorf("kind %s: %s is the cluster's CNI: set networking.disableDefaultCNI: true in %s",
+			c.name, c.opts.cni.Name(), configPath)
+	}
 	existing, err := c.provider.List()
 	created := false
 	if err != nil {
@@ -191,7 +195,11 @@ func (c *cluster) up(ctx context.Context, configPath string) (err error) {
 	if err != nil {
 		return fmt.Errorf("kind %s: list nodes: %w", c.name, err)
 	}
-	if cfg.Networking.DisableDefaultCNI {
+	if cfg.Networking.DisableDefaultCNI && c.opts.cni != nil {
+		if err := c.step("install CNI "+c.opts.cni.Name(), func() error { return c.opts.cni.InstallCNI(ctx, c) }); err != nil {
+			return err
+		}
+	} else if cfg.Networking.DisableDefaultCNI {
 		if err := c.step("install CNI (host-local IPAM, routes between nodes)", func() error {
 			nets, err := installCNI(ctx, cs, kindNodes, c.opts.cniPlugin, cfg.Networking.PodSubnet, cfg.Networking.ServiceSubnet, c.opts.readyTimeout)
 			for _, n := range nets {

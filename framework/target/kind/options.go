@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"context"
 	"os"
 	"time"
 )
@@ -57,6 +58,18 @@ type options struct {
 	// reuse uses an existing cluster of the same name instead of failing.
 	// Default: true.
 	reuse *bool
+	// cni, when set, installs the cluster's CNI instead of the package's
+	// bridge step (a mesh that is the CNI, such as Cilium).
+	cni CNIInstaller
+}
+
+// CNIInstaller installs a cluster's CNI. It is called once the nodes exist
+// and the kubeconfig is written, before the nodes can be Ready; Up then
+// waits for the nodes and the kube-system pods as usual.
+type CNIInstaller interface {
+	// Name names the CNI in the step's log line.
+	Name() string
+	InstallCNI(ctx context.Context, c Cluster) error
 }
 
 // WithLogger sets the logger that receives one line per step.
@@ -87,6 +100,11 @@ func WithRetain(retain bool) Option { return optionFunc(func(o *options) { o.ret
 func WithCNIPlugin(plugin string) Option {
 	return optionFunc(func(o *options) { o.cniPlugin = plugin })
 }
+
+// WithCNI replaces the package's bridge CNI step, for a kind config that
+// disables kind's CNI, by the installer's: the nodes become Ready once it
+// has run.
+func WithCNI(i CNIInstaller) Option { return optionFunc(func(o *options) { o.cni = i }) }
 
 // WithReuse says whether an existing cluster of the same name is reused
 // (the default) or is an error.

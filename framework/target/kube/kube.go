@@ -298,6 +298,9 @@ func (t *Target) detectMesh(ctx context.Context) (mesh.Info, error) {
 		}
 		start := t.now()
 		t.o.Logf("kube target: %s is not installed (%s): installing it from %d Helm chart(s)", m.Name(), ni.Looked, len(charts))
+		if err := prepare(ctx, t.c, m, t.o.Install, t.o.Logf); err != nil {
+			return info, fmt.Errorf("kube target: %w", err)
+		}
 		t.mu.Lock()
 		t.helm = &helmInstaller{cfg: t.restCfg, c: t.c, chartDir: t.o.ChartDir, timeout: t.o.InstallTimeout,
 			grace: t.o.UnschedulableGrace, logf: t.o.Logf}

@@ -81,6 +81,10 @@ type Options struct {
 	// UnschedulableGrace is how long a pod may stay unschedulable before
 	// the start-up fails. Default 30s.
 	UnschedulableGrace time.Duration
+	// NodeExec, when set, reads the nodes' kernel state around each window:
+	// the IPsec (XFRM) counters that prove transparent encryption.
+	// Default: none (the proof is the mesh's own).
+	NodeExec NodeExec
 	// Logf prints progress. Default: discard.
 	Logf func(format string, args ...any)
 }

@@ -98,6 +98,10 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 	if err != nil {
 		return fail(err)
 	}
+	xfrm0, err := t.readXFRM(ctx)
+	if err != nil {
+		return fail(err)
+	}
 	if o.Warmup <= 0 {
 		loadedFrom = t.now()
 	}
@@ -106,6 +110,10 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 		return fail(err)
 	}
 	loadedTo := t.now()
+	xfrm1, err := t.readXFRM(ctx)
+	if err != nil {
+		return fail(err)
+	}
 	pods, err := t.allPods(ctx)
 	if err != nil {
 		return fail(err)
@@ -185,6 +193,8 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 	if err := t.verifyArm(ctx, a); err != nil {
 		run.Invalid = append(run.Invalid, err.Error())
 	}
+	run.Encryption = encryptionOver(xfrm0, xfrm1)
+	judgeEncryption(run, mesh.KernelEncryption(t.o.Mesh, t.meshInfo))
 	target.Judge(run, t.loadgenBudget(lgPods))
 	return run, nil
 }

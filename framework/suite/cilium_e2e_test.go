@@ -1,0 +1,93 @@
+package suite_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/suite"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/target/kind"
+)
+
+// TestCiliumE2E measures Cilium's real data plane, built offline
+// (hack/offline/cilium.sh): a 4-node kind cluster with Cilium as its CNI
+// and IPsec between nodes, against a baseline on a second cluster with the
+// bridge CNI, interleaved; both paths at c=1 and c=8. IPsec is proven from
+// the nodes' XFRM counters, which move in the meshed arm and do not exist
+// in the baseline; the agents' CPU is measured as the node-proxy role.
+// Both clusters are deleted whatever happens. `make e2e` runs it.
+func TestCiliumE2E(t *testing.T) {
+	charts := os.Getenv("MESHBENCH_CILIUM_CHARTS")
+	if os.Getenv("MESHBENCH_CILIUM_E2E") == "" || charts == "" {
+		t.Skip("set MESHBENCH_CILIUM_E2E=1 and MESHBENCH_CILIUM_CHARTS=<github.com/cilium/cilium module>/install/kubernetes, " +
+			"and build the images with hack/offline/cilium.sh; `make e2e` does all three")
+	}
+	name := fmt.Sprintf("mb-cilium-%d", time.Now().Unix()%100000)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for _, n := range []string{name, name + "-baseline"} {
+			_ = kind.Down(ctx, n) // also when a step failed before Close
+			list, err := kindcluster.NewProvider().List()
+			assert.NoError(t, err)
+			assert.False(t, slices.Contains(list, n), "cluster %s deleted", n)
+		}
+	})
+	kindConfig, err := filepath.Abs("testdata/kind-cilium.yaml")
+	require.NoError(t, err)
+	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
+	cfg := suite.RegisterFlags(fs)
+	require.NoError(t, fs.Parse([]string{
+		"-target", "kind", "-kind-cluster", name, "-kind-config", kindConfig,
+		"-mesh", "cilium", "-mesh-install", "-mesh-charts", charts, "-mesh-registry", "meshbench",
+		"-concurrency", "1,8", "-duration", "10s", "-warmup", "3s",
+		"-nginx-image", envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9"),
+		"-loadgen-image", envOr("MESHBENCH_LOADGEN_IMAGE", "meshbench/mbloadgen:dev"),
+		"-results", t.TempDir(), "-thresholds", "none",
+	}))
+	require.NoError(t, cfg.Normalize())
+	s := suite.NewWithConfig(cfg)
+	s.Log = testWriter{t}
+	s.Config.Repeats = 1
+	sweep(s, target.OneHop, target.TwoHop)
+	recs := s.Records()
+	require.Len(t, recs, 2*2*2, "2 paths × 2 concurrencies × 2 arms")
+	for _, r := range recs {
+		name := r.Name()
+		assert.True(t, r.Valid(), "%s invalid: %v", name, r.Invalid)
+		assert.Zero(t, r.Load.Errors, "%s: errors", name)
+		assert.Greater(t, r.Load.Requests, int64(100), name)
+		require.NotNil(t, r.Encryption, "%s: the nodes' XFRM counters were read", name)
+		if r.Arm == target.Baseline {
+			assert.Zero(t, r.Encryption.States, "%s: no IPsec state on the baseline cluster", name)
+			assert.Zero(t, r.Encryption.Packets, name)
+			continue
+		}
+		assert.Positive(t, r.Encryption.States, "%s: IPsec states on the Cilium nodes", name)
+		assert.Greater(t, r.Encryption.Packets, r.Load.Requests, "%s: every request crossed IPsec", name)
+		require.NotEmpty(t, r.Edges, name)
+		for _, e := range r.Edges {
+			assert.True(t, e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
+			assert.Equal(t, "IPsec", e.Mechanism, name)
+		}
+		agents, ok := r.Resources.Role(measure.RoleNodeProxy)
+		assert.True(t, ok && agents.MilliCores > 0, "%s: the cilium agents' CPU measured", name)
+	}
+	require.NoError(t, s.Finish())
+	files, _ := filepath.Glob(filepath.Join(cfg.ResultsDir, "*.json"))
+	require.Len(t, files, 1)
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"baseline": "kind cluster `+name+`-baseline (bridge CNI, no mesh), measured interleaved`)
+}

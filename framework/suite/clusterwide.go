@@ -1,0 +1,146 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+
+	"k8s.io/client-go/tools/clientcmd"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+
+	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/target/kind"
+	"github.com/meshbench/meshbench/framework/target/kube"
+)
+
+// A mesh that is on for a whole cluster (mesh.ClusterWide: Cilium's
+// transparent encryption) leaves no namespace of its cluster without it.
+// Its baseline arm runs on a second cluster built from the same kind
+// config with meshbench's bridge CNI (-target=kind), or on the cluster of
+// -baseline-kubeconfig (remote), interleaved with the meshed arm as any
+// two arms are (target.Split). On kind the mesh is the meshed cluster's
+// CNI, installed by the cluster's CNI step (kind.WithCNI).
+
+// clusterWide returns the mesh's reason when it is on for a whole cluster.
+func (c *Config) clusterWide() (mesh.Mesh, string) {
+	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
+	if err != nil || c.Target == "local" {
+		return nil, ""
+	}
+	if cw, ok := m.(mesh.ClusterWide); ok {
+		return m, cw.ClusterWide()
+	}
+	return nil, ""
+}
+
+// meshCNI installs a cluster-wide mesh as a kind cluster's CNI: its images
+// from the local Docker into the nodes, then its charts.
+type meshCNI struct {
+	m    mesh.Mesh
+	c    *Config
+	logf func(string, ...any)
+}
+
+func (mc meshCNI) Name() string { return mc.m.Name() + " (Helm, as the mesh)" }
+
+func (mc meshCNI) InstallCNI(ctx context.Context, cl kind.Cluster) error {
+	io := mesh.InstallOptions{Version: mc.c.MeshVersion, Registry: mc.c.MeshRegistry}
+	if im, ok := mc.m.(interface {
+		Images(mesh.InstallOptions) ([]string, error)
+	}); ok {
+		imgs, err := im.Images(io)
+		if err != nil {
+			return err
+		}
+		if local := localImages(ctx, imgs...); len(local) > 0 {
+			if err := cl.LoadImages(ctx, local...); err != nil {
+				return err
+			}
+		}
+	}
+	return kube.InstallCNI(ctx, cl.RESTConfig(), mc.m, kube.CNIInstall{Install: io, ChartDir: mc.c.MeshCharts, Logf: mc.logf})
+}
+
+// createBaselineCluster creates or reuses <kind-cluster>-baseline, or
+// reads -baseline-kubeconfig; once.
+func (s *Suite) createBaselineCluster(ctx context.Context) error {
+	c := s.Config
+	if s.cl.base.rest != nil {
+		return nil
+	}
+	if c.Target == "remote" {
+		rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.BaselineKubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return fmt.Errorf("-baseline-kubeconfig %s: %w", c.BaselineKubeconfig, err)
+		}
+		s.cl.base.rest = rc
+		return nil
+	}
+	name := c.KindCluster + "-baseline"
+	existing, err := kindcluster.NewProvider().List()
+	if err != nil {
+		return fmt.Errorf("kind: list clusters: %w", err)
+	}
+	opts := []kind.Option{kind.WithLogger(kind.LoggerFunc(s.logf)), kind.WithReuse(true)}
+	if c.NodeImage != "" {
+		opts = append(opts, kind.WithNodeImage(c.NodeImage))
+	}
+	s.logf("kind: the baseline arm runs on a second cluster, %s (bridge CNI)", name)
+	cl, err := kind.Up(ctx, name, c.KindConfig, opts...)
+	if cl != nil {
+		s.mu.Lock()
+		s.cl.base.kind, s.cl.base.deleteCluster = cl, !slices.Contains(existing, name) && !c.KeepCluster
+		s.mu.Unlock()
+	}
+	if err != nil {
+		return err
+	}
+	if s.cl.base.rest = cl.RESTConfig(); s.cl.base.rest == nil {
+		return fmt.Errorf("kind %s: cannot read its kubeconfig %s", cl.Name(), cl.Kubeconfig())
+	}
+	return nil
+}
+
+// splitTarget is the meshed target on the run's cluster and a baseline
+// target (mesh none) on the baseline cluster.
+func (s *Suite) splitTarget(ctx context.Context, meshed *kube.Target, o kube.Options) (target.Target, error) {
+	if err := s.createBaselineCluster(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.loadImagesInto(ctx, s.cl.base.kind, &s.cl.base.imagesLoaded); err != nil {
+		return nil, err
+	}
+	none, err := mesh.New("none")
+	if err != nil {
+		return nil, err
+	}
+	o.Mesh, o.InstallMesh, o.Install, o.ChartDir = none, false, mesh.InstallOptions{}, ""
+	o.NodeExec = nodeExec(s.cl.base.kind)
+	base, err := kube.New(ctx, s.cl.base.rest, o)
+	if err != nil {
+		return nil, fmt.Errorf("baseline cluster: %w", err)
+	}
+	where := "cluster of -baseline-kubeconfig " + s.Config.BaselineKubeconfig
+	if s.cl.base.kind != nil {
+		where = "kind cluster " + s.cl.base.kind.Name() + " (bridge CNI, no mesh)"
+	}
+	return &target.Split{Baseline: base, Meshed: meshed, Where: where}, nil
+}
+
+// nodeExec runs commands in a kind cluster's nodes (docker exec into the
+// node's container); nil for a remote cluster.
+func nodeExec(cl kind.Cluster) kube.NodeExec {
+	if cl == nil {
+		return nil
+	}
+	return func(ctx context.Context, node string, cmd ...string) ([]byte, error) {
+		out, err := exec.CommandContext(ctx, "docker", append([]string{"exec", node}, cmd...)...).Output()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return out, fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return out, err
+	}
+}
