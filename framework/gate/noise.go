@@ -51,7 +51,7 @@ func (g *Gate) Calibrate(aa []Measurement) ([]Noise, error) {
 		if !ok {
 			continue
 		}
-		iv, err := stats.PairedLogRatio(m.Reference, m.Candidate, Confidence)
+		iv, err := m.interval(Confidence)
 		if err != nil {
 			return nil, fmt.Errorf("gate: A/A %s: %s: %w", m.Scenario, m.Metric, err)
 		}
