@@ -183,7 +183,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.RequestSize, "request-size", 0, "request body size in bytes (non-zero sends POSTs)")
 	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or envoy, nginx or haproxy when on PATH; caddy@VERSION builds that release; a +no-keepalive suffix turns keep-alive between sidecars off")
 	fs.StringVar(&c.Candidate, "candidate", "", "local: an upgrade gate's candidate sidecar, written like -sidecar (which is then the reference); arms baseline, reference, candidate")
-	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
+	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate or -reference (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
 	fs.StringVar(&c.Reference, "reference", "", "a stored results file (results/<run>.json) to gate this run's meshed arm against, for meshes that cannot run two versions at once; judged with -gate's fixture")
 	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate: add rounds at a point while its gate is inconclusive, up to this many (0: -count only)")
 	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")

@@ -186,7 +186,7 @@ func cannotPass(n gate.Noise) string {
 	if !n.CanPass {
 		s = ": larger than the limit, so this gate cannot pass honestly"
 		if n.PairsToPass > 0 {
-			s += fmt.Sprintf("; about %d pairs would let it", n.PairsToPass)
+			s += fmt.Sprintf("; about %d %s would let it", n.PairsToPass, n.Unit())
 		}
 	}
 	if n.Biased {
