@@ -131,6 +131,9 @@ func (s *Suite) judgeStored(w io.Writer, res *report.Results) (*gate.Verdict, er
 		s.gate.File, res.Environment.Mesh.Name, res.Environment.Mesh.Version, res.Reference.RunID, ref.file, ref.sha256, ref.arm)
 	how := progressPrefix + "gate: " + sc.how() + "; unpaired: the stored repeats were not measured back to back with this run's, " +
 		"so they are matched by repeat index only and judged on Welch's interval of the log values\n"
+	if a, b := repeatsOf(ref.results.Records), repeatsOf(res.Records); a != b {
+		how += fmt.Sprintf("%sgate: the stored run has %d repeats per point and this run %d: only the first %d of each are matched\n", progressPrefix, a, b, min(a, b))
+	}
 	return s.decideGate(w, header, how, sc.ms, "the spread of both runs' repeats", false)
 }
 
@@ -242,6 +245,15 @@ func overheadValue(meshed, baseline report.Record, m gate.Metric) float64 {
 		return gateValue(meshed, m) / baseline.CPUPer1k(app.MilliCores)
 	}
 	return gateValue(meshed, m) / gateValue(baseline, m)
+}
+
+// repeatsOf is the most repeats any point of a run has.
+func repeatsOf(recs []report.Record) int {
+	n := 0
+	for _, r := range recs {
+		n = max(n, r.Repeat+1)
+	}
+	return n
 }
 
 func hasArm(reps map[int]map[target.Arm]report.Record, arm target.Arm) bool {

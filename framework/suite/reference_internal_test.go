@@ -114,6 +114,18 @@ func TestStoredReferenceFailsAGrossRegression(t *testing.T) {
 	assert.Contains(t, out, "# meshbench: gate: ../../fixtures/gates/local.yaml, this run's sidecar/caddy v2.11.9 against the stored run 20261130T171226Z-local (results/20261130T171226Z-local.json, sha256 abababababab, its meshed arm): fail\n")
 	assert.Contains(t, out, "# meshbench: gate: compared as overhead ratios (each run's meshed arm over its own baseline arm of the same repeat")
 	assert.Contains(t, out, "unpaired: the stored repeats were not measured back to back with this run's, so they are matched by repeat index only and judged on Welch's interval of the log values\n")
+	assert.NotContains(t, out, "only the first")
+}
+
+// More repeats in this run than in the stored one: the extra ones have no
+// match, and the summary says so.
+func TestStoredReferenceMatchesRepeatsByIndex(t *testing.T) {
+	v, out, _, err := judgeSynthetic(t, syntheticRun(target.Meshed, storedCPU[:2], 1, false), syntheticRun(target.Meshed, storedCPU, 1, false))
+	require.NoError(t, err)
+	for _, d := range v.Decisions {
+		assert.Equal(t, 2, d.Interval.N, d.Reason)
+	}
+	assert.Contains(t, out, "# meshbench: gate: the stored run has 2 repeats per point and this run 3: only the first 2 of each are matched\n")
 }
 
 func TestStoredReferenceIdenticalRunDoesNotFail(t *testing.T) {
