@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/report"
 )
 
@@ -55,6 +56,14 @@ type runSettings struct {
 // figures without breaking the comparison (CPU model, kernel, Kubernetes,
 // Go, OS image, memory) come back as warnings, one line each.
 func Comparable(ref, run *report.Results) (warnings []string, err error) {
+	warnings, err = ComparableSettings(ref, run)
+	return warnings, errors.Join(err, ComparableScenarios(ref.Records, run.Records))
+}
+
+// ComparableSettings is [Comparable] without the records: what two runs
+// can be checked on before this run has measured anything (target,
+// settings, cores and nodes), with the same warnings.
+func ComparableSettings(ref, run *report.Results) (warnings []string, err error) {
 	rs, err := settingsOf(ref)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
@@ -82,7 +91,6 @@ func Comparable(ref, run *report.Results) (warnings []string, err error) {
 	differ("settings.loadgens", rs.Loadgens, cs.Loadgens)
 	differ("environment.cores", re.Cores, ce.Cores)
 	differ("environment.nodes", re.Nodes, ce.Nodes)
-	errs = append(errs, compareScenarios(ref.Records, run.Records)...)
 	for _, w := range []struct{ field, a, b string }{
 		{"environment.cpuModel", re.CPUModel, ce.CPUModel},
 		{"environment.kernel", re.Kernel, ce.Kernel},
@@ -120,9 +128,10 @@ type loadKey struct {
 	RequestSize int
 }
 
-// compareScenarios checks that both runs measured the same scenarios
-// (benchmark, path, concurrency) with the same load.
-func compareScenarios(ref, run []report.Record) []error {
+// ComparableScenarios checks that both runs measured the same scenarios
+// (every label but the arm, and the path) with the same load, and returns
+// each difference as an [*IncomparableError], joined.
+func ComparableScenarios(ref, run []report.Record) error {
 	rl, cl := scenarioLoads(ref), scenarioLoads(run)
 	var errs []error
 	only := func(a, b map[string]loadKey) []string {
@@ -145,10 +154,25 @@ func compareScenarios(ref, run []report.Record) []error {
 				Reference: fmt.Sprintf("%+v", rl[k]), Candidate: fmt.Sprintf("%+v", c)})
 		}
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
-// scenarioLoads maps "BenchmarkOneHop/path=one-hop/c=8" to the load its
+// ScenarioName names the scenario a record belongs to, whatever its arm:
+// "BenchmarkOneHop/path=one-hop/c=8" for a record without labels, else its
+// labels without the arm and with the path, e.g.
+// "BenchmarkPayload/payload=16KiB/c=8/path=one-hop".
+func ScenarioName(r report.Record) string {
+	if len(r.Labels) == 0 {
+		return fmt.Sprintf("%s/path=%s/c=%d", r.Benchmark, r.Path, r.Concurrency)
+	}
+	ls := r.Labels.Without(labels.Arm)
+	if _, ok := ls.Get(labels.Path); !ok {
+		ls = ls.With(labels.Path, string(r.Path))
+	}
+	return ls.String()
+}
+
+// scenarioLoads maps each scenario's name (ScenarioName) to the load its
 // first record with a load result ran (zero when none has one).
 func scenarioLoads(recs []report.Record) map[string]loadKey {
 	out := map[string]loadKey{}
@@ -156,7 +180,7 @@ func scenarioLoads(recs []report.Record) map[string]loadKey {
 		if r.Run == nil {
 			continue
 		}
-		name := fmt.Sprintf("%s/path=%s/c=%d", r.Benchmark, r.Path, r.Concurrency)
+		name := ScenarioName(r)
 		if k, seen := out[name]; seen && k != (loadKey{}) {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target"
@@ -126,4 +127,30 @@ func TestComparableWarnsOnTheMachine(t *testing.T) {
 		"environment.kernel differs: reference 6.1.0-18-amd64, this run 6.1.0-21-amd64; figures may shift with it",
 		"environment.kubernetes differs: reference (none), this run v1.34.0; figures may shift with it",
 	}, warnings)
+}
+
+// Scenarios are told apart by every label but the arm: two payloads of
+// the same benchmark and c are two scenarios.
+func TestComparableScenariosUseTheLabels(t *testing.T) {
+	labelled := func(payload string, arm target.Arm) report.Record {
+		r := record("BenchmarkPayload", target.OneHop, 8, arm, 0)
+		r.Labels = labels.Set{{Key: labels.Benchmark, Value: "BenchmarkPayload"}, {Key: labels.Payload, Value: payload}, {Key: labels.Concurrency, Value: "8"}}
+		return r
+	}
+	ref := []report.Record{labelled("128B", target.Baseline), labelled("128B", target.Meshed), labelled("16KiB", target.Meshed)}
+	assert.NoError(t, ComparableScenarios(ref, []report.Record{labelled("128B", target.Meshed), labelled("16KiB", target.Baseline)}))
+	err := ComparableScenarios(ref, []report.Record{labelled("128B", target.Meshed), labelled("100KiB", target.Meshed)})
+	assert.EqualError(t, err, "scenarios differ: only the reference has BenchmarkPayload/payload=16KiB/c=8/path=one-hop; only this run has BenchmarkPayload/payload=100KiB/c=8/path=one-hop")
+	assert.Equal(t, "BenchmarkPayload/payload=16KiB/c=8/path=one-hop", ScenarioName(labelled("16KiB", target.Candidate)))
+}
+
+// Settings alone can be checked before this run has any record.
+func TestComparableSettingsIgnoresTheRecords(t *testing.T) {
+	_, err := ComparableSettings(stored(t, results(nil)), results(func(s *settings, r *report.Results) { r.Records = nil }))
+	assert.NoError(t, err)
+	_, err = ComparableSettings(stored(t, results(nil)), results(func(s *settings, r *report.Results) {
+		r.Records = nil
+		s.QPS = 500
+	}))
+	assert.EqualError(t, err, "settings.qps differs: reference 0, this run 500")
 }

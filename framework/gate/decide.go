@@ -73,6 +73,21 @@ type Measurement struct {
 	Scenario             Labels
 	Metric               Metric
 	Reference, Candidate []float64
+	// Unpaired says the repeats were not measured back to back (a stored
+	// reference run against this one): Reference[i] and Candidate[i] are
+	// matched by repeat index only, and the interval treats them as two
+	// independent samples (stats.UnpairedLogRatio, Welch) rather than as
+	// pairs.
+	Unpaired bool
+}
+
+// interval is the candidate/reference ratio of m with its interval at
+// level conf: paired, or Welch's for unpaired repeats.
+func (m Measurement) interval(conf float64) (stats.RatioInterval, error) {
+	if m.Unpaired {
+		return stats.UnpairedLogRatio(m.Reference, m.Candidate, conf)
+	}
+	return stats.PairedLogRatio(m.Reference, m.Candidate, conf)
 }
 
 // Decision is the gate's answer for one metric of one scenario. It is an
@@ -197,7 +212,7 @@ func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 		d.Reason = fmt.Sprintf("%sinconclusive %s: n=%d, and an interval needs at least %d pairs", prefix, m.Metric.Label(), n, stats.MinPairsForInterval)
 		return d, nil
 	}
-	iv, err := stats.PairedLogRatio(m.Reference, m.Candidate, conf)
+	iv, err := m.interval(conf)
 	if err != nil {
 		return Decision{}, fmt.Errorf("gate: %s: %s: %w", m.Scenario, m.Metric, err)
 	}
@@ -238,7 +253,11 @@ func (d *Decision) sentence() string {
 	}
 	iv := d.Interval
 	dec := decimals(iv.Lo, iv.Hi, d.Limit)
-	got := fmt.Sprintf("candidate/reference %.*f (%.*f–%.*f, n=%d)", dec, iv.Ratio, dec, iv.Lo, dec, iv.Hi, iv.N)
+	n, pair, pairs := fmt.Sprintf("n=%d", iv.N), "pair", "pairs"
+	if iv.Unpaired {
+		n, pair, pairs = fmt.Sprintf("n=%d unpaired", iv.N), "repeat in each run", "repeats in each run"
+	}
+	got := fmt.Sprintf("candidate/reference %.*f (%.*f–%.*f, %s)", dec, iv.Ratio, dec, iv.Lo, dec, iv.Hi, n)
 	limit := fmt.Sprintf("%s %.*f", op, dec, d.Limit)
 	switch d.Outcome {
 	case Fail:
@@ -246,12 +265,12 @@ func (d *Decision) sentence() string {
 	case Pass:
 		return fmt.Sprintf("%s within limit: %s expected %s", d.Metric.Label(), got, limit)
 	}
-	more := fmt.Sprintf("about %d more pairs would settle it if the spread holds", d.PairsNeeded)
+	more := fmt.Sprintf("about %d more %s would settle it if the spread holds", d.PairsNeeded, pairs)
 	switch {
 	case d.PairsNeeded == 1:
-		more = "about 1 more pair would settle it if the spread holds"
+		more = fmt.Sprintf("about 1 more %s would settle it if the spread holds", pair)
 	case d.PairsNeeded < 0:
-		more = fmt.Sprintf("more than %d pairs would be needed: the ratio sits on the limit", MaxPairsEstimate)
+		more = fmt.Sprintf("more than %d %s would be needed: the ratio sits on the limit", MaxPairsEstimate, pairs)
 	}
 	return fmt.Sprintf("inconclusive %s: %s straddles %s; %s", d.Metric.Label(), got, limit, more)
 }

@@ -212,3 +212,56 @@ func TestDecimalsWidenNearTheLimit(t *testing.T) {
 	assert.Equal(t, 2, decimals(1.10, 1.2, 1.10), "an end exactly on the limit prints as the limit")
 	assert.Equal(t, 4, decimals(1.09999, 1.2, 1.10))
 }
+
+// unpaired returns repeats of two runs measured at different times:
+// reference 100·e^a[i], candidate 100·e^b[i], matched by index only.
+func unpaired(l Labels, m Metric, a, b []float64) Measurement {
+	ref, cand := make([]float64, len(a)), make([]float64, len(b))
+	for i := range a {
+		ref[i] = 100 * math.Exp(a[i])
+	}
+	for i := range b {
+		cand[i] = 100 * math.Exp(b[i])
+	}
+	return Measurement{Scenario: l, Metric: m, Reference: ref, Candidate: cand, Unpaired: true}
+}
+
+// A stored reference's repeats are judged with Welch's interval on the log
+// values, and the message says they were unpaired.
+func TestDecideUnpairedRepeats(t *testing.T) {
+	g := testGate(t)
+	flat := []float64{0, 0.02, -0.02, 0.01, -0.01, 0}
+	for _, tc := range []struct {
+		name    string
+		a, b    []float64
+		outcome Outcome
+		reason  string
+		needed  int
+	}{
+		// ln values 0, .1, .2 against .5, .6, .7: 1.648721 (1.314300–2.068235),
+		// ν = 4 (see stats.TestUnpairedLogRatio).
+		{"a gross regression fails", []float64{0, 0.1, 0.2}, []float64{0.5, 0.6, 0.7}, Fail,
+			"g.yaml:3: c=8/loop=open/path=one-hop: too high sidecar CPU per 1k req: candidate/reference 1.65 (1.31–2.07, n=3 unpaired) expected ≤ 1.10", 0},
+		// Identical samples: var 0.0002 each, se = √(0.0004/6) = 0.008165,
+		// ν = 10, t = 2.228139, h = 0.018193: 1 (0.981971–1.018360).
+		{"identical runs pass", flat, flat, Pass,
+			"g.yaml:3: c=8/loop=open/path=one-hop: sidecar CPU per 1k req within limit: candidate/reference 1.00 (0.98–1.02, n=6 unpaired) expected ≤ 1.10", 0},
+		// e^0.05 = 1.051271 (0.838 to 1.319 with h = 0.226696) straddles 1.10; at LogSD √0.02
+		// and distance ln 1.1 - 0.05 = 0.045310, t(N-1)·0.141421/√N < 0.045310
+		// first at N = 40 (t(39) = 2.022691: 0.045229; N = 39: 0.045845),
+		// so 37 more repeats in each run.
+		{"a ratio near the limit is inconclusive", []float64{0, 0.1, 0.2}, []float64{0.05, 0.15, 0.25}, Inconclusive,
+			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: candidate/reference 1.05 (0.84–1.32, n=3 unpaired) straddles ≤ 1.10; about 37 more repeats in each run would settle it if the spread holds", 37},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := g.Decide([]Measurement{unpaired(open8, SidecarCPUPer1kReq, tc.a, tc.b)})
+			require.NoError(t, err)
+			require.Len(t, v.Decisions, 1)
+			d := v.Decisions[0]
+			assert.Equal(t, tc.outcome, d.Outcome)
+			assert.True(t, d.Interval.Unpaired)
+			assert.Equal(t, tc.reason, d.Reason)
+			assert.Equal(t, tc.needed, d.PairsNeeded)
+		})
+	}
+}

@@ -86,5 +86,15 @@
 // that a stored results file can stand in for the reference: it refuses,
 // naming the field, on a different target, scenario set, concurrency,
 // load, placement or machine size, and warns on a different CPU model,
-// kernel or Kubernetes version.
+// kernel or Kubernetes version. [ComparableSettings] is the part that can
+// be checked before this run has measured anything, [ComparableScenarios]
+// the part that needs its records.
+//
+// The stored repeats were not measured back to back with this run's, so
+// nothing pairs them: a [Measurement] marked Unpaired matches them by
+// repeat index only, and its decision rests on Welch's interval on the log
+// values (stats.UnpairedLogRatio), which counts the spread of both runs
+// and is wider than the paired interval on the same numbers. Its message
+// says "unpaired", and its pairs-needed estimate counts repeats in each
+// run.
 package gate

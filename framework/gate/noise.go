@@ -51,7 +51,7 @@ func (g *Gate) Calibrate(aa []Measurement) ([]Noise, error) {
 		if !ok {
 			continue
 		}
-		iv, err := stats.PairedLogRatio(m.Reference, m.Candidate, Confidence)
+		iv, err := m.interval(Confidence)
 		if err != nil {
 			return nil, fmt.Errorf("gate: A/A %s: %s: %w", m.Scenario, m.Metric, err)
 		}
@@ -86,9 +86,9 @@ func (n Noise) message() string {
 	limit := fmt.Sprintf("limit %s", pct(n.Rule.LimitPct/100))
 	msg := where + det + " (" + limit + ")"
 	if !n.CanPass {
-		need := fmt.Sprintf("about %d pairs would let it", n.PairsToPass)
+		need := fmt.Sprintf("about %d %s would let it", n.PairsToPass, n.Unit())
 		if n.PairsToPass < 0 {
-			need = fmt.Sprintf("not even %d pairs would let it", MaxPairsEstimate)
+			need = fmt.Sprintf("not even %d %s would let it", MaxPairsEstimate, n.Unit())
 		}
 		msg = fmt.Sprintf("%sthis gate cannot pass honestly: %s > %s; %s", where, det, limit, need)
 	}
@@ -105,4 +105,13 @@ func pct(f float64) string {
 		return strings.TrimSuffix(fmt.Sprintf("%.1f", f*100), ".0") + " %"
 	}
 	return fmt.Sprintf("%.0f %%", f*100)
+}
+
+// Unit is what PairsToPass counts: "pairs", or "repeats in each run" when
+// the runs were not paired (a stored reference).
+func (n Noise) Unit() string {
+	if n.Interval.Unpaired {
+		return "repeats in each run"
+	}
+	return "pairs"
 }

@@ -72,3 +72,20 @@ func TestPct(t *testing.T) {
 	assert.Equal(t, []string{"0.9 %", "3 %", "9.9 %", "10 %", "14 %", "150 %"},
 		[]string{pct(0.0094), pct(0.0301), pct(0.0994), pct(0.0996), pct(0.1379), pct(1.5)})
 }
+
+// Against a stored run the noise is both runs' spread, counted in repeats
+// of each run.
+func TestCalibrateUnpaired(t *testing.T) {
+	g := testGate(t)
+	// The same three values in both runs, in another order: ratio 1, and
+	// h = 0.226696 as in TestDecideUnpairedRepeats: e^h - 1 = 25.4 %; LogSD
+	// √0.02 = 0.141421 needs 11 repeats for ln 1.1 (as in TestCalibrate).
+	ns, err := g.Calibrate([]Measurement{unpaired(open8, SidecarCPUPer1kReq, []float64{0, 0.1, 0.2}, []float64{0.2, 0, 0.1})})
+	require.NoError(t, err)
+	require.Len(t, ns, 1)
+	assert.InDelta(t, 0.254448, ns[0].Detectable, 1e-6)
+	assert.False(t, ns[0].Biased)
+	assert.Equal(t, 11, ns[0].PairsToPass)
+	assert.Equal(t, "repeats in each run", ns[0].Unit())
+	assert.Equal(t, "g.yaml:3: c=8/loop=open/path=one-hop: sidecar CPU per 1k req: this gate cannot pass honestly: detectable change 25 % at n=3 > limit 10 %; about 11 repeats in each run would let it", ns[0].Message)
+}

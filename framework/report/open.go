@@ -2,12 +2,16 @@ package report
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/meshbench/meshbench/framework/target"
 )
@@ -40,6 +44,40 @@ func openOne(path string) (*Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	r, err := decode(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.check(target.Arms...); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// OpenStored reads the stored run a -reference run is gated against,
+// checked whole as Open checks a report's input (missing, truncated, of
+// another schema, without a raw histogram: an error naming the file and
+// the field), except that it may hold an upgrade gate's arms too. It also
+// returns the file's SHA-256, in hex, so that a decision names the exact
+// file it rests on.
+func OpenStored(path string) (*Results, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	r, err := decode(path, data)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := r.check(append(slices.Clone(target.Arms), target.Reference, target.Candidate)...); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	sum := sha256.Sum256(data)
+	return r, hex.EncodeToString(sum[:]), nil
+}
+
+// decode reads a results file's bytes, schema first.
+func decode(path string, data []byte) (*Results, error) {
 	// The schema is read first, so that a file of another version says so
 	// rather than failing on a field that moved.
 	var head struct {
@@ -58,14 +96,12 @@ func openOne(path string) (*Results, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, where(data, err))
 	}
-	if err := r.check(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	return &r, nil
 }
 
-// check finds what a report cannot do without.
-func (r *Results) check() error {
+// check finds what a report cannot do without; arms are the arms a
+// record may have.
+func (r *Results) check(arms ...target.Arm) error {
 	if len(r.Records) == 0 {
 		return errors.New("records: empty; the run measured nothing")
 	}
@@ -76,8 +112,8 @@ func (r *Results) check() error {
 			return fmt.Errorf("%s.load: missing", f)
 		case rec.Load.Latency == nil:
 			return fmt.Errorf("%s.load.latency: missing; the raw histogram is needed", f)
-		case rec.Arm != target.Baseline && rec.Arm != target.Meshed:
-			return fmt.Errorf("%s.arm: %q, want %s or %s", f, rec.Arm, target.Baseline, target.Meshed)
+		case !slices.Contains(arms, rec.Arm):
+			return fmt.Errorf("%s.arm: %q, want %s", f, rec.Arm, oneOf(arms))
 		case rec.Concurrency < 1:
 			return fmt.Errorf("%s.concurrency: %d, want ≥ 1", f, rec.Concurrency)
 		case rec.Benchmark == "":
@@ -85,6 +121,18 @@ func (r *Results) check() error {
 		}
 	}
 	return nil
+}
+
+// oneOf lists arms as "baseline or meshed", "a, b or c".
+func oneOf(arms []target.Arm) string {
+	names := make([]string, len(arms))
+	for i, a := range arms {
+		names[i] = string(a)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // where explains a JSON decoding error with the field it happened in: for a

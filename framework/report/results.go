@@ -36,6 +36,36 @@ type Results struct {
 	// scenario and metric (interval, outcome, pairs needed).
 	Gate          string `json:"gate,omitempty"`
 	GateDecisions any    `json:"gateDecisions,omitempty"`
+	// Reference is the stored run the gate compared this run against
+	// (-reference), when it did.
+	Reference *StoredReference `json:"reference,omitempty"`
+}
+
+// StoredReference names the stored run a -reference run was gated
+// against, so that its decision can be recomputed from the two files.
+type StoredReference struct {
+	// File is the path the run read it from; RunID the stored run's own
+	// id (Results.RunID); SHA256 the hex digest of the file as read.
+	File   string `json:"file"`
+	RunID  string `json:"runID"`
+	SHA256 string `json:"sha256"`
+	// Arm is the stored arm that stood for the reference: meshed, or
+	// candidate when the stored run was an upgrade gate's.
+	Arm target.Arm `json:"arm"`
+	// Overhead lists the scenarios compared as overhead ratios (each
+	// run's meshed arm over its own baseline arm of the same repeat), and
+	// Direct those compared as they are (a run without a baseline arm).
+	Overhead []string `json:"overhead,omitempty"`
+	Direct   []string `json:"direct,omitempty"`
+	// Warnings are the differences that shift figures without breaking
+	// the comparison (CPU model, kernel, Kubernetes …), one line each.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// RunID identifies a run: "<started>-<target>", e.g.
+// "20261130T171226Z-local", which is also its results file's name.
+func (r *Results) RunID() string {
+	return fmt.Sprintf("%s-%s", r.Started.UTC().Format("20060102T150405Z"), r.Environment.Target)
 }
 
 // Write stores r as dir/<started>-<target>.json and returns the path.
@@ -43,7 +73,7 @@ func Write(dir string, r *Results) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create results directory: %w", err)
 	}
-	name := fmt.Sprintf("%s-%s.json", r.Started.UTC().Format("20060102T150405Z"), r.Environment.Target)
+	name := r.RunID() + ".json"
 	path := filepath.Join(dir, name)
 	data, err := json.MarshalIndent(r, "", " ")
 	if err != nil {

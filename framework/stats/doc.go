@@ -5,8 +5,9 @@
 // merged data (never averaged), repeat summaries as a median with an
 // interval, meshed-versus-baseline overheads as both an absolute delta and
 // a ratio, and, for gating an upgrade, the paired candidate/reference ratio
-// with a Student-t interval on log ratios (PairedLogRatio) and the pairs an
-// interval needs to clear a limit (PairsToResolve).
+// with a Student-t interval on log ratios (PairedLogRatio), its unpaired
+// counterpart for a stored reference run (UnpairedLogRatio, Welch), and the
+// pairs an interval needs to clear a limit (PairsToResolve).
 package stats
 
 // Summary is a set of repeated measurements of one quantity, summarised as

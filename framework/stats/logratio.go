@@ -27,6 +27,10 @@ type RatioInterval struct {
 	LogMean      float64 `json:"logMean"`
 	LogSD        float64 `json:"logSD"`
 	LogHalfWidth float64 `json:"logHalfWidth"`
+	// Unpaired is set by UnpairedLogRatio: the two samples were not
+	// measured back to back, and DF is Welch's degrees of freedom.
+	Unpaired bool    `json:"unpaired,omitempty"`
+	DF       float64 `json:"df,omitempty"`
 }
 
 // MinPairsForInterval is the fewest pairs PairedLogRatio accepts: one pair

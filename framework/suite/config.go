@@ -45,8 +45,12 @@ type Config struct {
 	Candidate string `json:"candidate,omitempty"`
 	// Gate is the gate fixture, "none" for no decision; MaxCount the
 	// rounds a point may grow to while its gate is inconclusive.
-	Gate           string `json:"gate,omitempty"`
-	MaxCount       int    `json:"maxCount,omitempty"`
+	Gate     string `json:"gate,omitempty"`
+	MaxCount int    `json:"maxCount,omitempty"`
+	// Reference, when set, is a stored results file this run's meshed arm
+	// is gated against (stored-reference mode, for meshes that cannot run
+	// two versions at once), with the fixture of Gate.
+	Reference      string `json:"reference,omitempty"`
 	SidecarThreads int    `json:"sidecarThreads"`
 	ResultsDir     string `json:"resultsDir"`
 	// Kubernetes targets.
@@ -182,7 +186,8 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.RequestSize, "request-size", 0, "request body size in bytes (non-zero sends POSTs)")
 	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or envoy, nginx or haproxy when on PATH; caddy@VERSION builds that release; a +no-keepalive suffix turns keep-alive between sidecars off")
 	fs.StringVar(&c.Candidate, "candidate", "", "local: an upgrade gate's candidate sidecar, written like -sidecar (which is then the reference); arms baseline, reference, candidate")
-	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
+	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate or -reference (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
+	fs.StringVar(&c.Reference, "reference", "", "a stored results file (results/<run>.json) to gate this run's meshed arm against, for meshes that cannot run two versions at once; judged with -gate's fixture")
 	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate: add rounds at a point while its gate is inconclusive, up to this many (0: -count only)")
 	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")
 	fs.StringVar(&c.Mesh, "mesh", "", "kind/remote: the meshed arm's mesh: none, linkerd, istio, istio-ambient, cilium, sidecar (default sidecar on kind; required on remote)")
@@ -218,8 +223,25 @@ func (c *Config) Normalize() error {
 		return err
 	}
 	c.fillPaths(moduleRoot())
+	if err := c.checkReference(); err != nil {
+		return err
+	}
 	if _, err := report.LoadPrices(c.Prices); err != nil { // fail now, not after the sweep
 		return fmt.Errorf("-prices: %w", err)
+	}
+	return nil
+}
+
+// checkReference checks -reference against the other gate flags; the file
+// itself is read and checked by CheckFixtures.
+func (c *Config) checkReference() error {
+	switch {
+	case c.Reference == "":
+		return nil
+	case c.Candidate != "":
+		return fmt.Errorf("-reference=%s: not with -candidate: the stored run is the reference, and this run's meshed arm the candidate", c.Reference)
+	case c.Gate == "none":
+		return fmt.Errorf("-reference=%s: needs a gate fixture (-gate), and there is none for target %s; pass -gate FILE", c.Reference, c.Target)
 	}
 	return nil
 }
@@ -360,7 +382,7 @@ func (c *Config) checkSidecars() []error {
 func (c *Config) fillPaths(root string) {
 	// go test runs in the package directory: a relative path the user
 	// typed from the module root is found there too.
-	for _, p := range []*string{&c.Thresholds, &c.KindConfig, &c.MeshCharts, &c.Gate} {
+	for _, p := range []*string{&c.Thresholds, &c.KindConfig, &c.MeshCharts, &c.Gate, &c.Reference} {
 		if *p != "" && *p != "none" && !filepath.IsAbs(*p) {
 			if _, err := os.Stat(*p); err != nil {
 				if _, err := os.Stat(filepath.Join(root, *p)); err == nil {
@@ -372,7 +394,7 @@ func (c *Config) fillPaths(root string) {
 	if c.ResultsDir == "" {
 		c.ResultsDir = filepath.Join(root, "results")
 	}
-	if c.Gate == "" && c.Candidate != "" {
+	if c.Gate == "" && (c.Candidate != "" || c.Reference != "") {
 		c.Gate = defaultGate(root, c.Target)
 	}
 	if c.KindConfig == "" {

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -17,9 +18,10 @@ import (
 )
 
 // loadGate decodes the gate fixture, checked against the target, before
-// anything runs. Without a candidate there is nothing to gate.
+// anything runs. Without a candidate or a stored reference there is
+// nothing to gate.
 func (s *Suite) loadGate() error {
-	if s.Config.Candidate == "" || s.Config.Gate == "none" {
+	if (s.Config.Candidate == "" && s.Config.Reference == "") || s.Config.Gate == "none" {
 		return nil
 	}
 	g, err := gate.Load(s.Config.Gate)
@@ -116,6 +118,28 @@ func gateMeasurements(g *gate.Gate, recs []report.Record) []gate.Measurement {
 	return out
 }
 
+// judge runs the upgrade gate, in this run (-candidate) or against a
+// stored run (-reference), and keeps its verdict in res. Its error holds
+// every decision that did not pass.
+func (s *Suite) judge(w io.Writer, res *report.Results) error {
+	if s.gate == nil {
+		return nil
+	}
+	res.Gate = s.Config.Gate
+	var err error
+	if s.ref != nil {
+		s.gateVerdict, err = s.judgeStored(w, res)
+		s.noteRefusal(err)
+	} else {
+		s.gateVerdict, err = s.judgeGate(w, res.Records)
+	}
+	if s.gateVerdict != nil {
+		res.GateDecisions = s.gateVerdict.Decisions
+		err = errors.Join(err, s.gateVerdict.Err())
+	}
+	return err
+}
+
 // judgeGate decides the upgrade from the run's records, prints every
 // decision and the noise, and returns the verdict.
 func (s *Suite) judgeGate(w io.Writer, recs []report.Record) (*gate.Verdict, error) {
@@ -123,22 +147,31 @@ func (s *Suite) judgeGate(w io.Writer, recs []report.Record) (*gate.Verdict, err
 	if len(ms) == 0 {
 		return nil, fmt.Errorf("gate %s: no scenario has valid reference and candidate pairs to judge", s.gate.File)
 	}
+	aa := s.Config.Candidate == s.Config.Sidecar
+	what := "the spread of this run's pairs"
+	if aa {
+		what = "this A/A run (candidate = reference)"
+	}
+	header := fmt.Sprintf("gate: %s, candidate %s against reference %s", s.gate.File, s.Config.Candidate, s.Config.Sidecar)
+	return s.decideGate(w, header, "", ms, what, aa)
+}
+
+// decideGate decides ms and prints the verdict (header, then how the
+// figures were compared when how is set), every decision, and the
+// smallest change the run could detect, from what.
+func (s *Suite) decideGate(w io.Writer, header, how string, ms []gate.Measurement, what string, aa bool) (*gate.Verdict, error) {
 	v, err := s.gate.Decide(ms)
 	if err != nil {
 		return nil, fmt.Errorf("gate %s: %w", s.gate.File, err)
 	}
-	aa := s.Config.Candidate == s.Config.Sidecar
-	fmt.Fprintf(w, "%sgate: %s, candidate %s against reference %s: %s\n", progressPrefix, s.gate.File, s.Config.Candidate, s.Config.Sidecar, v.Outcome)
+	fmt.Fprintf(w, "%s%s: %s\n", progressPrefix, header, v.Outcome)
+	fmt.Fprint(w, how)
 	for _, d := range v.Decisions {
 		fmt.Fprintf(w, "%s  %s: %s\n", progressPrefix, d.Outcome, d.Reason)
 	}
 	noise, err := s.gate.Calibrate(ms)
 	if err != nil {
 		return &v, fmt.Errorf("gate %s: noise: %w", s.gate.File, err)
-	}
-	what := "the spread of this run's pairs"
-	if aa {
-		what = "this A/A run (candidate = reference)"
 	}
 	fmt.Fprintf(w, "%sgate: smallest change this run could detect, from %s:\n", progressPrefix, what)
 	for _, n := range noise {
@@ -153,7 +186,7 @@ func cannotPass(n gate.Noise) string {
 	if !n.CanPass {
 		s = ": larger than the limit, so this gate cannot pass honestly"
 		if n.PairsToPass > 0 {
-			s += fmt.Sprintf("; about %d pairs would let it", n.PairsToPass)
+			s += fmt.Sprintf("; about %d %s would let it", n.PairsToPass, n.Unit())
 		}
 	}
 	if n.Biased {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
@@ -94,15 +95,26 @@ func (s *Suite) Run(testenv env.Environment, m *testing.M) int {
 	if v := s.gateVerdict; v != nil {
 		fmt.Fprintf(os.Stdout, "meshbench: upgrade gate: %s (exit code %d)\n", strings.ToUpper(v.Outcome.String()), code)
 	}
+	// A stored reference that is not comparable decides nothing: 2, as for
+	// a bad fixture, not 1 (a regression).
+	if s.refusal != nil && code <= 1 {
+		code = gate.ExitError
+		fmt.Fprintf(os.Stdout, "meshbench: upgrade gate: no decision, the stored reference is not comparable (exit code %d)\n", code)
+	}
 	return code
 }
 
-// CheckFixtures decodes the threshold fixture and checks it is for this
-// target, before anything is made or measured: a malformed fixture, or
-// one written for another target, stops the run naming the file, line
-// and field.
+// CheckFixtures decodes the threshold and gate fixtures and checks they
+// are for this target, and reads the stored run of -reference and checks
+// it is comparable with this run's settings, before anything is made or
+// measured: a malformed fixture or results file, one written for another
+// target, or a stored run with other settings stops the run naming the
+// file (and line) and field.
 func (s *Suite) CheckFixtures(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 	if err := s.loadGate(); err != nil {
+		return ctx, err
+	}
+	if err := s.noteRefusal(s.loadReference()); err != nil {
 		return ctx, err
 	}
 	if s.Config.ThresholdsNote != "" {

@@ -62,6 +62,10 @@ type Suite struct {
 
 	cl   clusterState
 	gate *gate.Gate
+	// ref is the stored run of -reference; refusal why it is no
+	// reference for this run (exit code gate.ExitError).
+	ref     *storedRef
+	refusal error
 	// gateVerdict is the upgrade gate's decision, when there is one;
 	// otherErr what else failed the verdict.
 	gateVerdict *gate.Verdict
@@ -141,6 +145,10 @@ func (s *Suite) target() (target.Target, error) {
 		s.settingUp = done
 		s.mu.Unlock()
 		tg, err := mk(s.ctx, s.Config, s.logf)
+		if err == nil {
+			// Cores and nodes, before anything is measured.
+			err = s.noteRefusal(s.checkReferenceEnv(tg.Environment()))
+		}
 		s.mu.Lock()
 		s.tg, s.tgErr = tg, err
 		s.mu.Unlock()
@@ -294,15 +302,7 @@ func (s *Suite) summarize() error {
 			}
 		}
 	}
-	var gerr error
-	if s.gate != nil {
-		res.Gate = s.Config.Gate
-		s.gateVerdict, gerr = s.judgeGate(os.Stdout, recs)
-		if s.gateVerdict != nil {
-			res.GateDecisions = s.gateVerdict.Decisions
-			gerr = errors.Join(gerr, s.gateVerdict.Err())
-		}
-	}
+	gerr := s.judge(os.Stdout, res)
 	path, werr := report.Write(s.Config.ResultsDir, res)
 	fmt.Fprintln(os.Stdout)
 	fmt.Fprintf(os.Stdout, progressPrefix+"summary: %s, %s %s, %d runs (medians over repeats; intervals in parentheses)\n",

@@ -1,0 +1,282 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// storedRef is the stored run a -reference run is gated against.
+type storedRef struct {
+	file    string
+	results *report.Results
+	sha256  string
+	// arm is the stored arm that stands for the reference: candidate when
+	// the stored run was an upgrade gate's, else meshed.
+	arm target.Arm
+}
+
+// loadReference reads the -reference file and checks it can stand for
+// this run's reference, before anything is made or measured: a file that
+// is missing, truncated, of another schema or without a meshed arm, or a
+// run whose target or settings (or, on the local target, cores) differ,
+// stops the run naming the file and the field.
+func (s *Suite) loadReference() error {
+	file := s.Config.Reference
+	if file == "" {
+		return nil
+	}
+	res, sum, err := report.OpenStored(file)
+	if err != nil {
+		return fmt.Errorf("-reference: %w", err)
+	}
+	ref := &storedRef{file: file, results: res, sha256: sum, arm: referenceArm(res.Records)}
+	if ref.arm == "" {
+		return fmt.Errorf("-reference: %s: records[].arm: no meshed or candidate arm to stand for the reference", file)
+	}
+	// Before the target exists only the local one knows its machine; on a
+	// cluster the nodes are checked once it is up (checkReferenceEnv).
+	env := res.Environment
+	env.Target = s.Config.Target
+	if s.Config.Target == "local" {
+		env = target.Host()
+		env.Target = "local"
+	}
+	if _, err := gate.ComparableSettings(res, &report.Results{Settings: s.Config, Environment: env}); err != nil {
+		return ref.refuse(err)
+	}
+	s.ref = ref
+	return nil
+}
+
+// checkReferenceEnv checks the target's environment, once it is up and
+// before anything is measured, against the stored run's, and logs what
+// only warrants a warning (the results file keeps those too).
+func (s *Suite) checkReferenceEnv(env target.Environment) error {
+	if s.ref == nil {
+		return nil
+	}
+	warnings, err := gate.ComparableSettings(s.ref.results, &report.Results{Settings: s.Config, Environment: env})
+	if err != nil {
+		return s.ref.refuse(err)
+	}
+	for _, w := range warnings {
+		s.logf("-reference: warning: %s", w)
+	}
+	return nil
+}
+
+// refuse wraps the differences that make the stored run no reference for
+// this one.
+func (r *storedRef) refuse(err error) error {
+	return &refusedError{fmt.Errorf("-reference: %s: not comparable with this run:\n%w", r.file, err)}
+}
+
+// refusedError is a stored reference that is not comparable with this
+// run: no decision, exit code gate.ExitError.
+type refusedError struct{ error }
+
+func (e *refusedError) Unwrap() error { return e.error }
+
+// referenceArm is the stored arm that stands for the reference: the
+// candidate of an upgrade gate, else the meshed arm; "" when neither ran.
+func referenceArm(recs []report.Record) target.Arm {
+	var arm target.Arm
+	for _, r := range recs {
+		switch {
+		case r.Arm == target.Candidate:
+			return target.Candidate
+		case r.Arm == target.Meshed:
+			arm = target.Meshed
+		}
+	}
+	return arm
+}
+
+// stored describes the reference for the results file.
+func (r *storedRef) stored() *report.StoredReference {
+	return &report.StoredReference{File: r.file, RunID: r.results.RunID(), SHA256: r.sha256, Arm: r.arm}
+}
+
+// judgeStored decides this run's meshed arm against the stored reference:
+// it checks the two runs are comparable scenario by scenario (refusing,
+// naming the field, when not), compares them as overhead ratios where
+// both have a baseline arm and directly elsewhere, and prints and returns
+// the verdict. res.Reference records what it was compared with.
+func (s *Suite) judgeStored(w io.Writer, res *report.Results) (*gate.Verdict, error) {
+	ref := s.ref
+	res.Reference = ref.stored()
+	warnings, err := gate.Comparable(ref.results, res)
+	res.Reference.Warnings = warnings
+	for _, wn := range warnings {
+		fmt.Fprintf(w, "%sreference: warning: %s\n", progressPrefix, wn)
+	}
+	if err != nil {
+		return nil, ref.refuse(err)
+	}
+	sc := storedMeasurements(s.gate, ref.results.Records, ref.arm, res.Records)
+	res.Reference.Overhead, res.Reference.Direct = sc.overhead, sc.direct
+	if len(sc.ms) == 0 {
+		return nil, fmt.Errorf("gate %s: -reference %s: no scenario has a valid repeat of the same index in both runs to judge", s.gate.File, ref.file)
+	}
+	header := fmt.Sprintf("gate: %s, this run's %s %s against the stored run %s (%s, sha256 %.12s, its %s arm)",
+		s.gate.File, res.Environment.Mesh.Name, res.Environment.Mesh.Version, res.Reference.RunID, ref.file, ref.sha256, ref.arm)
+	how := progressPrefix + "gate: " + sc.how() + "; unpaired: the stored repeats were not measured back to back with this run's, " +
+		"so they are matched by repeat index only and judged on Welch's interval of the log values\n"
+	if a, b := repeatsOf(ref.results.Records), repeatsOf(res.Records); a != b {
+		how += fmt.Sprintf("%sgate: the stored run has %d repeats per point and this run %d: only the first %d of each are matched\n", progressPrefix, a, b, min(a, b))
+	}
+	return s.decideGate(w, header, how, sc.ms, "the spread of both runs' repeats", false)
+}
+
+// storedComparison is what the stored-reference gate judges: unpaired
+// measurements, and which scenarios were compared as overhead ratios and
+// which directly.
+type storedComparison struct {
+	ms               []gate.Measurement
+	overhead, direct []string
+}
+
+// how says in one line how the scenarios were compared.
+func (c storedComparison) how() string {
+	const ratios = "compared as overhead ratios (each run's meshed arm over its own baseline arm of the same repeat, which cancels drift of the machine between the runs: latency and throughput meshed/baseline, sidecar CPU per 1k req over the baseline app's, sidecar RSS as is)"
+	switch {
+	case len(c.direct) == 0:
+		return ratios
+	case len(c.overhead) == 0:
+		return "compared directly (meshed against meshed: not both runs have a baseline arm)"
+	}
+	return ratios + "; directly, without a baseline arm in both runs: " + strings.Join(c.direct, ", ")
+}
+
+// armRuns indexes one run's records by scenario (gate.ScenarioName),
+// repeat and arm.
+type armRuns map[string]map[int]map[target.Arm]report.Record
+
+func indexRuns(recs []report.Record) (armRuns, []string) {
+	out := armRuns{}
+	var order []string
+	for _, r := range recs {
+		name := gate.ScenarioName(r)
+		if out[name] == nil {
+			out[name] = map[int]map[target.Arm]report.Record{}
+			order = append(order, name)
+		}
+		if out[name][r.Repeat] == nil {
+			out[name][r.Repeat] = map[target.Arm]report.Record{}
+		}
+		out[name][r.Repeat][r.Arm] = r
+	}
+	return out, order
+}
+
+// storedMeasurements matches this run's meshed arm with the stored run's
+// arm refArm, scenario by scenario and repeat by repeat index, for every
+// metric the fixture gates there. A scenario that has a baseline arm in
+// both runs is compared as overhead ratios, else directly.
+func storedMeasurements(g *gate.Gate, stored []report.Record, refArm target.Arm, run []report.Record) storedComparison {
+	ref, _ := indexRuns(stored)
+	cur, order := indexRuns(run)
+	var out storedComparison
+	for _, name := range order {
+		overhead := hasArm(ref[name], target.Baseline) && hasArm(cur[name], target.Baseline)
+		ms := scenarioMeasurements(g, ref[name], refArm, cur[name], overhead)
+		if len(ms) == 0 {
+			continue
+		}
+		out.ms = append(out.ms, ms...)
+		if overhead {
+			out.overhead = append(out.overhead, name)
+		} else {
+			out.direct = append(out.direct, name)
+		}
+	}
+	return out
+}
+
+// scenarioMeasurements builds one scenario's unpaired measurements from
+// the repeats valid in both runs (and, for overhead ratios, with a valid
+// baseline run in both).
+func scenarioMeasurements(g *gate.Gate, ref map[int]map[target.Arm]report.Record, refArm target.Arm, cur map[int]map[target.Arm]report.Record, overhead bool) []gate.Measurement {
+	var ms []gate.Measurement
+	for _, rep := range slices.Sorted(maps.Keys(cur)) {
+		rm, rb := ref[rep][refArm], ref[rep][target.Baseline]
+		cm, cb := cur[rep][target.Meshed], cur[rep][target.Baseline]
+		if !valid(rm) || !valid(cm) || (overhead && (!valid(rb) || !valid(cb))) {
+			continue
+		}
+		if ms == nil {
+			l := gateLabels(cm)
+			for _, met := range g.Gated(l) {
+				ms = append(ms, gate.Measurement{Scenario: l, Metric: met, Unpaired: true})
+			}
+		}
+		for i := range ms {
+			r, c := gateValue(rm, ms[i].Metric), gateValue(cm, ms[i].Metric)
+			if overhead {
+				r, c = overheadValue(rm, rb, ms[i].Metric), overheadValue(cm, cb, ms[i].Metric)
+			}
+			ms[i].Reference = append(ms[i].Reference, r)
+			ms[i].Candidate = append(ms[i].Candidate, c)
+		}
+	}
+	return ms
+}
+
+// overheadValue is a meshed run's figure over the baseline run of the same
+// repeat: latency and throughput meshed/baseline; sidecar CPU per 1k
+// requests over the baseline app's CPU per 1k requests (the baseline has
+// no sidecar; a slower or busier machine costs both more per request);
+// sidecar RSS as it is (memory does not drift with the machine's speed).
+func overheadValue(meshed, baseline report.Record, m gate.Metric) float64 {
+	switch m {
+	case gate.SidecarRSS:
+		return gateValue(meshed, m)
+	case gate.SidecarCPUPer1kReq:
+		app, _ := baseline.Resources.Role(measure.RoleApp)
+		return gateValue(meshed, m) / baseline.CPUPer1k(app.MilliCores)
+	}
+	return gateValue(meshed, m) / gateValue(baseline, m)
+}
+
+// repeatsOf is the most repeats any point of a run has.
+func repeatsOf(recs []report.Record) int {
+	n := 0
+	for _, r := range recs {
+		n = max(n, r.Repeat+1)
+	}
+	return n
+}
+
+func hasArm(reps map[int]map[target.Arm]report.Record, arm target.Arm) bool {
+	for _, arms := range reps {
+		if _, ok := arms[arm]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// valid reports whether r holds a run and nothing invalidated it.
+func valid(r report.Record) bool { return r.Run != nil && r.Valid() }
+
+// noteRefusal keeps err when it says the stored reference is not
+// comparable with this run (the exit code is then gate.ExitError), and
+// returns it.
+func (s *Suite) noteRefusal(err error) error {
+	var r *refusedError
+	if errors.As(err, &r) {
+		s.mu.Lock()
+		s.refusal = err
+		s.mu.Unlock()
+	}
+	return err
+}

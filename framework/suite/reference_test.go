@@ -1,0 +1,143 @@
+package suite_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/suite"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// storedArgs are the settings testdata/reference/local.json was run with.
+var storedArgs = []string{"-concurrency", "1", "-duration", "1s", "-warmup", "300ms", "-thresholds", "none"}
+
+// A stored run that cannot be the reference stops the run in
+// CheckFixtures, before anything is made or measured, naming the file and
+// the field.
+func TestStoredReferenceCheckedBeforeAnythingRuns(t *testing.T) {
+	const dir = "testdata/reference/"
+	// The local target's machine is known up front; the stored run had 2 cores.
+	cores := ""
+	if n := runtime.NumCPU(); n != 2 {
+		cores = fmt.Sprintf("\nenvironment.cores differs: reference 2, this run %d", n)
+	}
+	for _, tc := range []struct {
+		name, file string
+		args       []string
+		want       string
+	}{
+		{"missing", "missing.json", storedArgs, "-reference: " + dir + "missing.json: open " + dir + "missing.json: no such file or directory"},
+		{"truncated", "truncated.json", storedArgs, "-reference: " + dir + "truncated.json: records[2].load.latency.Data[0].Start: truncated at byte 9030 (the file ends inside it)"},
+		{"another schema", "v1.json", storedArgs, `-reference: ` + dir + `v1.json: schema: "meshbench.results/v1", this meshbench reads "meshbench.results/v2"`},
+		{"no histogram", "no-histogram.json", storedArgs, "-reference: " + dir + "no-histogram.json: records[3].load.latency: missing; the raw histogram is needed"},
+		{"no meshed arm", "baseline-only.json", storedArgs, "-reference: " + dir + "baseline-only.json: records[].arm: no meshed or candidate arm to stand for the reference"},
+		{"other settings", "local.json", []string{"-concurrency", "1,4", "-duration", "3s", "-warmup", "300ms", "-qps", "500", "-payload", "1024", "-thresholds", "none"},
+			"-reference: " + dir + "local.json: not comparable with this run:\n" +
+				"settings.concurrency differs: reference [1], this run [1 4]\n" +
+				"settings.duration differs: reference 1s, this run 3s\n" +
+				"settings.qps differs: reference 0, this run 500\n" +
+				"settings.responseSize differs: reference 128, this run 1024" + cores},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newSuite(t, append(tc.args, "-reference", dir+tc.file)...)
+			_, err := s.CheckFixtures(context.Background(), nil)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+	t.Run("comparable", func(t *testing.T) {
+		s, _ := newSuite(t, append(storedArgs, "-reference", dir+"local.json")...)
+		_, err := s.CheckFixtures(context.Background(), nil)
+		if cores != "" {
+			assert.EqualError(t, err, "-reference: "+dir+"local.json: not comparable with this run:"+cores)
+			return
+		}
+		assert.NoError(t, err)
+	})
+}
+
+func TestReferenceFlag(t *testing.T) {
+	// A path typed from the module root is found from the package too.
+	cfg, err := normalize(t, "-reference", "framework/suite/testdata/reference/local.json")
+	require.NoError(t, err)
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(root, "framework/suite/testdata/reference/local.json"), cfg.Reference)
+	assert.Equal(t, filepath.Join(root, "fixtures/gates/local.yaml"), cfg.Gate, "the target's gate fixture by default")
+
+	_, err = normalize(t, "-reference", "r.json", "-candidate", "caddy")
+	assert.EqualError(t, err, "-reference=r.json: not with -candidate: the stored run is the reference, and this run's meshed arm the candidate")
+	_, err = normalize(t, "-reference", "r.json", "-gate", "none")
+	assert.EqualError(t, err, "-reference=r.json: needs a gate fixture (-gate), and there is none for target local; pass -gate FILE")
+}
+
+// TestStoredReferenceLifecycle runs one-hop at c=4 twice on the local
+// target: the first run's results file is the second's -reference. The
+// gate compares the two as unpaired overhead ratios; the same build never
+// fails (pass and inconclusive are both right), and the second results
+// file names the stored run it was judged against.
+func TestStoredReferenceLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; run without -short")
+	}
+	args := []string{"-concurrency", "4", "-duration", "1s", "-warmup", "200ms", "-thresholds", "none"}
+	first, _ := newSuite(t, args...)
+	first.Config.Repeats = 3
+	testing.Benchmark(func(b *testing.B) { first.Sweep(b, suite.Scenario{Name: "BenchmarkStored", Path: target.OneHop}) })
+	if err := first.Finish(); err != nil {
+		t.Logf("first run: %v", err) // invalid runs on a busy machine are left out of the gate
+	}
+	files, err := filepath.Glob(filepath.Join(first.Config.ResultsDir, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	storedFile := files[0]
+	stored, err := report.Read(storedFile)
+	require.NoError(t, err)
+	assert.Equal(t, stored.RunID()+".json", filepath.Base(storedFile), "the run id names its results file")
+
+	second, _ := newSuite(t, append(args, "-reference", storedFile)...)
+	second.Config.Repeats = 3
+	_, err = second.CheckFixtures(context.Background(), nil)
+	require.NoError(t, err, "the stored run is checked before anything runs")
+	testing.Benchmark(func(b *testing.B) { second.Sweep(b, suite.Scenario{Name: "BenchmarkStored", Path: target.OneHop}) })
+	err = second.Finish()
+	v := second.GateVerdict()
+	require.NotNil(t, v, "the gate decided: %v", err)
+	assert.NotEqual(t, gate.Fail, v.Outcome)
+	for _, d := range v.Decisions {
+		t.Logf("%s: %s", d.Outcome, d.Reason)
+		assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)
+		assert.True(t, d.Interval.Unpaired, d.Reason)
+	}
+	var d *gate.Decision
+	if errors.As(err, &d) {
+		assert.Equal(t, gate.Inconclusive, d.Outcome, "only an inconclusive decision may come back: %v", err)
+	}
+
+	files, err = filepath.Glob(filepath.Join(second.Config.ResultsDir, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	res, err := report.Read(files[0])
+	require.NoError(t, err)
+	data, err := os.ReadFile(storedFile)
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	require.NotNil(t, res.Reference)
+	assert.Equal(t, report.StoredReference{File: storedFile, RunID: stored.RunID(),
+		SHA256: hex.EncodeToString(sum[:]), Arm: target.Meshed, Overhead: []string{"BenchmarkStored/c=4/path=one-hop"},
+		Warnings: res.Reference.Warnings}, *res.Reference)
+	assert.Empty(t, res.Reference.Warnings, "the same machine")
+	assert.Equal(t, second.Config.Gate, res.Gate)
+	assert.NotNil(t, res.GateDecisions)
+}
