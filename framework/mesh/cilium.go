@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -302,6 +303,11 @@ func (ci *cilium) Charts(o InstallOptions) ([]Chart, error) {
 	} {
 		set(values, k, val)
 	}
+	for key, caps := range ciliumCapabilities {
+		if kept := slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return slices.Contains(o.NoCapabilities, c) }); len(kept) < len(caps) {
+			set(values, "securityContext.capabilities."+key, kept)
+		}
+	}
 	if r := o.Registry; r != "" {
 		for key, image := range map[string]string{"image": "cilium", "operator.image": "operator"} {
 			set(values, key+".repository", r+"/"+image)
@@ -310,6 +316,16 @@ func (ci *cilium) Charts(o InstallOptions) ([]Chart, error) {
 	}
 	return []Chart{{Release: "cilium", Namespace: ci.ns, Name: "cilium", Repo: ciliumRepo, Version: v, Values: values,
 		Pins: []string{"image.tag", "operator.image.tag"}}}, nil
+}
+
+// ciliumCapabilities are the chart's capability lists that ask for more
+// than SYS_ADMIN, SYS_CHROOT and SYS_PTRACE (values.yaml of 1.19):
+// SYS_RESOURCE only raises RLIMIT_MEMLOCK, which kernels from 5.11 on do
+// not charge BPF maps to, so it can be left out where it cannot be granted.
+var ciliumCapabilities = map[string][]string{
+	"ciliumAgent": {"CHOWN", "KILL", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "SYS_MODULE", "SYS_ADMIN", "SYS_RESOURCE",
+		"DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID", "SYSLOG"},
+	"cleanCiliumState": {"NET_ADMIN", "SYS_MODULE", "SYS_ADMIN", "SYS_RESOURCE"},
 }
 
 // Images lists the images the charts run, for loading into a cluster

@@ -28,6 +28,10 @@ type InstallOptions struct {
 	// Registry replaces the upstream image registry (e.g. "registry.local:5000/istio")
 	// for clusters that cannot pull from the internet. "" keeps upstream.
 	Registry string `json:"registry,omitempty"`
+	// NoCapabilities are Linux capabilities the nodes' container runtime
+	// cannot grant (a kind node on a host whose bounding set lacks
+	// CAP_SYS_RESOURCE): adapters leave them out of what their pods ask for.
+	NoCapabilities []string `json:"noCapabilities,omitempty"`
 }
 
 // Chart is one Helm release of a mesh's installation.

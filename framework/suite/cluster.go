@@ -128,7 +128,7 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 		Loadgens:        c.Loadgens,
 		NamespacePrefix: c.Namespace,
 		InstallMesh:     c.MeshInstall,
-		Install:         mesh.InstallOptions{Version: c.MeshVersion, Registry: c.MeshRegistry},
+		Install:         c.installOptions(),
 		ChartDir:        c.MeshCharts,
 		Workloads: manifests.Params{
 			Images:       manifests.Images{Nginx: c.NginxImage, Loadgen: c.LoadgenImage},

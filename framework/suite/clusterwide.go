@@ -35,6 +35,18 @@ func (c *Config) clusterWide() (mesh.Mesh, string) {
 	return nil, ""
 }
 
+// installOptions are the mesh install's settings; on kind, without the
+// capabilities the host cannot give the nodes' containers.
+func (c *Config) installOptions() mesh.InstallOptions {
+	o := mesh.InstallOptions{Version: c.MeshVersion, Registry: c.MeshRegistry}
+	if c.Target == "kind" {
+		if q, err := kind.DetectQuirks(); err == nil && q.NoSysResource {
+			o.NoCapabilities = []string{"SYS_RESOURCE"}
+		}
+	}
+	return o
+}
+
 // meshCNI installs a cluster-wide mesh as a kind cluster's CNI: its images
 // from the local Docker into the nodes, then its charts.
 type meshCNI struct {
@@ -46,7 +58,7 @@ type meshCNI struct {
 func (mc meshCNI) Name() string { return mc.m.Name() + " (Helm, as the mesh)" }
 
 func (mc meshCNI) InstallCNI(ctx context.Context, cl kind.Cluster) error {
-	io := mesh.InstallOptions{Version: mc.c.MeshVersion, Registry: mc.c.MeshRegistry}
+	io := mc.c.installOptions()
 	if im, ok := mc.m.(interface {
 		Images(mesh.InstallOptions) ([]string, error)
 	}); ok {
