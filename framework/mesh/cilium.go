@@ -304,7 +304,13 @@ func (ci *cilium) Charts(o InstallOptions) ([]Chart, error) {
 		set(values, k, val)
 	}
 	for key, caps := range ciliumCapabilities {
-		if kept := slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return slices.Contains(o.NoCapabilities, c) }); len(kept) < len(caps) {
+		var kept []any // Helm's schema check wants JSON arrays, not []string
+		for _, c := range caps {
+			if !slices.Contains(o.NoCapabilities, c) {
+				kept = append(kept, c)
+			}
+		}
+		if len(kept) < len(caps) {
 			set(values, "securityContext.capabilities."+key, kept)
 		}
 	}

@@ -215,9 +215,9 @@ func TestCiliumLeavesOutCapabilitiesTheNodesLack(t *testing.T) {
 	cs := charts(t, newMesh(t, "cilium"), InstallOptions{NoCapabilities: []string{"SYS_RESOURCE"}})
 	caps := cs[0].Values["securityContext"].(map[string]any)["capabilities"]
 	assert.Equal(t, map[string]any{
-		"ciliumAgent": []string{"CHOWN", "KILL", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "SYS_MODULE", "SYS_ADMIN",
+		"ciliumAgent": []any{"CHOWN", "KILL", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "SYS_MODULE", "SYS_ADMIN",
 			"DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID", "SYSLOG"},
-		"cleanCiliumState": []string{"NET_ADMIN", "SYS_MODULE", "SYS_ADMIN"},
+		"cleanCiliumState": []any{"NET_ADMIN", "SYS_MODULE", "SYS_ADMIN"},
 	}, caps)
 	cs = charts(t, newMesh(t, "cilium"), InstallOptions{})
 	assert.NotContains(t, cs[0].Values, "securityContext", "the chart's own lists where the nodes grant everything")

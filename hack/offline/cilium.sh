@@ -78,10 +78,18 @@ cilium_agent_root() {
 	root=$(debian_rootfs cilium-runtime "${CILIUM_RUNTIME_PKGS}")
 	[ -d "${root}/usr" ] || die "no cilium runtime rootfs at '${root}'"
 	cp -a "${root}/." "${dir}/"
+	# What the agent never runs: LLVM's other tools, documentation and the
+	# sanitizer runtimes (a third of the root; every node loads the image).
+	find "${dir}/usr/lib/llvm-${CILIUM_LLVM}/bin" -mindepth 1 ! -name clang ! -name "clang-${CILIUM_LLVM}" ! -name llc -delete
+	rm -rf "${dir}"/usr/share/{doc,man,info,locale} "${dir}"/usr/lib/x86_64-linux-gnu/lib{a,hwa,l,t,ub}san.so* \
+		"${dir}/usr/lib/x86_64-linux-gnu/libclang-${CILIUM_LLVM}.so"*
 	ln -sf "/usr/bin/clang-${CILIUM_LLVM}" "${dir}/usr/local/bin/clang"
 	ln -sf "/usr/bin/llc-${CILIUM_LLVM}" "${dir}/usr/local/bin/llc"
 	# iptables: the wrapper picks the node's backend (nft or legacy) on first use.
-	chroot "${dir}" /bin/sh -s -- --no-sanity-check <"${src}/images/runtime/iptables-wrapper-installer.sh" >/dev/null
+	# (run as a file: the installer deletes "$0" when it is done)
+	install -m 0755 "${src}/images/runtime/iptables-wrapper-installer.sh" "${dir}/tmp/"
+	chroot "${dir}" /tmp/iptables-wrapper-installer.sh --no-sanity-check >/dev/null
+	rm -f "${dir}/tmp/iptables-wrapper-installer.sh"
 	local -A names=([daemon]=cilium-agent [cilium-dbg]=cilium-dbg [cilium-health]=cilium-health
 		[responder]=cilium-health-responder [mount]=cilium-mount [sysctlfix]=cilium-sysctlfix)
 	for b in "${!names[@]}"; do
@@ -97,6 +105,11 @@ cilium_agent_root() {
 		! -name Makefile ! -name Makefile.bpf ! -name .gitignore -print0 |
 		xargs -0 -I{} install -D -m 0644 {} "${dir}/var/lib/cilium/{}")
 	install -d "${dir}/home/cilium"
+	# (not iptables itself: its first run picks the backend, which must be the node's)
+	chroot "${dir}" /bin/sh -c 'ip -V && test -x /usr/sbin/iptables-wrapper' >/dev/null || die "no shell, ip or iptables wrapper in the agent root"
+	# The datapath compiler runs: clang targets BPF, as the agent calls it.
+	echo 'int x;' | chroot "${dir}" clang -O2 --target=bpf -c -x c - -o /dev/null ||
+		die "clang-${CILIUM_LLVM} cannot compile for BPF in the agent image"
 }
 
 cilium_images() {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -289,10 +290,13 @@ func (c *cluster) loadArchive(path string) error {
 	if len(kindNodes) == 0 {
 		return fmt.Errorf("no nodes")
 	}
-	var errs []error
-	for _, n := range kindNodes {
-		errs = append(errs, loadArchiveInto(n, path))
+	// In parallel: each node's containerd unpacks the archive on its own.
+	errs := make([]error, len(kindNodes))
+	var wg sync.WaitGroup
+	for i, n := range kindNodes {
+		wg.Go(func() { errs[i] = loadArchiveInto(n, path) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
