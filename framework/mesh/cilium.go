@@ -145,7 +145,9 @@ func (ci *cilium) Verify(ctx context.Context, c kubernetes.Interface, namespace 
 		return v, err
 	}
 	var problems []string
-	if !ciliumEncrypts(cfg) && cfg["mesh-auth-enabled"] != "true" {
+	if ci.encryption == "none" {
+		v.Notes = append(v.Notes, ciliumPlainNote)
+	} else if !ciliumEncrypts(cfg) && cfg["mesh-auth-enabled"] != "true" {
 		problems = append(problems, "cilium-config enables neither enable-wireguard, enable-ipsec nor mesh-auth-enabled: "+
 			"the meshed arm would be identical to the baseline")
 	}
@@ -173,6 +175,17 @@ func (ci *cilium) Verify(ctx context.Context, c kubernetes.Interface, namespace 
 		return v, &VerifyError{Mesh: "cilium", Namespace: namespace, Meshed: true, Problems: problems}
 	}
 	return v, nil
+}
+
+const ciliumPlainNote = "cilium: encryption off (-cilium-encryption=none): the meshed arm is Cilium's eBPF datapath " +
+	"as the CNI, every hop plain text by design"
+
+// PlainByDesign says that the meshed arm encrypts nothing on purpose.
+func (ci *cilium) PlainByDesign(info Info) string {
+	if ci.encryption == "none" && !ciliumEncrypts(info.Config) {
+		return ciliumPlainNote
+	}
+	return ""
 }
 
 // KernelEncryption names the transparent encryption cilium-config turns on.
@@ -270,6 +283,11 @@ func sharedNode(a, b map[string]bool) string {
 // ciliumRepo is Cilium's Helm repository.
 const ciliumRepo = "https://helm.cilium.io/"
 
+// CiliumEncryptions are the transparent encryptions the adapter installs:
+// "none" leaves Cilium as the CNI only, its eBPF datapath without
+// encryption, for kernels that have neither ESP nor WireGuard.
+var CiliumEncryptions = []string{"ipsec", "wireguard", "none"}
+
 // ciliumIPsecSecret is the Secret the chart's IPsec key is read from
 // (encryption.ipsec.secretName's default).
 const ciliumIPsecSecret = "cilium-ipsec-keys"
@@ -289,12 +307,15 @@ func (ci *cilium) Charts(o InstallOptions) ([]Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ci.encryption != "ipsec" && ci.encryption != "wireguard" {
-		return nil, fmt.Errorf("cilium: encryption %q: want ipsec or wireguard", ci.encryption)
+	if !slices.Contains(CiliumEncryptions, ci.encryption) {
+		return nil, fmt.Errorf("cilium: encryption %q: want one of %s", ci.encryption, strings.Join(CiliumEncryptions, ", "))
 	}
 	values := map[string]any{}
+	if ci.encryption != "none" {
+		set(values, "encryption.enabled", true)
+		set(values, "encryption.type", ci.encryption)
+	}
 	for k, val := range map[string]any{
-		"encryption.enabled": true, "encryption.type": ci.encryption,
 		"ipam.mode": "kubernetes", "routingMode": "tunnel", "tunnelProtocol": "vxlan",
 		"kubeProxyReplacement": false, "l7Proxy": false, "envoy.enabled": false,
 		"hubble.enabled": false, "hubble.relay.enabled": false, "hubble.ui.enabled": false,
@@ -375,5 +396,8 @@ func (ci *cilium) Prepare(ctx context.Context, c kubernetes.Interface, _ Install
 
 // ClusterWide says why Cilium's baseline needs another cluster.
 func (ci *cilium) ClusterWide() string {
+	if ci.encryption == "none" {
+		return "cilium: it is the CNI of every node of the cluster"
+	}
 	return "cilium: transparent encryption (" + ci.encryption + ") is on for every node of the cluster"
 }

@@ -163,3 +163,13 @@ func KernelEncryption(m Mesh, info Info) string {
 type ClusterWide interface {
 	ClusterWide() string
 }
+
+// PlainByDesign returns why m's meshed arm encrypts nothing on purpose (a
+// CNI measured without its encryption), or "": its hops are then checked
+// as plain text, and the runs say so.
+func PlainByDesign(m Mesh, info Info) string {
+	if p, ok := m.(interface{ PlainByDesign(Info) string }); ok {
+		return p.PlainByDesign(info)
+	}
+	return ""
+}

@@ -159,7 +159,20 @@ func TestCiliumCharts(t *testing.T) {
 	bad, err := New("cilium", WithEncryption("tls"))
 	require.NoError(t, err)
 	_, err = bad.(Installer).Charts(InstallOptions{})
-	assert.EqualError(t, err, `cilium: encryption "tls": want ipsec or wireguard`)
+	assert.EqualError(t, err, `cilium: encryption "tls": want one of ipsec, wireguard, none`)
+
+	// Encryption off: Cilium is the CNI only, and says its hops are plain.
+	plain, err := New("cilium", WithEncryption("none"))
+	require.NoError(t, err)
+	cs = charts(t, plain, InstallOptions{})
+	assert.NotContains(t, cs[0].Values, "encryption")
+	assert.Equal(t, "cilium: it is the CNI of every node of the cluster", plain.(ClusterWide).ClusterWide())
+	assert.Contains(t, PlainByDesign(plain, Info{Config: map[string]string{"enable-ipsec": "false"}}), "every hop plain text by design")
+	assert.Empty(t, PlainByDesign(plain, Info{Config: map[string]string{"enable-ipsec": "true"}}), "a cluster that encrypts is not plain")
+	assert.Empty(t, PlainByDesign(newMesh(t, "cilium"), Info{}), "ipsec asked for: a plain cluster is a failed proof, not a design")
+	notes, err := plain.(Preparer).Prepare(context.Background(), fake.NewClientset(), InstallOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, notes, "no IPsec key without IPsec")
 }
 
 func TestCiliumImages(t *testing.T) {

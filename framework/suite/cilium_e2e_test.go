@@ -21,18 +21,23 @@ import (
 )
 
 // TestCiliumE2E measures Cilium's real data plane, built offline
-// (hack/offline/cilium.sh): a 4-node kind cluster with Cilium as its CNI
-// and IPsec between nodes, against a baseline on a second cluster with the
-// bridge CNI, interleaved; both paths at c=1 and c=8. IPsec is proven from
-// the nodes' XFRM counters, which move in the meshed arm and do not exist
-// in the baseline; the agents' CPU is measured as the node-proxy role.
-// Both clusters are deleted whatever happens. `make e2e` runs it.
+// (hack/offline/cilium.sh): a 4-node kind cluster with Cilium as its CNI,
+// against a baseline on a second cluster with the bridge CNI, interleaved;
+// both paths at c=1 and c=8. With IPsec (MESHBENCH_CILIUM_ENCRYPTION=ipsec,
+// on a kernel with ESP) it is proven from the nodes' XFRM counters, which
+// move in the meshed arm and do not exist in the baseline. Without
+// (none, the default: our CI kernel has no ESP transform, see issue 11),
+// the meshed arm is Cilium's eBPF datapath, its hops plain by design, and
+// no node may hold an IPsec state. The agents' CPU is measured as the
+// node-proxy role. Both clusters are deleted whatever happens.
+// `make e2e-cilium` runs it.
 func TestCiliumE2E(t *testing.T) {
 	charts := os.Getenv("MESHBENCH_CILIUM_CHARTS")
 	if os.Getenv("MESHBENCH_CILIUM_E2E") == "" || charts == "" {
 		t.Skip("set MESHBENCH_CILIUM_E2E=1 and MESHBENCH_CILIUM_CHARTS=<github.com/cilium/cilium module>/install/kubernetes, " +
 			"and build the images with hack/offline/cilium.sh; `make e2e` does all three")
 	}
+	encryption := envOr("MESHBENCH_CILIUM_ENCRYPTION", "none")
 	name := fmt.Sprintf("mb-cilium-%d", time.Now().Unix()%100000)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -50,7 +55,7 @@ func TestCiliumE2E(t *testing.T) {
 	cfg := suite.RegisterFlags(fs)
 	require.NoError(t, fs.Parse([]string{
 		"-target", "kind", "-kind-cluster", name, "-kind-config", kindConfig,
-		"-mesh", "cilium", "-mesh-install", "-mesh-charts", charts, "-mesh-registry", "meshbench",
+		"-mesh", "cilium", "-mesh-install", "-cilium-encryption", encryption, "-mesh-charts", charts, "-mesh-registry", "meshbench",
 		"-concurrency", "1,8", "-duration", "10s", "-warmup", "3s",
 		"-nginx-image", envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9"),
 		"-loadgen-image", envOr("MESHBENCH_LOADGEN_IMAGE", "meshbench/mbloadgen:dev"),
@@ -74,12 +79,20 @@ func TestCiliumE2E(t *testing.T) {
 			assert.Zero(t, r.Encryption.Packets, name)
 			continue
 		}
-		assert.Positive(t, r.Encryption.States, "%s: IPsec states on the Cilium nodes", name)
-		assert.Greater(t, r.Encryption.Packets, r.Load.Requests, "%s: every request crossed IPsec", name)
+		if encryption == "none" {
+			assert.Zero(t, r.Encryption.States, "%s: no IPsec state without encryption", name)
+			assert.Contains(t, r.Warnings, "cilium: encryption off (-cilium-encryption=none): the meshed arm is Cilium's eBPF datapath "+
+				"as the CNI, every hop plain text by design", name)
+		} else {
+			assert.Positive(t, r.Encryption.States, "%s: IPsec states on the Cilium nodes", name)
+			assert.Greater(t, r.Encryption.Packets, r.Load.Requests, "%s: every request crossed IPsec", name)
+		}
 		require.NotEmpty(t, r.Edges, name)
 		for _, e := range r.Edges {
-			assert.True(t, e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
-			assert.Equal(t, "IPsec", e.Mechanism, name)
+			assert.Equal(t, encryption != "none", e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
+			if e.Secured {
+				assert.Equal(t, "IPsec", e.Mechanism, name)
+			}
 		}
 		agents, ok := r.Resources.Role(measure.RoleNodeProxy)
 		assert.True(t, ok && agents.MilliCores > 0, "%s: the cilium agents' CPU measured", name)

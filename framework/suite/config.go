@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"slices"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,6 +61,9 @@ type Config struct {
 	NginxImage   string `json:"nginxImage,omitempty"`
 	LoadgenImage string `json:"loadgenImage,omitempty"`
 	KindCluster  string `json:"kindCluster,omitempty"`
+	// CiliumEncryption is the transparent encryption -mesh=cilium installs
+	// and checks: ipsec, wireguard or none.
+	CiliumEncryption string `json:"ciliumEncryption,omitempty"`
 	// BaselineKubeconfig is the cluster the baseline arm runs on when the
 	// mesh is on for a whole cluster (Cilium); kind makes a second cluster.
 	BaselineKubeconfig string `json:"baselineKubeconfig,omitempty"`
@@ -147,6 +151,9 @@ func (c *Config) MeshOptions() []mesh.Option {
 	if c.Waypoint {
 		opts = append(opts, mesh.WithWaypoint(mesh.DefaultWaypoint))
 	}
+	if c.Mesh == "cilium" && c.CiliumEncryption != "" {
+		opts = append(opts, mesh.WithEncryption(c.CiliumEncryption))
+	}
 	return opts
 }
 
@@ -159,6 +166,11 @@ func (c *Config) checkMeshModes() []error {
 		} else if msgs := validation.IsDNS1123Label(r); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("-mesh-revision=%s: not a revision name: %s", r, strings.Join(msgs, "; ")))
 		}
+	}
+	if e := c.CiliumEncryption; e != "ipsec" && e != "" && c.Mesh != "cilium" {
+		errs = append(errs, fmt.Errorf("-cilium-encryption=%s: only used with -mesh=cilium (got -mesh=%q)", e, c.Mesh))
+	} else if !slices.Contains(mesh.CiliumEncryptions, e) && e != "" {
+		errs = append(errs, fmt.Errorf("-cilium-encryption=%s: want one of %s", e, strings.Join(mesh.CiliumEncryptions, ", ")))
 	}
 	if c.Waypoint && c.Mesh != "istio-ambient" {
 		errs = append(errs, fmt.Errorf("-waypoint: only used with -mesh=istio-ambient (got -mesh=%q)", c.Mesh))
@@ -202,6 +214,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.NginxImage, "nginx-image", manifests.DefaultImages.Nginx, "kind/remote: backend and frontend image")
 	fs.StringVar(&c.LoadgenImage, "loadgen-image", manifests.DefaultImages.Loadgen, "kind/remote: loadgen image (built from ./cmd/mbloadgen)")
 	fs.StringVar(&c.KindCluster, "kind-cluster", "meshbench", "kind: cluster name; an existing cluster of that name is reused and kept")
+	fs.StringVar(&c.CiliumEncryption, "cilium-encryption", "ipsec", "kind/remote: with -mesh=cilium, its transparent encryption: ipsec, wireguard, or none (Cilium as the CNI only, for kernels without ESP or WireGuard)")
 	fs.StringVar(&c.BaselineKubeconfig, "baseline-kubeconfig", "", "remote: with a mesh that is on for a whole cluster (cilium), the kubeconfig of the cluster the baseline arm runs on (kind makes <kind-cluster>-baseline)")
 	fs.StringVar(&c.KindConfig, "kind-config", "", "kind: cluster config (default <module>/kind-config.yaml)")
 	fs.StringVar(&c.NodeImage, "node-image", "", "kind: node image (default the offline image when built, else kind's)")
@@ -327,6 +340,11 @@ func (c *Config) checkClusterWide() []error {
 		return []error{fmt.Errorf("-baseline-kubeconfig=%s: kind makes the baseline cluster %s-baseline itself", c.BaselineKubeconfig, c.KindCluster)}
 	case c.Target == "remote" && c.BaselineKubeconfig == "":
 		return []error{fmt.Errorf("-mesh=%s: -baseline-kubeconfig is required: %s, so the baseline needs a cluster without it", c.Mesh, cw.ClusterWide())}
+	case c.Target == "kind":
+		// kind's nodes run on this kernel: what it lacks, they lack.
+		if err := kernelSupports(c.CiliumEncryption); err != nil {
+			return []error{fmt.Errorf("-mesh=%s -cilium-encryption=%s on kind: %w", c.Mesh, c.CiliumEncryption, err)}
+		}
 	}
 	return nil
 }

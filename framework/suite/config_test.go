@@ -90,6 +90,10 @@ func TestClusterWideMeshFlags(t *testing.T) {
 	cfg, err := normalize(t, "-target", "remote", "-mesh", "cilium", "-baseline-kubeconfig", "b.yaml")
 	require.NoError(t, err)
 	assert.Equal(t, "b.yaml", cfg.BaselineKubeconfig)
-	_, err = normalize(t, "-target", "kind", "-mesh", "cilium", "-mesh-install")
+	_, err = normalize(t, "-target", "kind", "-mesh", "cilium", "-mesh-install", "-cilium-encryption", "none")
 	assert.NoError(t, err)
+	_, err = normalize(t, "-target", "kind", "-mesh", "istio", "-cilium-encryption", "none")
+	assert.EqualError(t, err, `-cilium-encryption=none: only used with -mesh=cilium (got -mesh="istio")`)
+	_, err = normalize(t, "-target", "kind", "-mesh", "cilium", "-mesh-install", "-cilium-encryption", "tls")
+	assert.ErrorContains(t, err, "-cilium-encryption=tls: want one of ipsec, wireguard, none")
 }

@@ -186,7 +186,12 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 	if why != "" && checkArm == target.Meshed {
 		run.Invalid = append(run.Invalid, "mTLS not verified: "+why)
 	}
-	run.Invalid = append(run.Invalid, checkEdges(checkArm, p, run.Edges, res.Requests, outOfMesh)...)
+	if why := mesh.PlainByDesign(t.o.Mesh, t.meshInfo); why != "" && armName != target.Baseline {
+		run.Warnings = append(run.Warnings, why)
+		run.Invalid = append(run.Invalid, target.CheckEdges(checkArm, p, run.Edges, res.Requests, target.Hops(p)...)...)
+	} else {
+		run.Invalid = append(run.Invalid, checkEdges(checkArm, p, run.Edges, res.Requests, outOfMesh)...)
+	}
 	if outOfMesh && armName == target.Meshed {
 		run.Warnings = append(run.Warnings, "loadgen out of mesh: the loadgen → "+target.Hops(p)[0].Dst+" hop is plain text by design")
 	}
