@@ -54,6 +54,11 @@ func (s *Suite) createCluster(ctx context.Context) error {
 			opts = append(opts, kind.WithNodeImage(c.NodeImage))
 		}
 		if m, why := c.clusterWide(); m != nil {
+			// The baseline's cluster first: made before the mesh's, its
+			// nodes start on a host the mesh has not touched.
+			if err := s.createBaselineCluster(ctx); err != nil {
+				return err
+			}
 			s.logf("%s: installing it as the CNI of kind cluster %s", why, c.KindCluster)
 			opts = append(opts, kind.WithCNI(meshCNI{m: m, c: c, logf: s.logf}))
 		}

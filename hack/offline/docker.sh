@@ -114,7 +114,23 @@ check_privileged() {
 	log "privileged containers start"
 }
 
+# raise_inotify: kind's advice for several clusters on one host (each
+# node's systemd and kubelet hold inotify instances; 128 runs out at about
+# two 4-node clusters, and new nodes then die at start).
+raise_inotify() {
+	local kv key want cur
+	for kv in fs.inotify.max_user_instances=512 fs.inotify.max_user_watches=524288; do
+		key=${kv%=*} want=${kv#*=}
+		cur=$(sysctl -n "${key}")
+		if [ "${cur}" -lt "${want}" ]; then
+			sysctl -qw "${kv}"
+			log "${key}: ${cur} → ${want}"
+		fi
+	done
+}
+
 main() {
+	raise_inotify
 	timed docker-install install_docker
 	if host_lacks_caps; then
 		log "host capability bounding set is incomplete: using the runc wrapper"
