@@ -1,12 +1,12 @@
 package suite
 
 import (
-	"slices"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
