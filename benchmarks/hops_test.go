@@ -15,3 +15,16 @@ func BenchmarkOneHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: target.One
 // minus BenchmarkOneHop, at each c, as the cost of one more meshed hop
 // (linkerd-86pct-throughput: two sidecars per extra hop, not one).
 func BenchmarkTwoHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: target.TwoHop}) }
+
+// BenchmarkUpgradeGate is the default upgrade gate: the candidate against
+// the reference at c=8, first at maximum rate (throughput and CPU per
+// request), then open loop at half the capacity the baseline just showed,
+// where p99 is the proxies' and not a queue's. It runs in a gate only
+// (-candidate or -reference); fixtures/gates says what each point gates.
+func BenchmarkUpgradeGate(b *testing.B) {
+	mb.Sweep(b, suite.Scenario{
+		Concurrency: []int{8},
+		Axes:        []suite.Axis{suite.GateLoad(0.5)},
+		Requires:    []suite.Requirement{mb.UpgradeGateRun()},
+	})
+}

@@ -96,15 +96,18 @@ func gateMeasurements(g *gate.Gate, recs []report.Record) []gate.Measurement {
 		for _, rep := range rounds {
 			ref, okR := byRound[k][rep][target.Reference]
 			cand, okC := byRound[k][rep][target.Candidate]
-			if !okR || !okC || !ref.Valid() || !cand.Valid() {
-				continue
-			}
-			if m == nil {
+			if okR && m == nil {
+				// Every gated metric is decided, also with no valid pair
+				// (then inconclusive, n=0): a point whose runs were all
+				// invalid must not vanish from the verdict.
 				m = map[gate.Metric]*gate.Measurement{}
 				metrics = g.Gated(gateLabels(ref))
 				for _, met := range metrics {
 					m[met] = &gate.Measurement{Scenario: gateLabels(ref), Metric: met}
 				}
+			}
+			if !okR || !okC || !ref.Valid() || !cand.Valid() {
+				continue
 			}
 			for _, met := range metrics {
 				m[met].Reference = append(m[met].Reference, gateValue(ref, met))

@@ -8,13 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/suite"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
 // gateRun sweeps one-hop at c=4 with baseline, reference (caddy) and the
 // candidate interleaved, four rounds, and returns the gate's verdict.
-func gateRun(t *testing.T, candidate string) *gate.Verdict {
+func gateRun(t *testing.T, candidate string, axes ...suite.Axis) *gate.Verdict {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs real processes")
@@ -22,12 +24,19 @@ func gateRun(t *testing.T, candidate string) *gate.Verdict {
 	s, _ := newSuite(t, "-concurrency", "4", "-duration", "1s", "-warmup", "200ms", "-thresholds", "none", "-candidate", candidate)
 	s.Config.Repeats = 4
 	require.NoError(t, s.LoadGate())
-	testing.Benchmark(func(b *testing.B) { s.Sweep(b, suite.Scenario{Name: "BenchmarkGate", Path: target.OneHop}) })
+	testing.Benchmark(func(b *testing.B) { s.Sweep(b, suite.Scenario{Name: "BenchmarkGate", Path: target.OneHop, Axes: axes}) })
 	arms := map[target.Arm]int{}
 	for _, r := range s.Records() {
 		arms[r.Arm]++
 	}
-	assert.Equal(t, map[target.Arm]int{target.Baseline: 4, target.Reference: 4, target.Candidate: 4}, arms, "three arms interleaved")
+	n := 4
+	if len(axes) > 0 {
+		n = 8 // GateLoad: max, then open
+	}
+	assert.Equal(t, map[target.Arm]int{target.Baseline: n, target.Reference: n, target.Candidate: n}, arms, "three arms interleaved")
+	if len(axes) > 0 {
+		checkHalfCapacity(t, s.Records())
+	}
 	_ = s.Finish()
 	v := s.GateVerdict()
 	require.NotNil(t, v, "the gate decided")
@@ -37,9 +46,35 @@ func gateRun(t *testing.T, candidate string) *gate.Verdict {
 	return v
 }
 
-// An A/A gate (candidate = reference) never fails: pass or inconclusive.
+// checkHalfCapacity: the gate's open-loop point runs at half the rate
+// the slower meshed arm achieved at maximum rate (median of its runs).
+func checkHalfCapacity(t *testing.T, recs []report.Record) {
+	t.Helper()
+	mesh := map[target.Arm][]float64{}
+	open := map[float64]int{}
+	for _, r := range recs {
+		switch r.Labels.Value("load") {
+		case "max":
+			if r.Arm != target.Baseline {
+				mesh[r.Arm] = append(mesh[r.Arm], r.Load.AchievedQPS)
+			}
+		case "open":
+			open[r.Load.Options.QPS]++
+		}
+	}
+	require.Len(t, mesh, 2)
+	capacity := min(stats.Summarize(mesh[target.Reference]).Median, stats.Summarize(mesh[target.Candidate]).Median)
+	require.Len(t, open, 1, "one fixed rate for every arm and round")
+	for q := range open {
+		assert.InDelta(t, capacity/2, q, 1e-9)
+	}
+}
+
+// An A/A gate (candidate = reference) never fails: pass or inconclusive,
+// on the default gate's load: maximum rate, then half the baseline's
+// capacity, open loop.
 func TestGateAANeverFails(t *testing.T) {
-	v := gateRun(t, "caddy")
+	v := gateRun(t, "caddy", suite.GateLoad(0.5))
 	assert.NotEqual(t, gate.Fail, v.Outcome)
 	for _, d := range v.Decisions {
 		assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)

@@ -81,11 +81,7 @@ func rateValue(q float64) Value {
 // logKnees prints, per arm, the highest rate of a ladder held within its
 // SLO.
 func (s *Suite) logKnees(b *testing.B, sc Scenario, ax Axis) {
-	prefix := b.Name()
-	if prefix == "" || strings.HasPrefix(prefix, "/") {
-		return // testing.Benchmark: no names to find the ladder's records by
-	}
-	knees := s.knees(prefix, ax.ladder.slo)
+	knees := s.knees(s.points(b.Name(), sc), ax.ladder.slo)
 	var parts []string
 	for _, arm := range slices.Sorted(maps.Keys(knees)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f req/s", arm, knees[arm]))
@@ -97,11 +93,11 @@ func (s *Suite) logKnees(b *testing.B, sc Scenario, ax Axis) {
 }
 
 // knees names, per arm, the highest rate of a ladder whose every run held
-// the rate within the SLO, from the records under prefix.
-func (s *Suite) knees(prefix string, slo time.Duration) map[target.Arm]float64 {
+// the rate within the SLO, from its points.
+func (s *Suite) knees(points []Point, slo time.Duration) map[target.Arm]float64 {
 	held := map[target.Arm]float64{}
 	broke := map[target.Arm]map[string]bool{}
-	for _, p := range s.points(prefix) {
+	for _, p := range points {
 		q := p.Label.Value(labels.QPS)
 		if beyondSLO(p.Run, slo) != "" {
 			if broke[p.Arm] == nil {
@@ -110,7 +106,7 @@ func (s *Suite) knees(prefix string, slo time.Duration) map[target.Arm]float64 {
 			broke[p.Arm][q] = true
 		}
 	}
-	for _, p := range s.points(prefix) {
+	for _, p := range points {
 		q := p.Label.Value(labels.QPS)
 		if v, err := strconv.ParseFloat(q, 64); err == nil && !broke[p.Arm][q] {
 			held[p.Arm] = max(held[p.Arm], v)

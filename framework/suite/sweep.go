@@ -118,7 +118,7 @@ func (s *Suite) sweepAxis(b *testing.B, sc Scenario) {
 		if ax.Stop == nil {
 			continue
 		}
-		if stop, why := ax.Stop(s.points(name)); stop {
+		if stop, why := ax.Stop(s.points(name, next)); stop {
 			s.logf("%s: %s=%s is the last point: %s", label(b, sc), ax.Key, v.Label, why)
 			break
 		}
@@ -128,11 +128,16 @@ func (s *Suite) sweepAxis(b *testing.B, sc Scenario) {
 	}
 }
 
-// points are the runs recorded under a sub-benchmark name.
-func (s *Suite) points(prefix string) []Point {
+// points are the runs recorded under a sub-benchmark name; under
+// testing.Benchmark, where sub-benchmarks have no names, those whose
+// labels hold the scenario's axes so far.
+func (s *Suite) points(prefix string, sc Scenario) []Point {
+	byLabels := prefix == "" || strings.HasPrefix(prefix, "/")
+	want := append(labels.Set{{Key: labels.Benchmark, Value: sc.Name}}, sc.trail...).Map()
 	var out []Point
 	for _, r := range s.Records() {
-		if name := r.Name(); name == prefix || strings.HasPrefix(name, prefix+"/") {
+		name := r.Name()
+		if byLabels && r.Labels.Matches(want) || !byLabels && (name == prefix || strings.HasPrefix(name, prefix+"/")) {
 			out = append(out, Point{Arm: r.Arm, Run: r.Run, Label: r.Labels})
 		}
 	}

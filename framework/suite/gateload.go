@@ -1,0 +1,84 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/stats"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// GateLoad is the upgrade gate's load as an axis, key "load": first at
+// maximum rate ("max", closed loop: throughput, and CPU per request), then
+// at a fixed open-loop rate of fraction of the capacity the slower meshed
+// arm just showed ("open"), below saturation, where the p99 is the
+// proxies' and not a queue's. The open point's rate is only known once the
+// max point has run; it is in its records (load options).
+func GateLoad(fraction float64) Axis {
+	capacity := 0.0
+	a := Axis{Key: "load", Values: []Value{
+		{Label: "max"},
+		{Label: "open", Apply: func(s *Scenario) {
+			prev := s.Load
+			s.Load = func(o *load.Options) {
+				if prev != nil {
+					prev(o)
+				}
+				o.QPS = fraction * capacity
+			}
+		}},
+	}}
+	a.Stop = func(ps []Point) (bool, string) {
+		if capacity > 0 {
+			return false, "" // after the open point: nothing left
+		}
+		c, err := meshCapacity(ps)
+		if err != nil {
+			return true, "no open-loop point: " + err.Error()
+		}
+		capacity = c
+		return false, ""
+	}
+	return a
+}
+
+// meshCapacity is the lowest, over the meshed arms (reference and
+// candidate, or meshed), of the median rate their valid runs achieved at
+// maximum rate: a fraction of it is below saturation for every arm. The
+// baseline's capacity is no guide: on 2 cores a sidecar serves a tenth of
+// it.
+func meshCapacity(ps []Point) (float64, error) {
+	byArm := map[target.Arm][]float64{}
+	for _, p := range ps {
+		if p.Arm != target.Baseline && p.Run.Valid() && p.Run.Load != nil {
+			byArm[p.Arm] = append(byArm[p.Arm], p.Run.Load.AchievedQPS)
+		}
+	}
+	capacity := 0.0
+	for _, qps := range byArm {
+		if m := stats.Summarize(qps).Median; capacity == 0 || m < capacity {
+			capacity = m
+		}
+	}
+	if capacity == 0 {
+		return 0, errors.New("no valid meshed run at maximum rate")
+	}
+	return capacity, nil
+}
+
+// UpgradeGateRun requires a run that gates an upgrade: a candidate arm
+// (-candidate), or a stored reference (-reference). The gate's scenario is
+// not part of an ordinary overhead sweep.
+func (s *Suite) UpgradeGateRun() Requirement {
+	return RequireFunc(func(tg target.Target) error {
+		if s.Config.Reference != "" {
+			return nil
+		}
+		if a, ok := tg.(target.Armed); ok && slices.Contains(a.Arms(), target.Candidate) {
+			return nil
+		}
+		return fmt.Errorf("an upgrade-gate scenario: run it with -candidate (e.g. -sidecar=caddy@v2.10.2 -candidate=caddy@v2.11.9) or -reference results/<file>.json")
+	})
+}
