@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -200,11 +201,15 @@ func TestNetInfoAndHealth(t *testing.T) {
 	require.NotNil(t, lo, "%+v", ni.Interfaces)
 	assert.Positive(t, lo.MTU)
 
+	before := time.Now()
 	resp, err = http.Get(srv.URL + HealthPath)
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Equal(t, "ok\n", string(b))
+	ns, err := strconv.ParseInt(resp.Header.Get(TimeHeader), 10, 64)
+	require.NoError(t, err)
+	assert.WithinRange(t, time.Unix(0, ns), before, time.Now())
 }
 
 func TestFlags(t *testing.T) {
