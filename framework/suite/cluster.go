@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
@@ -103,8 +104,13 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 	if err != nil {
 		return nil, fmt.Errorf("-placement: %w", err)
 	}
+	var nodeExec kube.NodeExec
+	if s.cl.kind != nil {
+		nodeExec = kindNodeExec(s.cl.kind.Name())
+	}
 	tg, err := kube.New(ctx, s.cl.rest, kube.Options{
 		Name:            c.Target,
+		NodeExec:        nodeExec,
 		Mesh:            m,
 		Placement:       placement,
 		Loadgens:        c.Loadgens,
@@ -122,6 +128,32 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 		return nil, err
 	}
 	return tg, nil
+}
+
+// kindNodeExec runs commands on the nodes of kind cluster name (docker
+// exec into the node containers, through kind's node API): a fault kills
+// its container through the node, as a crash would.
+func kindNodeExec(name string) kube.NodeExec {
+	return func(ctx context.Context, node string, cmd ...string) ([]byte, error) {
+		ns, err := kindcluster.NewProvider().ListNodes(name)
+		if err != nil {
+			return nil, fmt.Errorf("kind %s: list nodes: %w", name, err)
+		}
+		for _, n := range ns {
+			if n.String() != node {
+				continue
+			}
+			var out bytes.Buffer
+			c := n.CommandContext(ctx, cmd[0], cmd[1:]...)
+			c.SetStdout(&out)
+			c.SetStderr(&out)
+			if err := c.Run(); err != nil {
+				return out.Bytes(), fmt.Errorf("kind %s: on node %s: %w", name, node, err)
+			}
+			return out.Bytes(), nil
+		}
+		return nil, fmt.Errorf("kind %s: no node %s", name, node)
+	}
 }
 
 // deleteCluster deletes the kind cluster when this run created it.

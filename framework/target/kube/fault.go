@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,11 +51,16 @@ type faultRun struct {
 	logs     bool
 	restarts int32 // of the container before the run
 
+	// fire kills the container and says when; how says how. aimErr is
+	// why it could not be readied.
+	fire   func(context.Context) (time.Time, error)
+	how    string
+	aimErr error
+
 	stop, done chan struct{}
 	started    time.Time // the window's start, on the harness clock
 	fired      bool
-	at         time.Time // when the kill was issued
-	how        string
+	at         time.Time // when the container was killed
 	err        error
 
 	// back is when the container was seen running and its pod ready again
@@ -66,8 +72,9 @@ type faultRun struct {
 }
 
 // planFault finds the container f kills in arm a: the workload's sidecar
-// (the target's own, or the mesh's) or its app. It returns nil when a has
-// no such container.
+// (the target's own, or the mesh's) or its app, and readies the kill, so
+// that in the window it is one command. It returns nil when a has no such
+// container.
 func (t *Target) planFault(ctx context.Context, a *arm, f *target.Fault) (*faultRun, error) {
 	if f == nil {
 		return nil, nil
@@ -91,6 +98,11 @@ func (t *Target) planFault(ctx context.Context, a *arm, f *target.Fault) (*fault
 		return nil, fmt.Errorf("fault %s: pod %s/%s has no container %s", f, a.ns, fr.pod.Name, fr.container)
 	}
 	fr.restarts = st.RestartCount
+	if t.killer == nil {
+		fr.aimErr = errors.New("no way to kill a container on this cluster")
+		return fr, nil
+	}
+	fr.fire, fr.how, fr.aimErr = t.killer.aim(ctx, &fr.pod, fr.container)
 	return fr, nil
 }
 
@@ -120,8 +132,9 @@ func containerStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool
 	return corev1.ContainerStatus{}, false
 }
 
-// start schedules the kill After from now, with k.
-func (fr *faultRun) start(ctx context.Context, k killer, now func() time.Time) {
+// start schedules the kill After from now. The kill happened when the
+// killer says, within the span of its command.
+func (fr *faultRun) start(ctx context.Context, now func() time.Time) {
 	if fr == nil {
 		return
 	}
@@ -132,16 +145,32 @@ func (fr *faultRun) start(ctx context.Context, k killer, now func() time.Time) {
 		defer timer.Stop()
 		select {
 		case <-timer.C:
-			fr.fired, fr.at = true, now()
-			if k == nil {
-				fr.err = errors.New("no way to kill a container on this cluster")
+			fr.fired = true
+			issued := now()
+			if fr.err = fr.aimErr; fr.err != nil {
+				fr.at = issued
 				return
 			}
-			fr.how, fr.err = k.kill(ctx, &fr.pod, fr.container)
+			var at time.Time
+			at, fr.err = fr.fire(ctx)
+			fr.at = within(at, issued, now())
 		case <-fr.stop:
 		case <-ctx.Done():
 		}
 	}()
+}
+
+// within is t, or the nearest end of [from, to] when t is outside (or
+// unknown): a kill the node timed on a clock that does not agree with the
+// harness's happened while its command ran.
+func within(t, from, to time.Time) time.Time {
+	switch {
+	case t.IsZero() || t.Before(from):
+		return from
+	case t.After(to):
+		return to
+	}
+	return t
 }
 
 // wait ends the fault's schedule with the window.
@@ -247,9 +276,11 @@ func (t *Target) judgeFault(run *target.Run, fr *faultRun) {
 }
 
 // killer kills one container of a pod as a crash would, or as near to it
-// as the cluster allows, and says how.
+// as the cluster allows. aim readies the kill before the window and says
+// how it kills; fire, in the window, kills and returns when, by the clock
+// of the container's node.
 type killer interface {
-	kill(ctx context.Context, pod *corev1.Pod, container string) (how string, err error)
+	aim(ctx context.Context, pod *corev1.Pod, container string) (fire func(context.Context) (time.Time, error), how string, err error)
 }
 
 // newKiller picks how faults kill: through the node when the target has
@@ -292,28 +323,47 @@ var containerIDPattern = regexp.MustCompile(`^[0-9a-f]{12,128}$`)
 
 // nodeKiller sends SIGKILL to the container's main process from its node:
 // the container exits with code 137, as a crash or the OOM killer would
-// end it.
+// end it. The node's clock is the harness's on kind (one kernel).
 type nodeKiller struct{ exec NodeExec }
 
-func (k nodeKiller) kill(ctx context.Context, pod *corev1.Pod, container string) (string, error) {
+func (k nodeKiller) aim(ctx context.Context, pod *corev1.Pod, container string) (func(context.Context) (time.Time, error), string, error) {
 	st, _ := containerStatus(pod, container)
 	_, id, _ := strings.Cut(st.ContainerID, "://")
 	if !containerIDPattern.MatchString(id) {
-		return "", fmt.Errorf("container %s of %s/%s: no CRI container ID in its status (%q)", container, pod.Namespace, pod.Name, st.ContainerID)
+		return nil, "", fmt.Errorf("container %s of %s/%s: no CRI container ID in its status (%q)", container, pod.Namespace, pod.Name, st.ContainerID)
 	}
-	script := nodeKillScript(id)
-	out, err := k.exec(ctx, pod.Spec.NodeName, "sh", "-c", script)
+	node, who := pod.Spec.NodeName, fmt.Sprintf("container %s of %s/%s on node %s", container, pod.Namespace, pod.Name, pod.Spec.NodeName)
+	out, err := k.exec(ctx, node, "crictl", "inspect", "--output", "go-template", "--template", "{{.info.pid}}", id)
 	if err != nil {
-		return "", fmt.Errorf("kill container %s of %s/%s on node %s (%s): %w: %s", container, pod.Namespace, pod.Name, pod.Spec.NodeName,
-			script, err, strings.TrimSpace(string(out)))
+		return nil, "", fmt.Errorf("find the main process of %s: %w: %s", who, err, strings.TrimSpace(string(out)))
 	}
-	return "SIGKILL to its main process, through node " + pod.Spec.NodeName, nil
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || pid <= 1 {
+		return nil, "", fmt.Errorf("find the main process of %s: crictl answered %q", who, strings.TrimSpace(string(out)))
+	}
+	fire := func(ctx context.Context) (time.Time, error) {
+		script := fmt.Sprintf("date +%%s%%N && kill -KILL %d", pid)
+		out, err := k.exec(ctx, node, "sh", "-c", script)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("kill %s (%s): %w: %s", who, script, err, strings.TrimSpace(string(out)))
+		}
+		return clockOf(out), nil
+	}
+	return fire, "SIGKILL to its main process, through node " + node, nil
 }
 
-// nodeKillScript finds the main process of container id with crictl and
-// sends it SIGKILL.
-func nodeKillScript(id string) string {
-	return fmt.Sprintf(`pid=$(crictl inspect --output go-template --template '{{.info.pid}}' %s) && [ "$pid" -gt 1 ] && kill -KILL "$pid"`, id)
+// clockOf reads the `date +%s%N` a kill printed first; zero when it did
+// not.
+func clockOf(out []byte) time.Time {
+	f := strings.Fields(string(out))
+	if len(f) == 0 {
+		return time.Time{}
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // execKiller asks the container's PID 1 to stop, by exec into the
@@ -325,22 +375,25 @@ type execKiller struct {
 }
 
 // execKillCommand is what execKiller runs in the container.
-var execKillCommand = []string{"sh", "-c", "kill -TERM 1"}
+var execKillCommand = []string{"sh", "-c", "date +%s%N; kill -TERM 1"}
 
-func (k execKiller) kill(ctx context.Context, pod *corev1.Pod, container string) (string, error) {
+func (k execKiller) aim(_ context.Context, pod *corev1.Pod, container string) (func(context.Context) (time.Time, error), string, error) {
 	req := k.c.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: execKillCommand, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	ex, err := remotecommand.NewSPDYExecutor(k.cfg, "POST", req.URL())
 	if err != nil {
-		return "", fmt.Errorf("exec into %s of %s/%s: %w", container, pod.Namespace, pod.Name, err)
+		return nil, "", fmt.Errorf("exec into %s of %s/%s: %w", container, pod.Namespace, pod.Name, err)
 	}
-	var out bytes.Buffer
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
-	if err := execKillError(err); err != nil {
-		return "", fmt.Errorf("exec %q into %s of %s/%s: %w: %s", strings.Join(execKillCommand, " "), container, pod.Namespace, pod.Name,
-			err, strings.TrimSpace(out.String()))
+	fire := func(ctx context.Context) (time.Time, error) {
+		var out bytes.Buffer
+		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
+		if err := execKillError(err); err != nil {
+			return time.Time{}, fmt.Errorf("exec %q into %s of %s/%s: %w: %s", strings.Join(execKillCommand, " "), container, pod.Namespace, pod.Name,
+				err, strings.TrimSpace(out.String()))
+		}
+		return clockOf(out.Bytes()), nil
 	}
-	return "SIGTERM to its PID 1, by exec into it", nil
+	return fire, "SIGTERM to its PID 1, by exec into it", nil
 }
 
 // execKillError is the error of the kill's exec that means it failed:

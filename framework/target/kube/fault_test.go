@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,9 +27,14 @@ type fakeKiller struct {
 	down time.Duration
 }
 
-func (k fakeKiller) kill(ctx context.Context, pod *corev1.Pod, container string) (string, error) {
+func (k fakeKiller) aim(_ context.Context, pod *corev1.Pod, container string) (func(context.Context) (time.Time, error), string, error) {
+	return func(context.Context) (time.Time, error) { return k.kill(pod, container), nil }, "fake SIGKILL", nil
+}
+
+func (k fakeKiller) kill(pod *corev1.Pod, container string) time.Time {
 	app := k.fc.app(pod.Namespace, manifests.Component(pod.Labels[manifests.LabelComponent]))
-	app.failUntil.Store(time.Now().Add(k.down).UnixNano())
+	at := time.Now()
+	app.failUntil.Store(at.Add(k.down).UnixNano())
 	time.AfterFunc(k.down, func() {
 		k.fc.mu.Lock()
 		k.fc.started[pod.Namespace+"/"+pod.Name+"/"+container] = time.Now()
@@ -49,7 +53,7 @@ func (k fakeKiller) kill(ctx context.Context, pod *corev1.Pod, container string)
 			k.fc.t.Errorf("fake kubelet: %v", err)
 		}
 	})
-	return "fake SIGKILL", nil
+	return at
 }
 
 // TestTargetFaultOnFakeCluster kills the meshed backend's sidecar 300 ms
@@ -133,32 +137,58 @@ func TestFaultNeedsTimeline(t *testing.T) {
 	assert.Nil(t, run.Recovery)
 }
 
+// TestNodeKiller: the kill is aimed before the window (the container's
+// main process found with crictl on its node) and is one command in it,
+// which prints the node's clock.
 func TestNodeKiller(t *testing.T) {
-	var node string
-	var cmd []string
-	k := nodeKiller{exec: func(_ context.Context, n string, c ...string) ([]byte, error) {
-		node, cmd = n, c
-		return nil, nil
+	var cmds [][]string
+	answers := []string{"4242\n", "1764500000123456789\n"}
+	var fail error
+	k := nodeKiller{exec: func(_ context.Context, node string, c ...string) ([]byte, error) {
+		cmds = append(cmds, append([]string{node}, c...))
+		if fail != nil {
+			return []byte("no such container\n"), fail
+		}
+		out := answers[0]
+		answers = answers[1:]
+		return []byte(out), nil
 	}}
 	p := runPod("ns", "backend-0", manifests.Backend, "r")
 	p.Spec.NodeName = "kind-worker"
 	p.Status.ContainerStatuses[0].ContainerID = "containerd://0123456789abcdef0123"
-	how, err := k.kill(context.Background(), p, "backend")
+	fire, how, err := k.aim(context.Background(), p, "backend")
 	require.NoError(t, err)
 	assert.Equal(t, "SIGKILL to its main process, through node kind-worker", how)
-	assert.Equal(t, "kind-worker", node)
-	assert.Equal(t, []string{"sh", "-c", `pid=$(crictl inspect --output go-template --template '{{.info.pid}}' 0123456789abcdef0123) && [ "$pid" -gt 1 ] && kill -KILL "$pid"`}, cmd)
+	assert.Equal(t, [][]string{{"kind-worker", "crictl", "inspect", "--output", "go-template", "--template", "{{.info.pid}}", "0123456789abcdef0123"}}, cmds)
+	at, err := fire(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, time.Unix(0, 1764500000123456789), at)
+	assert.Equal(t, []string{"kind-worker", "sh", "-c", "date +%s%N && kill -KILL 4242"}, cmds[1])
 
-	k.exec = func(context.Context, string, ...string) ([]byte, error) {
-		return []byte("no such container\n"), errors.New("exit status 1")
-	}
-	_, err = k.kill(context.Background(), p, "backend")
-	require.Error(t, err)
-	assert.True(t, strings.HasSuffix(err.Error(), ": exit status 1: no such container"), err.Error())
+	fail = errors.New("exit status 1")
+	_, err = fire(context.Background())
+	assert.EqualError(t, err, "kill container backend of ns/backend-0 on node kind-worker (date +%s%N && kill -KILL 4242): exit status 1: no such container")
+	_, _, err = k.aim(context.Background(), p, "backend")
+	assert.EqualError(t, err, "find the main process of container backend of ns/backend-0 on node kind-worker: exit status 1: no such container")
+	fail, answers = nil, []string{"1\n"}
+	_, _, err = k.aim(context.Background(), p, "backend")
+	assert.EqualError(t, err, `find the main process of container backend of ns/backend-0 on node kind-worker: crictl answered "1"`)
 
 	p.Status.ContainerStatuses[0].ContainerID = "containerd://x; reboot"
-	_, err = k.kill(context.Background(), p, "backend")
+	_, _, err = k.aim(context.Background(), p, "backend")
 	assert.EqualError(t, err, `container backend of ns/backend-0: no CRI container ID in its status ("containerd://x; reboot")`)
+}
+
+// TestWithin: the kill's time as its node says, kept within the span of
+// the command that did it.
+func TestWithin(t *testing.T) {
+	from, to := time.Unix(10, 0), time.Unix(11, 0)
+	assert.Equal(t, time.Unix(10, 5e8), within(time.Unix(10, 5e8), from, to))
+	assert.Equal(t, from, within(time.Time{}, from, to))
+	assert.Equal(t, from, within(time.Unix(9, 0), from, to))
+	assert.Equal(t, to, within(time.Unix(12, 0), from, to))
+	assert.Equal(t, time.Unix(0, 42), clockOf([]byte("42\nkilled\n")))
+	assert.True(t, clockOf([]byte("sh: date: not found")).IsZero())
 }
 
 func TestExecKillError(t *testing.T) {

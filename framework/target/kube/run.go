@@ -194,7 +194,7 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 // again, waits for what the fault killed to be back, and reads the
 // counters after the run.
 func (t *Target) measure(ctx context.Context, rs *runState) error {
-	rs.fault.start(ctx, t.killer, t.now)
+	rs.fault.start(ctx, t.now)
 	frs, err := runShards(ctx, rs.lgs, rs.shardOpts, rs.o.Duration)
 	rs.fault.wait()
 	if err != nil {
