@@ -63,10 +63,12 @@ type faultRun struct {
 	at         time.Time // when the container was killed
 	err        error
 
-	// back is when the container was seen running and its pod ready again
-	// after the kill; zero when not within Options.RestartTimeout, and
-	// then state says what it was doing.
-	back          time.Time
+	// watched is closed when the watch of the restart, started with the
+	// kill, is over. running is when the container was first seen running
+	// again, back when its pod was ready again too; zero when not within
+	// Options.RestartTimeout, and then state says what it was doing.
+	watched       chan struct{}
+	running, back time.Time
 	restartsAfter int32
 	state         string
 }
@@ -132,9 +134,10 @@ func containerStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool
 	return corev1.ContainerStatus{}, false
 }
 
-// start schedules the kill After from now. The kill happened when the
-// killer says, within the span of its command.
-func (fr *faultRun) start(ctx context.Context, now func() time.Time) {
+// start schedules the kill After from now, and the watch of the restart
+// right after it. The kill happened when the killer says, within the span
+// of its command.
+func (fr *faultRun) start(ctx context.Context, now func() time.Time, watch func(context.Context, *faultRun)) {
 	if fr == nil {
 		return
 	}
@@ -154,6 +157,13 @@ func (fr *faultRun) start(ctx context.Context, now func() time.Time) {
 			var at time.Time
 			at, fr.err = fr.fire(ctx)
 			fr.at = within(at, issued, now())
+			if fr.err == nil {
+				fr.watched = make(chan struct{})
+				go func() {
+					defer close(fr.watched)
+					watch(ctx, fr)
+				}()
+			}
 		case <-fr.stop:
 		case <-ctx.Done():
 		}
@@ -214,13 +224,11 @@ func (fr *faultRun) who() string {
 	return fmt.Sprintf("%s of %s/%s", fr.container, fr.pod.Namespace, fr.pod.Name)
 }
 
-// awaitRestart waits until the killed container runs again, restarted by
-// the kubelet, and its pod is ready.
-func (t *Target) awaitRestart(ctx context.Context, fr *faultRun) {
-	if !fr.killed() {
-		return
-	}
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, t.o.RestartTimeout, true, func(ctx context.Context) (bool, error) {
+// watchRestart polls, from the kill on, until the killed container runs
+// again, restarted by the kubelet, and its pod is ready; within
+// Options.RestartTimeout.
+func (t *Target) watchRestart(ctx context.Context, fr *faultRun) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, t.o.RestartTimeout, true, func(ctx context.Context) (bool, error) {
 		p, err := t.c.CoreV1().Pods(fr.pod.Namespace).Get(ctx, fr.pod.Name, metav1.GetOptions{})
 		if err != nil {
 			fr.state = err.Error()
@@ -228,10 +236,21 @@ func (t *Target) awaitRestart(ctx context.Context, fr *faultRun) {
 		}
 		st, _ := containerStatus(p, fr.container)
 		fr.restartsAfter, fr.state = st.RestartCount, describeState(st)
-		return st.RestartCount > fr.restarts && st.State.Running != nil && st.Ready && podReady(p), nil
+		restarted := st.RestartCount > fr.restarts && st.State.Running != nil
+		if restarted && fr.running.IsZero() {
+			fr.running = t.now()
+		}
+		return restarted && st.Ready && podReady(p), nil
 	})
 	if err == nil {
 		fr.back = t.now()
+	}
+}
+
+// awaitRestart waits for the watch of the killed container's restart.
+func awaitRestart(fr *faultRun) {
+	if fr.killed() {
+		<-fr.watched
 	}
 }
 
@@ -263,8 +282,8 @@ func (t *Target) judgeFault(run *target.Run, fr *faultRun) {
 			run.Invalid = append(run.Invalid, fmt.Sprintf("%s was not running and ready again within %v of the window's end: %s",
 				fr.who(), t.o.RestartTimeout, fr.state))
 		} else {
-			run.Warnings = append(run.Warnings, fmt.Sprintf("the kubelet restarted %s (restarts %d → %d); it was running and ready again within %v of the kill",
-				fr.who(), fr.restarts, fr.restartsAfter, fr.back.Sub(fr.at).Round(100*time.Millisecond)))
+			run.Warnings = append(run.Warnings, fmt.Sprintf("the kubelet restarted %s (restarts %d → %d): running again %v and ready %v after the kill",
+				fr.who(), fr.restarts, fr.restartsAfter, fr.running.Sub(fr.at).Round(100*time.Millisecond), fr.back.Sub(fr.at).Round(100*time.Millisecond)))
 		}
 	}
 	if fr.killed() && run.Load.Timeline == nil {

@@ -86,13 +86,13 @@ func TestTargetFaultOnFakeCluster(t *testing.T) {
 	rec := run.Recovery
 	assert.Positive(t, rec.Failed)
 	assert.Equal(t, run.Load.Errors, rec.Failed, "every failure after the kill")
-	assert.InDelta(t, 300, rec.At.Seconds()*1000, 60, "on the harness clock")
+	assert.InDelta(t, 300, rec.At.Seconds()*1000, 150, "on the harness clock")
 	assert.GreaterOrEqual(t, rec.FirstSuccess, time.Duration(0))
 	assert.GreaterOrEqual(t, rec.Recovered, 300*time.Millisecond, "the app answered 503 for 400 ms")
 	backend := tg.arms[target.Meshed].ns + "/backend-0"
 	require.Len(t, run.Warnings, 2, "%q", run.Warnings)
 	assert.Regexp(t, `^mb-sidecar of `+backend+` was killed 3\d\dms into the window \(fake SIGKILL\): its CPU is not in this run's figures$`, run.Warnings[0])
-	assert.Regexp(t, `^the kubelet restarted mb-sidecar of `+backend+` \(restarts 0 → 1\); it was running and ready again within \d`, run.Warnings[1])
+	assert.Regexp(t, `^the kubelet restarted mb-sidecar of `+backend+` \(restarts 0 → 1\): running again [\d.]+m?s and ready [\d.]+m?s after the kill$`, run.Warnings[1])
 	assert.Equal(t, 50*time.Millisecond, run.Load.Timeline.Bucket)
 	assert.True(t, run.Load.Options.ExpectErrors)
 

@@ -194,7 +194,7 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 // again, waits for what the fault killed to be back, and reads the
 // counters after the run.
 func (t *Target) measure(ctx context.Context, rs *runState) error {
-	rs.fault.start(ctx, t.now)
+	rs.fault.start(ctx, t.now, t.watchRestart)
 	frs, err := runShards(ctx, rs.lgs, rs.shardOpts, rs.o.Duration)
 	rs.fault.wait()
 	if err != nil {
@@ -211,7 +211,7 @@ func (t *Target) measure(ctx context.Context, rs *runState) error {
 	}); err != nil {
 		return err
 	}
-	t.awaitRestart(ctx, rs.fault)
+	awaitRestart(rs.fault)
 	if rs.c1, err = t.counters(ctx, rs.apps); err != nil {
 		return err
 	}
