@@ -709,14 +709,6 @@ func deleteNamespaces(ctx context.Context, c kubernetes.Interface, nss []string,
 	return errs
 }
 
-func nsNames(nss []*corev1.Namespace) []string {
-	out := make([]string, len(nss))
-	for i, n := range nss {
-		out[i] = n.Name
-	}
-	return out
-}
-
 func componentsOf(ws []want) []string {
 	seen := map[string]int{}
 	var order []string
