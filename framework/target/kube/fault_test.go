@@ -76,7 +76,7 @@ func TestTargetFaultOnFakeCluster(t *testing.T) {
 	require.NoError(t, tg.Supports(w, f))
 	// Open loop: the rate before and after the fault is the same, whatever
 	// else this machine runs.
-	o := load.Options{Concurrency: 2, QPS: 400, RateTolerance: 0.3, Duration: 1500 * time.Millisecond, Warmup: -1}
+	o := load.Options{Concurrency: 2, QPS: 200, RateTolerance: 0.3, Duration: 1500 * time.Millisecond, Warmup: -1}
 
 	run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: w, Load: o, Fault: f})
 	require.NoError(t, err)
