@@ -25,67 +25,97 @@ import (
 // A run asked with hdr=off records none and has no such field.
 const HDRField = "MeshbenchHDR"
 
+// TimelineField is the field mbloadgen adds to fortio's run result when
+// the run is asked with timeline=<bucket> (a Go duration, e.g. 50ms): the
+// run's load.Timeline, successes and failures per bucket by completion
+// time, on the loadgen's clock, from which a fault's recovery is judged.
+const TimelineField = "MeshbenchTimeline"
+
 // runs serialises the runs of the process and hands each one its
-// load.Recorder through fortio's REST hook, which is process-wide like
-// the rest of fortio's REST state.
+// recorders through fortio's REST hook, which is process-wide like the
+// rest of fortio's REST state.
 var runs = &runSlot{}
 
 type runSlot struct {
 	// running is held for a whole run.
 	running sync.Mutex
 	mu      sync.Mutex
-	// armed says the next run records HDR; rec is its Recorder once
-	// fortio has built the run's options.
-	armed bool
-	rec   *load.Recorder
+	// armed says the next run records; hdr and bucket what. rec and tl are
+	// its recorders once fortio has built the run's options.
+	armed  bool
+	hdr    bool
+	bucket time.Duration
+	rec    *load.Recorder
+	tl     *load.TimelineRecorder
 }
 
 // hook is rapi's hook, called with a run's options before the run.
-func (s *runSlot) hook(_ *fhttp.HTTPOptions, ro *periodic.RunnerOptions) {
+func (s *runSlot) hook(ho *fhttp.HTTPOptions, ro *periodic.RunnerOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.armed || s.rec != nil {
+	if !s.armed || s.rec != nil || s.tl != nil {
 		return
 	}
-	s.rec = load.NewRecorder(ro)
-	ro.AccessLogger = s.rec
+	var ls []periodic.AccessLogger
+	if s.hdr {
+		s.rec = load.NewRecorder(ro)
+		ls = append(ls, s.rec)
+	}
+	if s.bucket > 0 {
+		span := ro.Duration + ho.HTTPReqTimeOut + time.Second
+		s.tl = load.NewTimelineRecorder(time.Now(), s.bucket, span, ro.NumThreads)
+		ls = append(ls, s.tl)
+	}
+	if len(ls) > 0 {
+		ro.AccessLogger = load.Loggers(ls...)
+	}
 }
 
-// arm prepares the next run; take returns its Recorder, if any, and
+// arm prepares the next run; take returns its recorders, if any, and
 // disarms.
-func (s *runSlot) arm(hdr bool) {
+func (s *runSlot) arm(hdr bool, bucket time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.armed, s.rec = hdr, nil
+	s.armed, s.hdr, s.bucket, s.rec, s.tl = hdr || bucket > 0, hdr, bucket, nil, nil
 }
 
-func (s *runSlot) take() *load.Recorder {
+func (s *runSlot) take() (*load.Recorder, *load.TimelineRecorder) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := s.rec
-	s.armed, s.rec = false, nil
-	return rec
+	rec, tl := s.rec, s.tl
+	s.armed, s.rec, s.tl = false, nil, nil
+	return rec, tl
 }
 
 // runHandler runs one load through fortio's REST handler, synchronously
-// and one at a time, and adds HDRField to its answer.
+// and one at a time, and adds HDRField (and TimelineField when asked) to
+// its answer.
 func runHandler(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("async") == "on" {
+	q := r.URL.Query()
+	if q.Get("async") == "on" {
 		replyError(w, http.StatusBadRequest, "mbloadgen runs synchronously only: drop async=on")
 		return
+	}
+	var bucket time.Duration
+	if v := q.Get("timeline"); v != "" {
+		var err error
+		if bucket, err = time.ParseDuration(v); err != nil || bucket <= 0 {
+			replyError(w, http.StatusBadRequest, fmt.Sprintf("timeline=%q: want a positive Go duration such as 50ms", v))
+			return
+		}
 	}
 	if !runs.running.TryLock() {
 		replyError(w, http.StatusConflict, "a run is already in progress on this loadgen")
 		return
 	}
 	defer runs.running.Unlock()
-	runs.arm(r.URL.Query().Get("hdr") != "off")
+	runs.arm(q.Get("hdr") != "off", bucket)
 	buf := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
 	rapi.RESTRunHandler(buf, r)
 	body := buf.body.Bytes()
-	if rec := runs.take(); rec != nil && buf.code == http.StatusOK {
+	if rec, tl := runs.take(); (rec != nil || tl != nil) && buf.code == http.StatusOK {
 		var err error
-		if body, err = withHDR(body, rec); err != nil {
+		if body, err = withRecords(body, rec, tl); err != nil {
 			replyError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
@@ -97,9 +127,9 @@ func runHandler(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// withHDR adds the recorder's Latencies to fortio's JSON result, unless
-// the result is an error.
-func withHDR(body []byte, rec *load.Recorder) ([]byte, error) {
+// withRecords adds the recorder's Latencies and the timeline, each when
+// recorded, to fortio's JSON result, unless the result is an error.
+func withRecords(body []byte, rec *load.Recorder, tl *load.TimelineRecorder) ([]byte, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("decode fortio's result: %w", err)
@@ -114,12 +144,20 @@ func withHDR(body []byte, rec *load.Recorder) ([]byte, error) {
 	if reply.Error {
 		return body, nil
 	}
-	lat, err := rec.Latencies(reply.StartTime)
-	if err != nil {
-		return nil, fmt.Errorf("HDR latencies: %w", err)
+	if rec != nil {
+		lat, err := rec.Latencies(reply.StartTime)
+		if err != nil {
+			return nil, fmt.Errorf("HDR latencies: %w", err)
+		}
+		if doc[HDRField], err = json.Marshal(lat); err != nil {
+			return nil, fmt.Errorf("encode HDR latencies: %w", err)
+		}
 	}
-	if doc[HDRField], err = json.Marshal(lat); err != nil {
-		return nil, fmt.Errorf("encode HDR latencies: %w", err)
+	if tl != nil {
+		var err error
+		if doc[TimelineField], err = json.Marshal(tl.Timeline()); err != nil {
+			return nil, fmt.Errorf("encode the timeline: %w", err)
+		}
 	}
 	return json.MarshalIndent(doc, "", "  ")
 }

@@ -16,7 +16,8 @@
 //
 // It also serves fortio's echo handler on / (so two mbloadgens, or one, can
 // be a test's server as well as its client), fortio's debug handler on
-// /debug, a readiness endpoint on /healthz, and on /meshbench/netinfo the
+// /debug, a readiness endpoint on /healthz (with the loadgen's clock in
+// TimeHeader), and on /meshbench/netinfo the
 // pod's network interfaces with their MTU and the fortio version, which a
 // restricted pod cannot otherwise reveal without exec.
 //
@@ -35,6 +36,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -43,6 +45,11 @@ import (
 	"fortio.org/fortio/rapi"
 	flog "fortio.org/log"
 )
+
+// TimeHeader is on every /healthz answer: the loadgen's clock, in Unix
+// nanoseconds, so that the harness can put the loadgen's timelines on its
+// own clock.
+const TimeHeader = "X-Meshbench-Time"
 
 // Paths served besides fortio's REST API.
 const (
@@ -113,6 +120,7 @@ func NewMux() *http.ServeMux {
 	mux.HandleFunc(ui+rapi.RestStopURI, rapi.RESTStopHandler)
 	mux.HandleFunc(ui+rapi.RestDNS, rapi.RESTDNSHandler)
 	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set(TimeHeader, strconv.FormatInt(time.Now().UnixNano(), 10))
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
 	})

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,40 @@ func TestOpenLoopRunAnswersCorrectedHDR(t *testing.T) {
 	assert.Contains(t, string(body), "DurationHistogram")
 }
 
+// TestRunAnswersTimeline: timeline=50ms adds the run's timeline, every
+// request counted once in the bucket of its completion, failures apart;
+// hdr=off leaves the HDR field out but not the timeline; a bad bucket is
+// refused before the run.
+func TestRunAnswersTimeline(t *testing.T) {
+	srv := server(t)
+	code, body := post(t, runURL(srv, srv.URL+"/echo?status=503", url.Values{"timeline": {"50ms"}, "hdr": {"off"}}))
+	require.Equal(t, http.StatusOK, code, string(body))
+	var res struct {
+		RetCodes          map[int]int64
+		MeshbenchTimeline *load.Timeline
+	}
+	require.NoError(t, json.Unmarshal(body, &res))
+	assert.NotContains(t, string(body), HDRField)
+	tl := res.MeshbenchTimeline
+	require.NotNil(t, tl, "field %s", TimelineField)
+	assert.Equal(t, 50*time.Millisecond, tl.Bucket)
+	sum := func(xs []int64) (n int64) {
+		for _, x := range xs {
+			n += x
+		}
+		return n
+	}
+	assert.Positive(t, res.RetCodes[http.StatusServiceUnavailable])
+	assert.Equal(t, res.RetCodes[http.StatusServiceUnavailable], sum(tl.Failed))
+	assert.Zero(t, sum(tl.OK))
+	assert.Len(t, tl.Failed, len(tl.OK))
+	assert.LessOrEqual(t, len(tl.OK), 300/50+1+1, "a 300 ms window in 50 ms buckets")
+
+	code, body = post(t, runURL(srv, srv.URL+"/echo", url.Values{"timeline": {"soon"}}))
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, string(body), `timeline=\"soon\": want a positive Go duration`)
+}
+
 func TestOneRunAtATime(t *testing.T) {
 	srv := server(t)
 	done := make(chan int, 1)
@@ -166,11 +201,15 @@ func TestNetInfoAndHealth(t *testing.T) {
 	require.NotNil(t, lo, "%+v", ni.Interfaces)
 	assert.Positive(t, lo.MTU)
 
+	before := time.Now()
 	resp, err = http.Get(srv.URL + HealthPath)
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Equal(t, "ok\n", string(b))
+	ns, err := strconv.ParseInt(resp.Header.Get(TimeHeader), 10, 64)
+	require.NoError(t, err)
+	assert.WithinRange(t, time.Unix(0, ns), before, time.Now())
 }
 
 func TestFlags(t *testing.T) {

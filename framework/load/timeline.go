@@ -234,3 +234,25 @@ func (r Recovery) String() string {
 		r.Failed, dur(r.FirstFailure), dur(r.FirstSuccess), RecoveryTolerance*100, math.Round(r.PreRate), dur(r.Recovered),
 		r.MeanLatency.Round(time.Microsecond), r.MaxLatency.Round(time.Microsecond))
 }
+
+// TimelineRecorder is the periodic.AccessLogger that fills a Timeline, for
+// a loadgen that runs fortio itself (cmd/mbloadgen); Measure records one
+// when Options.Timeline is set.
+type TimelineRecorder struct{ *timeline }
+
+// NewTimelineRecorder counts requests completing from start on, in
+// buckets of width bucket over span, for threads fortio threads.
+func NewTimelineRecorder(start time.Time, bucket, span time.Duration, threads int) *TimelineRecorder {
+	return &TimelineRecorder{newTimeline(start, bucket, span, max(threads, 1))}
+}
+
+// Timeline sums the threads' buckets once the run is over.
+func (r *TimelineRecorder) Timeline() *Timeline { return r.sum() }
+
+// Loggers hands every request to several access loggers, in order.
+func Loggers(ls ...periodic.AccessLogger) periodic.AccessLogger {
+	if len(ls) == 1 {
+		return ls[0]
+	}
+	return accessLoggers(ls)
+}

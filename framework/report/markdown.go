@@ -175,7 +175,7 @@ func mdProofs(b *strings.Builder, ps []Proof) {
 		if p.Invalid > 0 {
 			note = fmt.Sprintf(", **%d INVALID**", p.Invalid)
 		}
-		fmt.Fprintf(b, "%s %s (%d runs%s):\n\n", p.Path, p.Arm, p.Runs, note)
+		fmt.Fprintf(b, "%s (%d runs%s):\n\n", p.Title(), p.Runs, note)
 		row(b, "SRC", "DST", "SECURED", "VERIFIED PEER", "REQUESTS")
 		for _, e := range p.Edges {
 			row(b, e.Src, e.Dst, secured(e), dash(e.Peer), fmt.Sprint(e.Requests))

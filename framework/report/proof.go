@@ -11,23 +11,37 @@ import (
 // Proof is what one arm's requests on one path went through, over every
 // concurrency and repeat of the run: the path proof the summary prints.
 type Proof struct {
-	Path  target.Path   `json:"path"`
-	Arm   target.Arm    `json:"arm"`
-	Edges []target.Edge `json:"edges"`
+	Path target.Path `json:"path"`
+	Arm  target.Arm  `json:"arm"`
+	// Placement is set for a loadgen out of the mesh, whose first hop is
+	// plain text by design: its runs are proved apart from the others.
+	Placement target.Placement `json:"placement,omitempty"`
+	Edges     []target.Edge    `json:"edges"`
 	// Runs is the number of records merged; Invalid how many of them
 	// failed a check (their edges are merged too: they show why).
 	Runs    int `json:"runs"`
 	Invalid int `json:"invalid"`
 }
 
-// Proofs merges the records' edges per path and arm: requests add up, an
-// edge is secured only when it was secured in every record, and the
-// verified peer and evidence are the first record's that has them. Paths
-// and arms come in the records' order.
+// Title names the proof: "one-hop meshed", "one-hop meshed, loadgen
+// out-of-mesh".
+func (p Proof) Title() string {
+	if p.Placement != "" {
+		return fmt.Sprintf("%s %s, loadgen %s", p.Path, p.Arm, p.Placement)
+	}
+	return fmt.Sprintf("%s %s", p.Path, p.Arm)
+}
+
+// Proofs merges the records' edges per path and arm (and apart, the runs
+// of a loadgen out of the mesh): requests add up, an edge is secured only
+// when it was secured in every record, and the verified peer and evidence
+// are the first record's that has them. Paths and arms come in the
+// records' order.
 func Proofs(recs []Record) []Proof {
 	type key struct {
-		p target.Path
-		a target.Arm
+		p  target.Path
+		a  target.Arm
+		pl target.Placement
 	}
 	var order []key
 	byKey := map[key]*Proof{}
@@ -36,10 +50,13 @@ func Proofs(recs []Record) []Proof {
 		if r.Run == nil {
 			continue
 		}
-		k := key{r.Path, r.Arm}
+		k := key{r.Path, r.Arm, ""}
+		if r.Run.Workload.Placement == target.OutOfMesh {
+			k.pl = target.OutOfMesh
+		}
 		pr, ok := byKey[k]
 		if !ok {
-			pr = &Proof{Path: r.Path, Arm: r.Arm}
+			pr = &Proof{Path: r.Path, Arm: r.Arm, Placement: k.pl}
 			byKey[k], edgeAt[k] = pr, map[[2]string]int{}
 			order = append(order, k)
 		}
@@ -84,7 +101,7 @@ func PrintProofs(w io.Writer, prefix string, ps []Proof) {
 		if p.Invalid > 0 {
 			note = fmt.Sprintf(", %d of them INVALID", p.Invalid)
 		}
-		fmt.Fprintf(w, "%spath proof: %s %s (%d runs%s)\n", prefix, p.Path, p.Arm, p.Runs, note)
+		fmt.Fprintf(w, "%spath proof: %s (%d runs%s)\n", prefix, p.Title(), p.Runs, note)
 		if len(p.Edges) == 0 {
 			fmt.Fprintf(w, "%s  no edge observed\n", prefix)
 			continue

@@ -64,3 +64,22 @@ func TestProofsMergeProtocols(t *testing.T) {
 	assert.Equal(t, "HTTP/2.0+HTTP/1.1", ps[0].Edges[0].Proto)
 	assert.Equal(t, int64(40), ps[0].Edges[0].Requests)
 }
+
+// TestProofsApartOutOfMesh: the runs of a loadgen out of the mesh, whose
+// first hop is plain by design, are proved apart, so that they do not
+// make the in-mesh runs' edge look plain.
+func TestProofsApartOutOfMesh(t *testing.T) {
+	rec := func(pl target.Placement, secured bool, evidence string) Record {
+		return Record{Run: &target.Run{Arm: target.Meshed, Path: target.OneHop, Workload: target.Workload{Placement: pl},
+			Edges: []target.Edge{{Src: "loadgen", Dst: "backend", Secured: secured, Requests: 10, Evidence: evidence}}}}
+	}
+	ps := Proofs([]Record{rec(target.InMesh, true, "verified"), rec(target.OutOfMesh, false, "plain"), rec("", true, "verified")})
+	assert.Equal(t, []Proof{
+		{Path: target.OneHop, Arm: target.Meshed, Runs: 2, Edges: []target.Edge{{Src: "loadgen", Dst: "backend", Secured: true, Requests: 20, Evidence: "verified"}}},
+		{Path: target.OneHop, Arm: target.Meshed, Placement: target.OutOfMesh, Runs: 1, Edges: []target.Edge{{Src: "loadgen", Dst: "backend", Requests: 10, Evidence: "plain"}}},
+	}, ps)
+	assert.Equal(t, "one-hop meshed, loadgen out-of-mesh", ps[1].Title())
+	var b bytes.Buffer
+	PrintProofs(&b, "# ", ps[1:])
+	assert.Equal(t, "# path proof: one-hop meshed, loadgen out-of-mesh (1 runs)\nSRC      DST      SECURED  REQUESTS  EVIDENCE\nloadgen  backend  no       10        plain\n", b.String())
+}

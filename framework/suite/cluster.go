@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -126,8 +127,13 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 	if err != nil {
 		return nil, fmt.Errorf("-placement: %w", err)
 	}
+	var nodeExec kube.NodeExec
+	if s.cl.kind != nil {
+		nodeExec = kindNodeExec(s.cl.kind.Name())
+	}
 	o := kube.Options{
 		Name:            c.Target,
+		NodeExec:        nodeExec,
 		Mesh:            m,
 		Placement:       placement,
 		Loadgens:        c.Loadgens,
@@ -142,9 +148,7 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 		Logf: logf,
 	}
 	cw, _ := c.clusterWide()
-	if cw != nil {
-		o.NodeExec = nodeExec(s.cl.kind)
-	}
+	o.KernelProof = cw != nil
 	tg, err := kube.New(ctx, s.cl.rest, o)
 	if err != nil {
 		return nil, err
@@ -157,6 +161,32 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 		return nil, errors.Join(err, tg.Close(context.WithoutCancel(ctx)))
 	}
 	return split, nil
+}
+
+// kindNodeExec runs commands on the nodes of kind cluster name (docker
+// exec into the node containers, through kind's node API): a fault kills
+// its container through the node, as a crash would.
+func kindNodeExec(name string) kube.NodeExec {
+	return func(ctx context.Context, node string, cmd ...string) ([]byte, error) {
+		ns, err := kindcluster.NewProvider().ListNodes(name)
+		if err != nil {
+			return nil, fmt.Errorf("kind %s: list nodes: %w", name, err)
+		}
+		for _, n := range ns {
+			if n.String() != node {
+				continue
+			}
+			var out bytes.Buffer
+			c := n.CommandContext(ctx, cmd[0], cmd[1:]...)
+			c.SetStdout(&out)
+			c.SetStderr(&out)
+			if err := c.Run(); err != nil {
+				return out.Bytes(), fmt.Errorf("kind %s: on node %s: %w", name, node, err)
+			}
+			return out.Bytes(), nil
+		}
+		return nil, fmt.Errorf("kind %s: no node %s", name, node)
+	}
 }
 
 // deleteCluster deletes the kind cluster when this run created it.

@@ -3,7 +3,6 @@ package suite
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -130,7 +129,10 @@ func (s *Suite) splitTarget(ctx context.Context, meshed *kube.Target, o kube.Opt
 		return nil, err
 	}
 	o.Mesh, o.InstallMesh, o.Install, o.ChartDir = none, false, mesh.InstallOptions{}, ""
-	o.NodeExec = nodeExec(s.cl.base.kind)
+	o.NodeExec = nil
+	if s.cl.base.kind != nil {
+		o.NodeExec = kindNodeExec(s.cl.base.kind.Name())
+	}
 	base, err := kube.New(ctx, s.cl.base.rest, o)
 	if err != nil {
 		return nil, fmt.Errorf("baseline cluster: %w", err)
@@ -140,19 +142,4 @@ func (s *Suite) splitTarget(ctx context.Context, meshed *kube.Target, o kube.Opt
 		where = "kind cluster " + s.cl.base.kind.Name() + " (bridge CNI, no mesh)"
 	}
 	return &target.Split{Baseline: base, Meshed: meshed, Where: where}, nil
-}
-
-// nodeExec runs commands in a kind cluster's nodes (docker exec into the
-// node's container); nil for a remote cluster.
-func nodeExec(cl kind.Cluster) kube.NodeExec {
-	if cl == nil {
-		return nil
-	}
-	return func(ctx context.Context, node string, cmd ...string) ([]byte, error) {
-		out, err := exec.CommandContext(ctx, "docker", append([]string{"exec", node}, cmd...)...).Output()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return out, fmt.Errorf("%w: %s", err, ee.Stderr)
-		}
-		return out, err
-	}
 }

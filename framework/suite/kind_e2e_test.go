@@ -8,14 +8,22 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
+	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/target/kind"
@@ -24,13 +32,16 @@ import (
 // TestKindE2E is the end-to-end run on a real 3-node kind cluster built
 // offline: both paths at c=1 and c=8, baseline against the bring-your-own
 // sidecar mesh, checked for real results and against
-// fixtures/thresholds/kind.yaml, and the cluster deleted whatever happens.
-// `make e2e` starts dockerd and builds the images it needs.
+// fixtures/thresholds/kind.yaml; then, on the same cluster, the loadgen
+// placements and the fault scenario (placementAndFault); and the cluster
+// deleted whatever happens. `make e2e` starts dockerd and builds the
+// images it needs. MESHBENCH_KIND_CLUSTER names the cluster (default
+// meshbench-e2e-<n>).
 func TestKindE2E(t *testing.T) {
 	if os.Getenv("MESHBENCH_KIND_E2E") == "" {
 		t.Skip("set MESHBENCH_KIND_E2E=1 and run `make e2e`, which starts dockerd and builds the node, nginx and loadgen images")
 	}
-	name := fmt.Sprintf("meshbench-e2e-%d", time.Now().Unix()%100000)
+	name := envOr("MESHBENCH_KIND_CLUSTER", fmt.Sprintf("meshbench-e2e-%d", time.Now().Unix()%100000))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -77,6 +88,9 @@ func TestKindE2E(t *testing.T) {
 		_, sidecars := r.Resources.Role(measure.RoleSidecar)
 		assert.Equal(t, r.Arm == target.Meshed, sidecars, "%s: sidecar containers only in the meshed arm", name)
 	}
+	if !t.Failed() {
+		placementAndFault(t, s, name)
+	}
 	err = s.Finish()
 	assert.NoError(t, err, "kind fixture")
 	files, _ := filepath.Glob(filepath.Join(cfg.ResultsDir, "*.json"))
@@ -100,4 +114,128 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// placementAndFault is the kind stage of the placement and fault
+// scenarios, short and small: the seed's placements (in the mesh ×1, out
+// of the mesh, in the mesh as shards) at c=8 with 5 s windows; the backend's
+// bring-your-own sidecar container killed 2 s into a 15 s window of the
+// meshed arm at c=4, which must fail requests and recover (the kubelet
+// restarts the container in 1-3 s, and in up to 10 s when the machine is
+// saturated); and a run of the meshed arm after it, which must be whole,
+// with the sidecar restarted once by the kubelet.
+func placementAndFault(t *testing.T, s *suite.Suite, cluster string) {
+	start := time.Now()
+	defer func() { t.Logf("e2e stage placement+fault: %.0fs", time.Since(start).Seconds()) }()
+	s.Config.ConcurrencySet = false // the scenarios' own c, not -concurrency's
+	short := func(d, warm time.Duration) func(*load.Options) {
+		return func(o *load.Options) { o.Duration, o.Warmup = d, warm }
+	}
+	n := len(s.Records())
+	testing.Benchmark(func(b *testing.B) {
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkPlacement", Load: short(5*time.Second, 2*time.Second), Axes: []suite.Axis{suite.Placements(
+			suite.Placement{Where: target.InMesh, Loadgens: 1, C: 8},
+			suite.Placement{Where: target.OutOfMesh, Loadgens: 1, C: 8},
+			suite.Placement{Where: target.InMesh, Loadgens: 2, C: 8},
+		)}})
+	})
+	placed := s.Records()[n:]
+	require.Len(t, placed, 3*2, "3 placements × 2 arms")
+	checkPlacements(t, placed)
+
+	n = len(s.Records())
+	fault := &target.Fault{Action: target.Kill, Workload: "backend", Sidecar: true, After: 2 * time.Second}
+	testing.Benchmark(func(b *testing.B) {
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkProxyKilled", Concurrency: []int{4}, Arms: []target.Arm{target.Meshed},
+			Fault: fault, Load: short(15*time.Second, 2*time.Second)})
+	})
+	faulted := s.Records()[n:]
+	require.Len(t, faulted, 1)
+	checkFault(t, faulted[0].Run)
+
+	n = len(s.Records())
+	testing.Benchmark(func(b *testing.B) {
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkAfterFault", Concurrency: []int{4}, Arms: []target.Arm{target.Meshed},
+			Load: short(5*time.Second, time.Second)})
+	})
+	after := s.Records()[n:]
+	require.Len(t, after, 1)
+	for _, r := range after {
+		assert.True(t, r.Valid(), "%s after the fault: invalid: %v", r.Name(), r.Invalid)
+		assert.Zero(t, r.Load.Errors, "%s after the fault: errors", r.Name())
+	}
+	checkRestarted(t, cluster)
+}
+
+// checkPlacements: every placement's runs are valid and error-free; out
+// of the mesh, the meshed arm's first hop is plain by design and the
+// rest mTLS; shards run as many loadgens as asked.
+func checkPlacements(t *testing.T, recs []report.Record) {
+	t.Log("placement  arm       req/s   p50 ms  p99 ms  shards  first hop")
+	for _, r := range recs {
+		name, where := r.Name(), r.Labels.Value(labels.Placement)
+		assert.True(t, r.Valid(), "%s invalid: %v", name, r.Invalid)
+		assert.Zero(t, r.Load.Errors, "%s: errors", name)
+		assert.Greater(t, r.Load.Requests, int64(100), name)
+		require.NotEmpty(t, r.Edges, name)
+		for i, e := range r.Edges {
+			want := r.Arm == target.Meshed && !(i == 0 && where == "out-of-mesh")
+			assert.Equal(t, want, e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
+		}
+		shards := max(len(r.Shards), 1)
+		assert.Equal(t, map[string]int{"in-mesh": 1, "out-of-mesh": 1, "in-mesh-x2": 2}[where], shards, name)
+		p50, p99 := r.Load.Percentile(50), r.Load.Percentile(99)
+		t.Logf("%-10s %-8s %7.0f  %6.2f  %6.2f  %6d  %s", where, r.Arm, r.Load.AchievedQPS, p50*1e3, p99*1e3, shards, r.Edges[0].Evidence)
+	}
+}
+
+// checkFault: the killed sidecar failed requests, the load recovered
+// within the window, and the run says the kubelet restarted it.
+func checkFault(t *testing.T, r *target.Run) {
+	assert.True(t, r.Valid(), "fault run invalid: %v", r.Invalid)
+	require.NotNil(t, r.Fault)
+	require.NotNil(t, r.Recovery, "recovery measured")
+	rec := r.Recovery
+	t.Logf("fault: %s: %s", r.Fault, rec)
+	t.Logf("fault figures: failed requests %d, time to first success %v, time to recovery %v (errors in the run %d of %d)",
+		rec.Failed, rec.FirstSuccess.Round(time.Millisecond), rec.Recovered.Round(time.Millisecond), r.Load.Errors, r.Load.Requests)
+	assert.Positive(t, rec.Failed, "the kill failed requests")
+	assert.Positive(t, r.Load.Errors)
+	assert.GreaterOrEqual(t, rec.FirstSuccess, time.Duration(0), "a success after the kill")
+	assert.GreaterOrEqual(t, rec.Recovered, time.Duration(0), "recovered within the window")
+	w := strings.Join(r.Warnings, "\n")
+	assert.Regexp(t, `mb-sidecar of \S+/backend-\S+ was killed \d+(\.\d+)?s into the window \(SIGKILL to its main process, through node `, w)
+	assert.Regexp(t, `the kubelet restarted mb-sidecar of \S+ \(restarts 0 → 1\)`, w)
+	for _, line := range r.Warnings {
+		t.Logf("fault run: warning: %s", line)
+	}
+}
+
+// checkRestarted reads the cluster: the meshed backend's sidecar was
+// restarted once, after a SIGKILL (exit code 137), and runs.
+func checkRestarted(t *testing.T, cluster string) {
+	kc, err := kindcluster.NewProvider().KubeConfig(cluster, false)
+	require.NoError(t, err)
+	rc, err := clientcmd.RESTConfigFromKubeConfig([]byte(kc))
+	require.NoError(t, err)
+	c, err := kubernetes.NewForConfig(rc)
+	require.NoError(t, err)
+	pods, err := c.CoreV1().Pods(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{
+		LabelSelector: manifests.LabelArm + "=meshed," + manifests.LabelComponent + "=backend"})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 1)
+	var found bool
+	for _, st := range pods.Items[0].Status.ContainerStatuses {
+		if st.Name != manifests.SidecarName {
+			continue
+		}
+		found = true
+		assert.Equal(t, int32(1), st.RestartCount, "restarted once")
+		assert.NotNil(t, st.State.Running)
+		require.NotNil(t, st.LastTerminationState.Terminated)
+		assert.Equal(t, int32(137), st.LastTerminationState.Terminated.ExitCode, "killed by SIGKILL")
+		t.Logf("sidecar %s/%s %s: restarts %d, last exit code %d (%s)", pods.Items[0].Namespace, pods.Items[0].Name, st.Name,
+			st.RestartCount, st.LastTerminationState.Terminated.ExitCode, st.LastTerminationState.Terminated.Reason)
+	}
+	assert.True(t, found, "the backend runs the sidecar")
 }

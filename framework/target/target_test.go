@@ -2,10 +2,14 @@ package target
 
 import (
 	"bytes"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 )
 
@@ -55,4 +59,52 @@ func TestJudge(t *testing.T) {
 	assert.Equal(t, []string{"node local CPU at 97% of 2 cores: the machine, not only the mesh, is the ceiling",
 		"pinned thread: sidecar (sidecar): one thread at 950m of 1000m"}, r.Warnings)
 	assert.False(t, r.Valid())
+}
+
+// TestJudgeFault: the recovery is measured on the timeline; a fault that
+// failed, did not happen, or was not recovered from within the window
+// invalidates the run; one that failed nothing is a warning.
+func TestJudgeFault(t *testing.T) {
+	start := time.Unix(1000, 0)
+	tl := &load.Timeline{Start: start, Bucket: 100 * time.Millisecond,
+		OK:         []int64{10, 10, 0, 0, 10, 10, 10, 10},
+		Failed:     []int64{0, 0, 7, 3, 0, 0, 0, 0},
+		LatencySum: make([]float64, 8), LatencyMax: make([]float64, 8)}
+	f := &Fault{Action: Kill, Workload: "backend", Sidecar: true, After: 200 * time.Millisecond}
+	newRun := func(tl *load.Timeline) *Run {
+		return &Run{Fault: f, Load: &load.Result{Options: load.Options{Duration: 800 * time.Millisecond}, Timeline: tl}}
+	}
+	run := newRun(tl)
+	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)})
+	assert.Empty(t, run.Invalid)
+	assert.Empty(t, run.Warnings)
+	require.NotNil(t, run.Recovery)
+	assert.Equal(t, load.Recovery{At: 200 * time.Millisecond, Failed: 10, PreRate: 100, FirstFailure: 0, FirstSuccess: 200 * time.Millisecond,
+		Recovered: 200 * time.Millisecond}, *run.Recovery)
+
+	run = newRun(tl)
+	JudgeFault(run, FaultOutcome{Fired: true, Err: errors.New("exec: no sh")})
+	assert.Equal(t, []string{"fault failed: exec: no sh"}, run.Invalid)
+	assert.Nil(t, run.Recovery)
+
+	run = newRun(tl)
+	JudgeFault(run, FaultOutcome{})
+	assert.Equal(t, []string{"fault did not happen: kill backend's sidecar after 200ms is not within the 800ms window"}, run.Invalid)
+
+	run = newRun(nil)
+	JudgeFault(run, FaultOutcome{Fired: true, At: start})
+	assert.Equal(t, []string{"fault run without a timeline"}, run.Invalid)
+
+	down := &load.Timeline{Start: start, Bucket: 100 * time.Millisecond, OK: []int64{10, 10, 0, 0}, Failed: []int64{0, 0, 7, 3},
+		LatencySum: make([]float64, 4), LatencyMax: make([]float64, 4)}
+	run = newRun(down)
+	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)})
+	assert.Equal(t, []string{"no recovery within the window (200ms after the fault); lengthen -duration"}, run.Invalid)
+
+	calm := &load.Timeline{Start: start, Bucket: 100 * time.Millisecond, OK: []int64{10, 10, 10, 10}, Failed: make([]int64, 4),
+		LatencySum: make([]float64, 4), LatencyMax: make([]float64, 4)}
+	run = newRun(calm)
+	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)})
+	assert.Empty(t, run.Invalid)
+	assert.Equal(t, []string{"the fault failed no request"}, run.Warnings)
 }

@@ -57,6 +57,14 @@ type fortioResult struct {
 	// run's HDR histograms. Nil from an mbloadgen that predates it, or
 	// with hdr=off.
 	MeshbenchHDR *load.Latencies
+	// MeshbenchTimeline is what mbloadgen adds when asked with timeline=
+	// (cmd/mbloadgen TimelineField): the run's requests per bucket, on the
+	// loadgen's clock.
+	MeshbenchTimeline *load.Timeline
+
+	// clockOffset is how far the loadgen's clock was ahead of the
+	// harness's when it was last primed (loadgen.health).
+	clockOffset time.Duration
 }
 
 // decodeResult reads one fortio REST answer.
@@ -113,6 +121,9 @@ func runQuery(o load.Options, d time.Duration) (url.Values, []byte, error) {
 	if o.NoHDR {
 		q.Set("hdr", "off") // mbloadgen's own parameter
 	}
+	if o.Timeline > 0 {
+		q.Set("timeline", o.Timeline.String()) // mbloadgen's own parameter
+	}
 	body := map[string]any{}
 	if len(o.Headers) > 0 {
 		keys := make([]string, 0, len(o.Headers))
@@ -142,7 +153,14 @@ type loadgen struct {
 	node string
 	base string // http://127.0.0.1:port
 	hc   *http.Client
+	// offset is how far the replica's clock is ahead of the harness's, as
+	// its last health check measured it (0 from an mbloadgen that does not
+	// tell its time: the clocks are taken to agree).
+	offset time.Duration
 }
+
+// timeHeader is cmd/mbloadgen's TimeHeader.
+const timeHeader = "X-Meshbench-Time"
 
 // run runs o for d on the replica and returns fortio's result. When ctx
 // ends first, the run is stopped on the replica, which otherwise would
@@ -175,6 +193,7 @@ func (l *loadgen) run(ctx context.Context, o load.Options, d time.Duration) (*fo
 	if err != nil {
 		return nil, fmt.Errorf("loadgen %s: run against %s (HTTP %s): %w", l.pod, o.URL, resp.Status, err)
 	}
+	fr.clockOffset = l.offset
 	return fr, nil
 }
 
@@ -192,7 +211,8 @@ func (l *loadgen) stop(ctx context.Context) {
 }
 
 // health checks that the replica answers, on the connection the next run
-// will use.
+// will use, and measures how far its clock is from the harness's: its
+// time against the middle of the round trip, to within half of it.
 func (l *loadgen) health(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -200,9 +220,14 @@ func (l *loadgen) health(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sent := time.Now()
 	resp, err := l.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("loadgen %s: %w", l.pod, err)
+	}
+	if ns, err := strconv.ParseInt(resp.Header.Get(timeHeader), 10, 64); err == nil {
+		got := time.Now()
+		l.offset = time.Unix(0, ns).Sub(sent.Add(got.Sub(sent) / 2))
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()

@@ -60,22 +60,34 @@ type Target struct {
 	// run installed it.
 	restCfg *rest.Config
 	helm    *helmInstaller
+	// replicas is the loadgen replicas deployed per namespace, 0 where
+	// none is (yet): scenarios that need more scale them up.
+	replicas map[string]int
+	// killer kills a container for a fault; faultWhyNot says why faults
+	// cannot run on this cluster, "" when they can.
+	killer      killer
+	faultWhyNot string
 }
 
-// arm is one side's namespaces.
+// arm is one side's namespaces; in a run, as the run's placement sees it
+// (Target.runArm).
 type arm struct {
 	name target.Arm
 	// ns holds the backend and the frontend; loadgenNS the loadgen (ns
 	// itself in-mesh, the shared loadgen namespace out-of-mesh).
 	ns, loadgenNS string
+	// placement is where the loadgen sits.
+	placement Placement
 	// sidecar: the arm's pods are wired through the bring-your-own
-	// sidecar; the loadgen calls its own sidecar's outbound listeners.
+	// sidecar; in the mesh, the loadgen calls its own sidecar's outbound
+	// listeners, out of it, the callee sidecar's plain (permissive) port.
 	sidecar bool
 }
 
 // url is what the loadgen calls for path p in protocol proto: the
 // Service's HTTP/1.1 or h2c port, or, with the bring-your-own sidecar, the
-// loadgen sidecar's matching outbound listener.
+// loadgen sidecar's matching outbound listener (in the mesh) or the
+// callee sidecar's plain listener (out of it).
 func (a *arm) url(p target.Path, proto load.Protocol) string {
 	svc := manifests.Backend
 	if p == target.TwoHop {
@@ -83,6 +95,8 @@ func (a *arm) url(p target.Path, proto load.Protocol) string {
 	}
 	h2 := proto == load.H2
 	switch {
+	case a.sidecar && a.placement == OutOfMesh:
+		return fmt.Sprintf("http://%s.%s.svc:%d/", svc, a.ns, manifests.PlainPort)
 	case a.sidecar && h2:
 		return fmt.Sprintf("http://127.0.0.1:%d/", manifests.OutboundH2Port(svc))
 	case a.sidecar:
@@ -156,6 +170,7 @@ func newTarget(c kubernetes.Interface, o Options) (*Target, error) {
 		now:      time.Now,
 		arms:     map[target.Arm]*arm{},
 		verified: map[target.Arm]mesh.Verification{},
+		replicas: map[string]int{},
 	}, nil
 }
 
@@ -185,8 +200,8 @@ func (t *Target) ns(role string) string {
 	return fmt.Sprintf("%s-%s-%s", t.o.NamespacePrefix, role, t.run)
 }
 
-// setUp does New's work after the API server answered; on error it deletes
-// what it created.
+// setUp does New's work after the API server answered, as a list of
+// steps; on error it deletes what it created.
 func (t *Target) setUp(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
@@ -197,7 +212,32 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 			}
 		}
 	}()
-	m := t.o.Mesh
+	if err := t.preflight(ctx); err != nil {
+		return err
+	}
+	if err := t.newArms(); err != nil {
+		return err
+	}
+	if err := t.createArmNamespaces(ctx); err != nil {
+		return err
+	}
+	if err := t.deployArms(ctx); err != nil {
+		return err
+	}
+	if err := t.verify(ctx); err != nil {
+		return err
+	}
+	if t.idle, err = t.idleMemory(ctx); err != nil {
+		return err
+	}
+	t.env = t.environment(ctx)
+	t.killer, t.faultWhyNot = t.newKiller(ctx)
+	return nil
+}
+
+// preflight finds (or installs) the mesh and reads the nodes, and fails
+// before anything is deployed when the kubelets cannot be read.
+func (t *Target) preflight(ctx context.Context) error {
 	info, err := t.detectMesh(ctx)
 	if err != nil {
 		return err
@@ -206,35 +246,52 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 	if t.nodes, err = t.readNodes(ctx); err != nil {
 		return err
 	}
-	// Fail before deploying anything when the kubelets cannot be read.
 	if _, err := t.fetch(ctx, t.nodes[0].Name); err != nil {
 		return fmt.Errorf("kube target: kubelet metrics of node %s: %w", t.nodes[0].Name, err)
 	}
+	return nil
+}
 
+// newArms names both arms' namespaces and, for the bring-your-own sidecar
+// mesh, makes the meshed arm's wiring (permissive, so that a loadgen out
+// of the mesh can call it).
+func (t *Target) newArms() error {
 	base := &arm{name: target.Baseline, ns: t.ns("baseline")}
 	meshed := &arm{name: target.Meshed, ns: t.ns("meshed")}
-	base.loadgenNS, meshed.loadgenNS = base.ns, meshed.ns
-	shared := ""
-	if t.o.Placement == OutOfMesh {
-		shared = t.ns("loadgen")
-		base.loadgenNS, meshed.loadgenNS = shared, shared
-	}
 	t.arms[target.Baseline], t.arms[target.Meshed] = base, meshed
-	if sp, ok := m.(mesh.SidecarProxy); ok && sp.Wired() {
-		if shared != "" {
-			return errors.New("kube target: the sidecar mesh requires every caller to present a certificate (strict mTLS): use the in-mesh loadgen placement")
+	for _, a := range t.arms {
+		a.placement, a.loadgenNS = t.o.Placement, a.ns
+		if t.o.Placement == OutOfMesh {
+			a.loadgenNS = t.sharedNS()
 		}
-		if t.sidecar, err = newSidecar(sp, t.o.Workloads.NginxWorkers); err != nil {
-			return err
-		}
-		meshed.sidecar = true
 	}
+	sp, ok := t.o.Mesh.(mesh.SidecarProxy)
+	if !ok || !sp.Wired() {
+		return nil
+	}
+	var err error
+	if t.sidecar, err = newSidecar(sp, t.o.Workloads.NginxWorkers); err != nil {
+		return err
+	}
+	t.sidecar.Permissive = true
+	meshed.sidecar = true
+	return nil
+}
 
-	// The restricted standard is enforced in the meshed namespace only when
-	// the mesh adds nothing to it: injected sidecars come with privileged
-	// init containers (istio-init, linkerd-init without their CNI), and
-	// waypoints are the mesh's own pods. Otherwise it is warned about.
-	// The bring-your-own sidecar, as the target wires it, is restricted too.
+// sharedNS is the out-of-mesh loadgen's namespace.
+func (t *Target) sharedNS() string { return t.ns("loadgen") }
+
+// createArmNamespaces creates the arms' namespaces (and the out-of-mesh
+// loadgen's, when that is the default placement) and turns the mesh on
+// in the meshed one. The restricted standard is enforced in the meshed
+// namespace only when the mesh adds nothing to it: injected sidecars come
+// with privileged init containers (istio-init, linkerd-init without their
+// CNI), and waypoints are the mesh's own pods. Otherwise it is warned
+// about. The bring-your-own sidecar, as the target wires it, is restricted
+// too.
+func (t *Target) createArmNamespaces(ctx context.Context) error {
+	m := t.o.Mesh
+	base, meshed := t.arms[target.Baseline], t.arms[target.Meshed]
 	_, injector := m.(mesh.Injector)
 	roles := m.Roles()
 	enforceMeshed := len(roles.Sidecars) == 0 && len(roles.Waypoints) == 0 && !injector || t.sidecar != nil && len(t.sidecar.Args) == 0
@@ -242,8 +299,8 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 		manifests.Namespace(base.ns, string(target.Baseline), t.run, true),
 		manifests.Namespace(meshed.ns, string(target.Meshed), t.run, enforceMeshed),
 	}
-	if shared != "" {
-		nss = append(nss, manifests.Namespace(shared, manifests.ArmShared, t.run, true))
+	if t.o.Placement == OutOfMesh {
+		nss = append(nss, manifests.Namespace(t.sharedNS(), manifests.ArmShared, t.run, true))
 	}
 	for _, ns := range nss {
 		if err := t.createNamespace(ctx, ns); err != nil {
@@ -253,15 +310,38 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 	if err := m.Enable(ctx, t.c, meshed.ns); err != nil {
 		return fmt.Errorf("kube target: %s: enable injection in %s: %w", m.Name(), meshed.ns, err)
 	}
+	return nil
+}
 
-	sets, wants, err := t.render(base, meshed, shared)
+// deployArms renders and creates the workloads of the default placement
+// and waits until they are ready.
+func (t *Target) deployArms(ctx context.Context) error {
+	shared := ""
+	if t.o.Placement == OutOfMesh {
+		shared = t.sharedNS()
+	}
+	sets, wants, err := t.render(t.arms[target.Baseline], t.arms[target.Meshed], shared)
 	if err != nil {
 		return err
 	}
-	t.o.Logf("kube target: deploying %s in %s", strings.Join(componentsOf(wants), ", "), strings.Join(nsNames(nss), ", "))
+	t.o.Logf("kube target: deploying %s in %s", strings.Join(componentsOf(wants), ", "), strings.Join(t.Namespaces(), ", "))
 	if err := t.apply(ctx, sets); err != nil {
 		return err
 	}
+	if err := t.waitReady(ctx, wants); err != nil {
+		return err
+	}
+	for _, w := range wants {
+		if w.Component == manifests.Loadgen {
+			t.replicas[w.Namespace] = w.Replicas
+		}
+	}
+	return nil
+}
+
+// waitReady waits, within Options.ReadyTimeout, until every wanted pod is
+// ready, and stops at once on a pod that cannot become ready.
+func (t *Target) waitReady(ctx context.Context, wants []want) error {
 	rctx, cancel := context.WithTimeout(ctx, t.o.ReadyTimeout)
 	defer cancel()
 	start := t.now()
@@ -270,16 +350,7 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 	if err := r.wait(rctx); err != nil {
 		return fmt.Errorf("kube target: %w", err)
 	}
-	t.o.Logf("kube target: workloads ready in %v", t.now().Sub(start).Round(time.Second))
-
-	if err := t.verify(ctx); err != nil {
-		return err
-	}
-	t.idle, err = t.idleMemory(ctx)
-	if err != nil {
-		return err
-	}
-	t.env = t.environment(ctx)
+	t.o.Logf("kube target: %s ready in %v", strings.Join(componentsOf(wants), ", "), t.now().Sub(start).Round(time.Second))
 	return nil
 }
 
@@ -364,50 +435,64 @@ func (t *Target) createNamespace(ctx context.Context, ns *corev1.Namespace) erro
 	return nil
 }
 
+// renderJob is what one namespace runs: its components, whether the
+// mesh is in it, and its loadgen replicas.
+type renderJob struct {
+	ns, armLabel string
+	comps        []manifests.Component
+	inject       bool
+	replicas     int
+}
+
 // render builds every namespace's objects and what readiness waits for.
 func (t *Target) render(base, meshed *arm, shared string) ([]*manifests.Set, []want, error) {
-	type job struct {
-		ns, armLabel string
-		comps        []manifests.Component
-		inject       bool
-	}
 	apps := []manifests.Component{manifests.Backend, manifests.Frontend}
 	if shared == "" {
 		apps = manifests.Components
 	}
-	jobs := []job{
-		{base.ns, string(target.Baseline), apps, false},
-		{meshed.ns, string(target.Meshed), apps, true},
+	jobs := []renderJob{
+		{base.ns, string(target.Baseline), apps, false, t.o.Loadgens},
+		{meshed.ns, string(target.Meshed), apps, true, t.o.Loadgens},
 	}
 	if shared != "" {
-		jobs = append(jobs, job{shared, manifests.ArmShared, []manifests.Component{manifests.Loadgen}, false})
+		jobs = append(jobs, renderJob{shared, manifests.ArmShared, []manifests.Component{manifests.Loadgen}, false, t.o.Loadgens})
 	}
 	var sets []*manifests.Set
 	var wants []want
-	inj, _ := t.o.Mesh.(mesh.Injector)
 	for _, j := range jobs {
-		p := t.o.Workloads
-		p.Namespace, p.Arm, p.Run, p.Components, p.LoadgenReplicas = j.ns, j.armLabel, t.run, j.comps, t.o.Loadgens
-		if j.inject && t.sidecar != nil {
-			p.Sidecar = t.sidecar
-		}
-		s, err := manifests.Render(p)
+		s, ws, err := t.renderOne(j)
 		if err != nil {
-			return nil, nil, fmt.Errorf("kube target: %w", err)
+			return nil, nil, err
 		}
-		if j.inject && inj != nil {
-			for _, d := range s.Deployments {
-				if err := inj.Inject(&d.Spec.Template); err != nil {
-					return nil, nil, fmt.Errorf("kube target: %s: inject into %s/%s: %w", t.o.Mesh.Name(), d.Namespace, d.Name, err)
-				}
-			}
-		}
-		for _, d := range s.Deployments {
-			wants = append(wants, want{Namespace: j.ns, Component: manifests.Component(d.Labels[manifests.LabelComponent]), Replicas: int(*d.Spec.Replicas)})
-		}
-		sets = append(sets, s)
+		sets, wants = append(sets, s), append(wants, ws...)
 	}
 	return sets, wants, nil
+}
+
+// renderOne builds one namespace's objects, with the mesh injected (or
+// the bring-your-own sidecar wired) where the job says.
+func (t *Target) renderOne(j renderJob) (*manifests.Set, []want, error) {
+	p := t.o.Workloads
+	p.Namespace, p.Arm, p.Run, p.Components, p.LoadgenReplicas = j.ns, j.armLabel, t.run, j.comps, j.replicas
+	if j.inject && t.sidecar != nil {
+		p.Sidecar = t.sidecar
+	}
+	s, err := manifests.Render(p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kube target: %w", err)
+	}
+	if inj, ok := t.o.Mesh.(mesh.Injector); ok && j.inject {
+		for _, d := range s.Deployments {
+			if err := inj.Inject(&d.Spec.Template); err != nil {
+				return nil, nil, fmt.Errorf("kube target: %s: inject into %s/%s: %w", t.o.Mesh.Name(), d.Namespace, d.Name, err)
+			}
+		}
+	}
+	var wants []want
+	for _, d := range s.Deployments {
+		wants = append(wants, want{Namespace: j.ns, Component: manifests.Component(d.Labels[manifests.LabelComponent]), Replicas: int(*d.Spec.Replicas)})
+	}
+	return s, wants, nil
 }
 
 // apply creates every set's objects, the namespaces concurrently, each in
@@ -625,14 +710,6 @@ func deleteNamespaces(ctx context.Context, c kubernetes.Interface, nss []string,
 		logf("kube target: namespaces %s deleted in %.1fs", strings.Join(nss, ", "), time.Since(start).Seconds())
 	}
 	return errs
-}
-
-func nsNames(nss []*corev1.Namespace) []string {
-	out := make([]string, len(nss))
-	for i, n := range nss {
-		out[i] = n.Name
-	}
-	return out
 }
 
 func componentsOf(ws []want) []string {

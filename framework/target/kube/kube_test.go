@@ -98,11 +98,16 @@ type fakeCluster struct {
 	apps    map[string]*fakeApp // "ns/component"
 	lgs     map[string]string   // "ns/pod" → address of its loadgen
 	secured atomic.Bool         // what the mesh's telemetry says
+	// started is when each restarted container ("ns/pod/container")
+	// started again, as its kubelet reports it.
+	started map[string]time.Time
 }
 
 type fakeApp struct {
 	srv      *httptest.Server
 	requests atomic.Int64
+	// failUntil, in Unix nanoseconds, makes the app answer 503 until then.
+	failUntil atomic.Int64
 }
 
 func newFakeCluster(t *testing.T) *fakeCluster {
@@ -118,7 +123,8 @@ func newFakeCluster(t *testing.T) *fakeCluster {
 			},
 		})
 	}
-	fc := &fakeCluster{t: t, c: fake.NewClientset(nodes...), start: time.Now(), apps: map[string]*fakeApp{}, lgs: map[string]string{}}
+	fc := &fakeCluster{t: t, c: fake.NewClientset(nodes...), start: time.Now(), apps: map[string]*fakeApp{}, lgs: map[string]string{},
+		started: map[string]time.Time{}}
 	fc.c.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: "v1.36.3"}
 	fc.secured.Store(true)
 
@@ -151,6 +157,10 @@ func (fc *fakeCluster) app(ns string, c manifests.Component) *fakeApp {
 		case manifests.HealthPath:
 			_, _ = io.WriteString(w, "ok\n")
 		default:
+			if time.Now().UnixNano() < a.failUntil.Load() {
+				http.Error(w, "sidecar down", http.StatusServiceUnavailable)
+				return
+			}
 			if upstream == nil {
 				_, _ = io.WriteString(w, strings.Repeat("x", 64))
 				return
@@ -309,10 +319,16 @@ func (fc *fakeCluster) fetch(ctx context.Context, node string) (kubelet.Snapshot
 			continue
 		}
 		for _, c := range p.Spec.Containers {
+			start := fc.start
+			fc.mu.Lock()
+			if at, ok := fc.started[p.Namespace+"/"+p.Name+"/"+c.Name]; ok {
+				start = at
+			}
+			fc.mu.Unlock()
 			s.Containers[kubelet.ContainerKey{Namespace: p.Namespace, Pod: p.Name, Container: c.Name}] = kubelet.Container{
-				CPUSeconds:      kubelet.Sample{Value: 0.1 * el, Time: now},
+				CPUSeconds:      kubelet.Sample{Value: 0.1 * now.Sub(start).Seconds(), Time: now},
 				WorkingSetBytes: kubelet.Sample{Value: 10 << 20, Time: now},
-				StartTime:       fc.start,
+				StartTime:       start,
 			}
 		}
 	}
@@ -320,9 +336,9 @@ func (fc *fakeCluster) fetch(ctx context.Context, node string) (kubelet.Snapshot
 }
 
 // control turns Deployments into ready pods, spread over the nodes, until
-// ctx ends.
+// ctx ends; a Deployment scaled up gets its new pods.
 func (fc *fakeCluster) control(ctx context.Context) {
-	made := map[string]bool{}
+	made := map[string]int{}
 	nodes := []string{"meshbench-worker", "meshbench-worker2"}
 	_ = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		ds, err := fc.c.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
@@ -331,11 +347,9 @@ func (fc *fakeCluster) control(ctx context.Context) {
 		}
 		for _, d := range ds.Items {
 			key := d.Namespace + "/" + d.Name
-			if made[key] {
-				continue
-			}
-			made[key] = true
-			for i := range int(*d.Spec.Replicas) {
+			from := made[key]
+			made[key] = int(*d.Spec.Replicas)
+			for i := from; i < int(*d.Spec.Replicas); i++ {
 				p := &corev1.Pod{
 					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", d.Name, i), Namespace: d.Namespace,
 						Labels: d.Spec.Template.Labels, Annotations: d.Spec.Template.Annotations},

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -56,11 +57,25 @@ type Options struct {
 	// InstallTimeout bounds each release's install and rollout, and its
 	// uninstall. Default 5m.
 	InstallTimeout time.Duration
-	// Placement of the loadgen. Default InMesh.
+	// Placement of the loadgen deployed at set-up, and of every scenario
+	// that does not say. A scenario's other placement is deployed when it
+	// first runs. Default InMesh.
 	Placement Placement
 	// Loadgens is the number of loadgen replicas a run's connections and
-	// rate are split over. Default 1.
+	// rate are split over, unless a scenario asks for more, which scales
+	// the loadgens up when it first runs. Default 1.
 	Loadgens int
+	// NodeExec runs a command on a node of the cluster, as root in the
+	// node's own namespaces (kind: docker exec into the node container).
+	// A fault then kills its container's main process with SIGKILL, as a
+	// crash does. Without it, the fault execs a kill inside the container
+	// (pods/exec), where a process can only ask the container's PID 1 to
+	// stop (SIGTERM). Default nil.
+	NodeExec NodeExec
+	// RestartTimeout bounds the wait, after a fault's window, for the
+	// kubelet to restart the killed container and for its pod to be ready
+	// again. Default 2m.
+	RestartTimeout time.Duration
 	// Workloads sets images, response size and resources (see
 	// manifests.Params; Namespace, Arm, Run, Components and LoadgenReplicas
 	// are set by the target).
@@ -81,10 +96,10 @@ type Options struct {
 	// UnschedulableGrace is how long a pod may stay unschedulable before
 	// the start-up fails. Default 30s.
 	UnschedulableGrace time.Duration
-	// NodeExec, when set, reads the nodes' kernel state around each window:
-	// the IPsec (XFRM) counters that prove transparent encryption.
-	// Default: none (the proof is the mesh's own).
-	NodeExec NodeExec
+	// KernelProof reads, with NodeExec, the nodes' IPsec (XFRM) counters
+	// around each window: the proof of a transparent encryption, and of
+	// its absence from a baseline. Default false.
+	KernelProof bool
 	// Logf prints progress. Default: discard.
 	Logf func(format string, args ...any)
 }
@@ -127,6 +142,9 @@ func (o *Options) normalize() error {
 	if o.CounterWait == 0 {
 		o.CounterWait = 30 * time.Second
 	}
+	if o.RestartTimeout == 0 {
+		o.RestartTimeout = 2 * time.Minute
+	}
 	if o.ProbeFailures == 0 {
 		o.ProbeFailures = 3
 	}
@@ -144,6 +162,9 @@ func (o *Options) normalize() error {
 	}
 	return errors.Join(errs...)
 }
+
+// NodeExec runs cmd on node and returns its combined output.
+type NodeExec func(ctx context.Context, node string, cmd ...string) ([]byte, error)
 
 // supported reports what the kube target cannot do with a load's options.
 func supported(o load.Options) error {

@@ -177,8 +177,9 @@ type windowReport struct {
 
 // resourceWindow computes usage per container and role over the window.
 // loaded is the span the cluster was under load (warm-up included), used to
-// say how much of the counters' own window it covers.
-func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time) windowReport {
+// say how much of the counters' own window it covers. killed, unless zero,
+// is the container a fault killed: its restart is expected.
+func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time, killed kubelet.ContainerKey) windowReport {
 	var rep windowReport
 	relevant := func(k kubelet.ContainerKey) bool {
 		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
@@ -198,7 +199,7 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 			continue
 		}
 		u, err := kubelet.Delta(b, after[n])
-		rep.Invalid = append(rep.Invalid, restartsOf(err, relevant)...)
+		rep.Invalid = append(rep.Invalid, restartsOf(err, relevant, killed)...)
 		rep.Warnings = append(rep.Warnings, windowProblems(err, relevant)...)
 		var kept []kubelet.ContainerKey
 		for _, k := range u.Appeared {
@@ -280,12 +281,13 @@ func coverage(from, to, lf, lt time.Time) float64 {
 	return float64(e.Sub(s)) / float64(d)
 }
 
-// restartsOf lists the counter resets of containers that matter.
-func restartsOf(err error, relevant func(kubelet.ContainerKey) bool) []string {
+// restartsOf lists the counter resets of containers that matter, but for
+// the one a fault killed.
+func restartsOf(err error, relevant func(kubelet.ContainerKey) bool, killed kubelet.ContainerKey) []string {
 	var out []string
 	for _, e := range flatten(err) {
 		var cr *kubelet.CounterResetError
-		if errors.As(e, &cr) && relevant(cr.Container) {
+		if errors.As(e, &cr) && relevant(cr.Container) && cr.Container != killed {
 			out = append(out, "restart during the window: "+cr.Error())
 		}
 	}

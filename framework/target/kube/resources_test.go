@@ -108,7 +108,7 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 	before := map[string]kubelet.Snapshot{"n1": mk(t0, 1, 10)}
 	after := map[string]kubelet.Snapshot{"n1": mk(t1, 6, 10)}
 	tg.idle = map[kubelet.ContainerKey]float64{k("mb-meshed", "backend-0", "backend"): 512 << 10}
-	rep := tg.resourceWindow(tg.roleOf(meshed, pods), before, after, t0.Add(-time.Second), t1)
+	rep := tg.resourceWindow(tg.roleOf(meshed, pods), before, after, t0.Add(-time.Second), t1, kubelet.ContainerKey{})
 
 	roles := map[string]measure.Role{}
 	for _, u := range rep.Window.Usage {
@@ -141,7 +141,7 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 	c = restarted.Containers[k("mb-baseline", "backend-0", "backend")]
 	c.CPUSeconds.Value = 0.1
 	restarted.Containers[k("mb-baseline", "backend-0", "backend")] = c
-	rep = tg.resourceWindow(tg.roleOf(meshed, pods), before, map[string]kubelet.Snapshot{"n1": restarted}, t0, t1)
+	rep = tg.resourceWindow(tg.roleOf(meshed, pods), before, map[string]kubelet.Snapshot{"n1": restarted}, t0, t1, kubelet.ContainerKey{})
 	all := strings.Join(rep.Invalid, "\n")
 	assert.Contains(t, all, "restart during the window: container mb-meshed/loadgen-0/loadgen")
 	assert.NotContains(t, all, "mb-baseline")

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,189 +20,306 @@ import (
 )
 
 // Run implements target.Target: a warm-up and a measured window of arm over
-// path, driven by the arm's loadgen replicas; CPU and memory per role from
-// the kubelets over the window; the path proved by the nginx counters and
-// the mesh's telemetry; the arms verified again.
+// path, driven by the arm's loadgen replicas where the workload places
+// them (deployed or scaled up on first use), with the spec's fault acted
+// out in the window; CPU and memory per role from the kubelets over the
+// window; the path proved by the nginx counters and the mesh's telemetry;
+// the arms verified again.
 func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
-	armName, w, o := s.Arm, s.Workload, s.Load
+	rs, err := t.prepare(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.close()
+	fail := func(err error) (*target.Run, error) {
+		return nil, fmt.Errorf("kube target: %s %s: %w", s.Arm, rs.w.Path, err)
+	}
+	if err := t.connect(ctx, rs); err != nil {
+		return fail(err)
+	}
+	if err := t.warm(ctx, rs); err != nil {
+		return fail(err)
+	}
+	if err := t.measure(ctx, rs); err != nil {
+		return fail(err)
+	}
+	run, err := t.judge(ctx, rs)
+	if err != nil {
+		return fail(err)
+	}
+	return run, nil
+}
+
+// runState is one run as it goes through Run's steps.
+type runState struct {
+	s     target.Spec
+	w     target.Workload
+	o     load.Options
+	a     *arm // as the run's placement sees it
+	fault *faultRun
+	hc    *http.Client
+	// closers close the tunnels, last opened first.
+	closers []func()
+
+	lgPods    []corev1.Pod
+	shardOpts []load.Options
+	lgs       []*loadgen
+	apps      map[manifests.Component][]*tunnel
+
+	countStart, loadedFrom, loadedTo time.Time
+	countWindow                      time.Duration
+	c0, c1                           map[manifests.Component]int64
+	peers0                           []mesh.Edge
+	plain0, plain1                   map[string]int64
+	before, after                    map[string]kubelet.Snapshot
+	xfrm0, xfrm1                     map[string]XFRM
+	frs                              []*fortioResult
+	roleOf                           kubelet.RoleOf
+}
+
+func (rs *runState) close() {
+	for i := len(rs.closers) - 1; i >= 0; i-- {
+		rs.closers[i]()
+	}
+	if rs.hc != nil {
+		rs.hc.CloseIdleConnections()
+	}
+}
+
+// prepare checks the spec, deploys the loadgens its placement needs,
+// fills in the load's options and plans the fault.
+func (t *Target) prepare(ctx context.Context, s target.Spec) (*runState, error) {
+	w := s.Workload
 	if err := t.Supports(w, s.Fault); err != nil {
 		return nil, fmt.Errorf("kube target: %w", err)
 	}
 	_ = w.Normalize(t.workload()) // checked by Supports
-	p := w.Path
-	a, ok := t.arms[armName]
+	base, ok := t.arms[s.Arm]
 	if !ok {
-		return nil, fmt.Errorf("kube target: unknown arm %q", armName)
+		return nil, fmt.Errorf("kube target: unknown arm %q", s.Arm)
 	}
-	o.Protocol, o.RequestSize = w.Protocol, w.RequestSize
-	o.URL = a.url(p, o.Protocol)
-	if err := o.Normalize(); err != nil {
+	if err := t.ensureLoadgens(ctx, w); err != nil {
+		return nil, err
+	}
+	rs := &runState{s: s, w: w, o: s.Load, a: t.runArm(base, w)}
+	rs.o.Protocol, rs.o.RequestSize = w.Protocol, w.RequestSize
+	rs.o.URL = rs.a.url(w.Path, rs.o.Protocol)
+	fr, err := t.planFault(ctx, rs.a, s.Fault)
+	if err != nil {
+		return nil, fmt.Errorf("kube target: %s %s: %w", s.Arm, w.Path, err)
+	}
+	if fr != nil {
+		rs.fault = fr
+		rs.o.ExpectErrors = true
+		rs.o.Timeline = cmp.Or(rs.o.Timeline, faultTimeline)
+	}
+	if err := rs.o.Normalize(); err != nil {
 		return nil, fmt.Errorf("kube target: load options: %w", err)
 	}
-	if err := supported(o); err != nil {
+	if err := supported(rs.o); err != nil {
 		return nil, fmt.Errorf("kube target: %w", err)
 	}
-	fail := func(err error) (*target.Run, error) {
-		return nil, fmt.Errorf("kube target: %s %s: %w", armName, p, err)
-	}
+	return rs, nil
+}
 
-	lgPods, err := t.readyPods(ctx, a.loadgenNS, manifests.Loadgen)
+// connect picks the loadgen pods, splits the load over them, and opens
+// the tunnels to them and to the apps' counters. One client per run, with
+// keep-alive: the measured runs go over connections (and port-forward
+// streams) opened before the window, so that the shards start together.
+func (t *Target) connect(ctx context.Context, rs *runState) error {
+	var err error
+	if rs.lgPods, err = t.loadgenPods(ctx, rs.a, rs.w.Loadgens); err != nil {
+		return err
+	}
+	rs.shardOpts = load.Split(rs.o, len(rs.lgPods))
+	rs.lgPods = rs.lgPods[:len(rs.shardOpts)]
+	for i := range rs.shardOpts {
+		rs.shardOpts[i].Labels = strings.TrimSpace(rs.shardOpts[i].Labels + " " + rs.lgPods[i].Namespace + "/" + rs.lgPods[i].Name)
+	}
+	rs.hc = &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2}}
+	lgs, closeLG, err := t.loadgens(ctx, rs.hc, rs.a.loadgenNS, rs.lgPods)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	if len(lgPods) < t.o.Loadgens {
-		return fail(fmt.Errorf("%d of %d loadgen pods are ready in %s", len(lgPods), t.o.Loadgens, a.loadgenNS))
-	}
-	shardOpts := load.Split(o, len(lgPods))
-	lgPods = lgPods[:len(shardOpts)]
-	for i := range shardOpts {
-		shardOpts[i].Labels = strings.TrimSpace(shardOpts[i].Labels + " " + lgPods[i].Namespace + "/" + lgPods[i].Name)
-	}
-	// One client per run, with keep-alive: the measured runs go over
-	// connections (and port-forward streams) opened before the window, so
-	// that the shards start together.
-	hc := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2}}
-	defer hc.CloseIdleConnections()
-	lgs, closeLG, err := t.loadgens(ctx, hc, a.loadgenNS, lgPods)
+	rs.lgs, rs.closers = lgs, append(rs.closers, closeLG)
+	apps, closeApps, err := t.appTunnels(ctx, rs.a)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	defer closeLG()
-	apps, closeApps, err := t.appTunnels(ctx, a)
-	if err != nil {
-		return fail(err)
-	}
-	defer closeApps()
+	rs.apps, rs.closers = apps, append(rs.closers, closeApps)
+	return nil
+}
 
-	countStart := t.now()
-	c0, err := t.counters(ctx, apps)
-	if err != nil {
-		return fail(err)
+// warm reads the counters before the run, runs the warm-up, and reads
+// the kubelets at the start of the window.
+func (t *Target) warm(ctx context.Context, rs *runState) error {
+	var err error
+	rs.countStart = t.now()
+	if rs.c0, err = t.counters(ctx, rs.apps); err != nil {
+		return err
 	}
-	var peers0 []mesh.Edge
-	if a.sidecar {
-		// The verified peers so far: the run's are the difference.
-		if peers0, err = t.peerCounts(ctx, a); err != nil {
-			return fail(err)
+	if rs.a.sidecar {
+		// The verified peers (and plain requests) so far: the run's are the
+		// difference.
+		if rs.peers0, err = t.peerCounts(ctx, rs.a); err != nil {
+			return err
+		}
+		if rs.plain0, err = t.plainCounts(ctx, rs.a); err != nil {
+			return err
 		}
 	}
-	loadedFrom := t.now()
-	if o.Warmup > 0 {
-		if _, err := runShards(ctx, lgs, shardOpts, o.Warmup); err != nil {
-			return fail(fmt.Errorf("warm-up: %w", err))
+	rs.loadedFrom = t.now()
+	if rs.o.Warmup > 0 {
+		warm := make([]load.Options, len(rs.shardOpts))
+		for i, o := range rs.shardOpts {
+			warm[i] = o
+			warm[i].Timeline = 0
+		}
+		if _, err := runShards(ctx, rs.lgs, warm, rs.o.Warmup); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	if err := prime(ctx, lgs); err != nil {
-		return fail(err)
+	if err := prime(ctx, rs.lgs); err != nil {
+		return err
 	}
-	before, err := t.snapshots(ctx)
+	if rs.before, err = t.snapshots(ctx); err != nil {
+		return err
+	}
+	if rs.xfrm0, err = t.readXFRM(ctx); err != nil {
+		return err
+	}
+	if rs.o.Warmup <= 0 {
+		rs.loadedFrom = t.now()
+	}
+	return nil
+}
+
+// measure runs the window with the fault on time, reads the kubelets
+// again, waits for what the fault killed to be back, and reads the
+// counters after the run.
+func (t *Target) measure(ctx context.Context, rs *runState) error {
+	rs.fault.start(ctx, t.now, t.watchRestart)
+	frs, err := runShards(ctx, rs.lgs, rs.shardOpts, rs.o.Duration)
+	rs.fault.wait()
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	xfrm0, err := t.readXFRM(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	if o.Warmup <= 0 {
-		loadedFrom = t.now()
-	}
-	frs, err := runShards(ctx, lgs, shardOpts, o.Duration)
-	if err != nil {
-		return fail(err)
-	}
-	loadedTo := t.now()
-	xfrm1, err := t.readXFRM(ctx)
-	if err != nil {
-		return fail(err)
+	rs.frs, rs.loadedTo = frs, t.now()
+	if rs.xfrm1, err = t.readXFRM(ctx); err != nil {
+		return err
 	}
 	pods, err := t.allPods(ctx)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	roleOf := t.roleOf(a, pods)
-	after, err := t.snapshotsAfter(ctx, before, func(k kubelet.ContainerKey) bool {
-		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
-	})
-	if err != nil {
-		return fail(err)
+	rs.roleOf = withIdleLoadgens(t.roleOf(rs.a, pods), pods, rs.lgPods)
+	if rs.after, err = t.snapshotsAfter(ctx, rs.before, func(k kubelet.ContainerKey) bool {
+		return rs.roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
+	}); err != nil {
+		return err
 	}
-	c1, err := t.counters(ctx, apps)
-	if err != nil {
-		return fail(err)
+	awaitRestart(rs.fault)
+	if rs.c1, err = t.counters(ctx, rs.apps); err != nil {
+		return err
 	}
-	countWindow := t.now().Sub(countStart)
+	rs.countWindow = t.now().Sub(rs.countStart)
+	return nil
+}
 
-	// The load.
-	shards := make([]*load.Result, len(frs))
-	names := make([]string, len(frs))
-	for i, fr := range frs {
-		shards[i] = shardResult(shardOpts[i], fr)
-		names[i] = lgs[i].pod
+// judge makes the run's record: the shards' load merged, the resources
+// over the window, the path proof, the fault's outcome, and the arm
+// verified again.
+func (t *Target) judge(ctx context.Context, rs *runState) (*target.Run, error) {
+	shards := make([]*load.Result, len(rs.frs))
+	names := make([]string, len(rs.frs))
+	for i, fr := range rs.frs {
+		shards[i] = shardResult(rs.shardOpts[i], fr)
+		names[i] = rs.lgs[i].pod
 	}
-	res, err := load.Merge(o, shards, names)
+	res, err := load.Merge(rs.o, shards, names)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	run := &target.Run{Arm: armName, Path: p, Workload: w, Load: res, Invalid: append([]string(nil), res.Invalid...)}
+	run := &target.Run{Arm: rs.s.Arm, Path: rs.w.Path, Workload: rs.w, Load: res, Invalid: append([]string(nil), res.Invalid...)}
 	if len(shards) > 1 {
 		run.Shards = shards
 	}
-
-	// The resources.
-	wr := t.resourceWindow(roleOf, before, after, loadedFrom, loadedTo)
+	wr := t.resourceWindow(rs.roleOf, rs.before, rs.after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
 	run.Resources = wr.Window
 	run.Invalid = append(run.Invalid, wr.Invalid...)
 	run.Warnings = append(run.Warnings, wr.Warnings...)
+	if err := t.prove(ctx, rs, run); err != nil {
+		return nil, err
+	}
+	t.judgeFault(run, rs.fault)
+	if err := t.verifyArm(ctx, rs.a); err != nil {
+		run.Invalid = append(run.Invalid, err.Error())
+	}
+	run.Encryption = encryptionOver(rs.xfrm0, rs.xfrm1)
+	judgeEncryption(run, mesh.KernelEncryption(t.o.Mesh, t.meshInfo))
+	target.Judge(run, t.loadgenBudget(rs.lgPods))
+	return run, nil
+}
 
-	// The path and the arm.
+// prove puts the path proof on run: the edges from the nginx counters and
+// the mesh's telemetry (or the sidecars' logs), checked against the path.
+func (t *Target) prove(ctx context.Context, rs *runState, run *target.Run) error {
 	cnt := counted{Delta: map[manifests.Component]int64{}, Pods: map[manifests.Component]int{}, Allowance: map[manifests.Component]int64{}}
-	for comp, ts := range apps {
-		cnt.Delta[comp] = c1[comp] - c0[comp]
+	for comp, ts := range rs.apps {
+		cnt.Delta[comp] = rs.c1[comp] - rs.c0[comp]
 		cnt.Pods[comp] = len(ts)
-		cnt.Allowance[comp] = probeAllowance(len(ts), countWindow)
+		cnt.Allowance[comp] = probeAllowance(len(ts), rs.countWindow)
 	}
 	var mtls []mesh.Edge
 	why := ""
-	if a.sidecar {
+	// What a killed sidecar had buffered of its logs is lost with it.
+	var lost int64
+	if rs.a.sidecar {
+		lost = rs.fault.lostLog(rs.o.Concurrency)
+	}
+	if rs.a.sidecar {
 		// The sidecars' logs are buffered for up to a second.
-		if d := time.Until(loadedTo.Add(1500 * time.Millisecond)); d > 0 && t.o.CounterWait >= 0 {
+		if d := time.Until(rs.loadedTo.Add(1500 * time.Millisecond)); d > 0 && t.o.CounterWait >= 0 {
 			select {
 			case <-ctx.Done():
-				return fail(ctx.Err())
+				return ctx.Err()
 			case <-time.After(d):
 			}
 		}
-		mtls, why = t.mtls(ctx, a)
-		run.Edges = sidecarEdges(p, cnt, peers0, mtls)
+		var err error
+		if rs.plain1, err = t.plainCounts(ctx, rs.a); err != nil {
+			return err
+		}
+		mtls, why = t.mtls(ctx, rs.a)
+		if lost > 0 {
+			cnt.Allowance[rs.fault.component()] += lost
+			run.Warnings = append(run.Warnings, fmt.Sprintf("%s lost up to %d lines of its logs of verified peers and plain requests when it was killed: up to that many of %s's requests are allowed without its sidecar's record",
+				rs.fault.who(), lost, rs.fault.component()))
+		}
+		run.Edges = sidecarEdges(rs.w.Path, cnt, rs.peers0, mtls, plainDelta(rs.plain0, rs.plain1), rs.a.placement == OutOfMesh)
 	} else {
-		mtls, why = t.mtls(ctx, a)
-		run.Edges = pathEdges(a, p, cnt, mtls)
+		mtls, why = t.mtls(ctx, rs.a)
+		run.Edges = pathEdges(rs.a, rs.w.Path, cnt, mtls)
 	}
-	checkArm := armName
-	if t.o.Mesh.Name() == "none" && armName != target.Baseline {
+	checkArm := rs.s.Arm
+	if t.o.Mesh.Name() == "none" && rs.s.Arm != target.Baseline {
 		checkArm = target.Baseline // an A/A run: both arms must be unmeshed
 		run.Warnings = append(run.Warnings, "mesh none: the meshed arm is a second baseline (an A/A run)")
 	}
-	outOfMesh := t.o.Placement == OutOfMesh
 	if why != "" && checkArm == target.Meshed {
 		run.Invalid = append(run.Invalid, "mTLS not verified: "+why)
 	}
-	if why := mesh.PlainByDesign(t.o.Mesh, t.meshInfo); why != "" && armName != target.Baseline {
-		run.Warnings = append(run.Warnings, why)
-		run.Invalid = append(run.Invalid, target.CheckEdges(checkArm, p, run.Edges, res.Requests, target.Hops(p)...)...)
+	outOfMesh := rs.a.placement == OutOfMesh
+	if plain := mesh.PlainByDesign(t.o.Mesh, t.meshInfo); plain != "" && rs.s.Arm != target.Baseline {
+		run.Warnings = append(run.Warnings, plain)
+		run.Invalid = append(run.Invalid, target.CheckEdges(checkArm, rs.w.Path, run.Edges, run.Load.Requests-run.Load.Errors-lost, target.Hops(rs.w.Path)...)...)
 	} else {
-		run.Invalid = append(run.Invalid, checkEdges(checkArm, p, run.Edges, res.Requests, outOfMesh)...)
+		run.Invalid = append(run.Invalid, checkEdges(checkArm, rs.w.Path, run.Edges, run.Load.Requests-run.Load.Errors-lost, outOfMesh)...)
 	}
-	if outOfMesh && armName == target.Meshed {
-		run.Warnings = append(run.Warnings, "loadgen out of mesh: the loadgen → "+target.Hops(p)[0].Dst+" hop is plain text by design")
+	if note := placementNote(rs.a, rs.w.Path); note != "" {
+		run.Warnings = append(run.Warnings, note)
 	}
-	if err := t.verifyArm(ctx, a); err != nil {
-		run.Invalid = append(run.Invalid, err.Error())
-	}
-	run.Encryption = encryptionOver(xfrm0, xfrm1)
-	judgeEncryption(run, mesh.KernelEncryption(t.o.Mesh, t.meshInfo))
-	target.Judge(run, t.loadgenBudget(lgPods))
-	return run, nil
+	return nil
 }
 
 // loadgens opens a tunnel to each loadgen pod.

@@ -12,6 +12,13 @@ import (
 func shardResult(o load.Options, fr *fortioResult) *load.Result {
 	r := load.NewResult(o, fr.StartTime, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram)
 	r.HDR = fr.MeshbenchHDR
+	if tl := fr.MeshbenchTimeline; tl != nil {
+		// The loadgen counted on its node's clock; the harness times
+		// faults on its own.
+		onHarness := *tl
+		onHarness.Start = tl.Start.Add(-fr.clockOffset)
+		r.Timeline = &onHarness
+	}
 	if r.Elapsed < o.Duration*9/10 {
 		r.Invalid = append(r.Invalid, fmt.Sprintf("stopped early: ran %v of %v", r.Elapsed.Round(time.Millisecond), o.Duration))
 	}

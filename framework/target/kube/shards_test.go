@@ -109,10 +109,34 @@ func TestRunQuery(t *testing.T) {
 	q, _, err = runQuery(noHDR, time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, "off", q.Get("hdr"))
+	assert.Empty(t, q.Get("timeline"), "no timeline unless asked")
+
+	fault := opts(t, load.Options{Timeline: 50 * time.Millisecond})
+	q, _, err = runQuery(fault, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "50ms", q.Get("timeline"))
+}
+
+// TestShardTimelineOnHarnessClock: a loadgen's timeline is moved from its
+// clock to the harness's by the offset its health check measured.
+func TestShardTimelineOnHarnessClock(t *testing.T) {
+	fr := recorded(t, "closed-c8-shard0.json")
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	fr.MeshbenchTimeline = &load.Timeline{Start: start, Bucket: 50 * time.Millisecond, OK: []int64{3}, Failed: []int64{1}, LatencySum: []float64{0.003}, LatencyMax: []float64{0.001}}
+	fr.clockOffset = 1500 * time.Millisecond
+	r := shardResult(opts(t, load.Options{Concurrency: 2, Duration: 2 * time.Second}), fr)
+	require.NotNil(t, r.Timeline)
+	assert.Equal(t, start.Add(-1500*time.Millisecond), r.Timeline.Start)
+	assert.Equal(t, []int64{3}, r.Timeline.OK)
+	assert.Equal(t, start, fr.MeshbenchTimeline.Start, "the loadgen's answer is left alone")
+	fr.MeshbenchTimeline = nil
+	assert.Nil(t, shardResult(opts(t, load.Options{Concurrency: 2, Duration: 2 * time.Second}), fr).Timeline)
 }
 
 func TestArmURL(t *testing.T) {
 	plain, sc := &arm{ns: "mb-meshed-x"}, &arm{ns: "mb-meshed-x", sidecar: true}
+	// Out of the mesh: the sidecar's permissive port, or the Service's own.
+	out, outPlain := &arm{ns: "mb-meshed-x", sidecar: true, placement: OutOfMesh}, &arm{ns: "mb-meshed-x", placement: OutOfMesh}
 	for _, c := range []struct {
 		a     *arm
 		p     target.Path
@@ -127,6 +151,9 @@ func TestArmURL(t *testing.T) {
 		{sc, target.TwoHop, load.HTTP1, "http://127.0.0.1:15002/"},
 		{sc, target.OneHop, load.H2, "http://127.0.0.1:15011/"},
 		{sc, target.TwoHop, load.H2, "http://127.0.0.1:15012/"},
+		{out, target.OneHop, load.HTTP1, "http://backend.mb-meshed-x.svc:8081/"},
+		{out, target.TwoHop, load.HTTP1, "http://frontend.mb-meshed-x.svc:8081/"},
+		{outPlain, target.OneHop, load.H2, "http://backend.mb-meshed-x.svc:8082/"},
 	} {
 		assert.Equal(t, c.want, c.a.url(c.p, c.proto), "sidecar=%v %s %s", c.a.sidecar, c.p, c.proto)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
@@ -57,15 +58,117 @@ func (t *Target) peerCounts(ctx context.Context, a *arm) ([]mesh.Edge, error) {
 	return es, nil
 }
 
+// plainCounts reads, per workload of arm a, the requests its sidecars
+// took on their plain (permissive) port, from each sidecar's log of them
+// through the API server's pod proxy; cumulative since the pods started.
+func (t *Target) plainCounts(ctx context.Context, a *arm) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, c := range []manifests.Component{manifests.Backend, manifests.Frontend} {
+		pods, err := t.readyPods(ctx, a.ns, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pods {
+			body, err := t.c.CoreV1().Pods(a.ns).ProxyGet("http", p.Name, strconv.Itoa(manifests.SidecarStatusPort), manifests.PlainPath, nil).DoRaw(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("read the plain requests of %s/%s (port %d%s): %w", a.ns, p.Name, manifests.SidecarStatusPort, manifests.PlainPath, err)
+			}
+			out[string(c)] += int64(strings.Count(string(body), "\n"))
+		}
+	}
+	return out, nil
+}
+
+// plainDelta is the plain requests per workload between two reads; a
+// workload whose count went down (its sidecar's log restarted) counts
+// from zero.
+func plainDelta(before, after map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for w, n := range after {
+		if d := n - before[w]; d > 0 {
+			out[w] = d
+		} else if d < 0 {
+			out[w] = n
+		}
+	}
+	return out
+}
+
 // sidecarEdges proves the path of one run of the sidecar-meshed arm. Each
 // hop's requests are those the callee's sidecar verified the caller's
 // certificate for during the run (the difference of its log of verified
 // peers, before and after): such a hop is Secured with the verified peer.
-// Requests a callee's app served beyond what its sidecar verified (and the
+// Requests a sidecar took on its plain (permissive) port, plain, are the
+// first hop's when the loadgen is out of the mesh (plain text by design),
+// and a stray unsecured edge from "unknown" otherwise. Requests a callee's
+// app served beyond what its sidecar verified or took plain (and the
 // probes' allowance) did not come through the mesh: they are an unsecured
 // edge from "unknown".
-func sidecarEdges(p target.Path, c counted, before, after []mesh.Edge) []target.Edge {
-	type pair struct{ src, dst string }
+func sidecarEdges(p target.Path, c counted, before, after []mesh.Edge, plain map[string]int64, outOfMesh bool) []target.Edge {
+	delta := verifiedDelta(before, after)
+	recordedAt := map[string]int64{}
+	for k, n := range delta {
+		recordedAt[k.dst] += n
+	}
+	for w, n := range plain {
+		recordedAt[w] += n
+	}
+	var out []target.Edge
+	seen := map[pair]bool{}
+	first := target.Hops(p)[0]
+	for _, h := range target.Hops(p) {
+		k := pair{h.Src, h.Dst}
+		seen[k] = true
+		e := target.Edge{Src: h.Src, Dst: h.Dst, Requests: delta[k]}
+		if e.Requests > 0 {
+			e.Peer, e.Secured = h.Src, true
+			e.Evidence = fmt.Sprintf("%s's sidecar verified the client certificate CN=%s", h.Dst, h.Src)
+		}
+		if h == first && outOfMesh {
+			e = plainEdge(e, plain[h.Dst])
+		}
+		out = append(out, e)
+	}
+	extra := strayEdges(delta, seen)
+	for w, n := range plain {
+		if n > 0 && (!outOfMesh || w != first.Dst) {
+			extra = append(extra, target.Edge{Src: "unknown", Dst: w, Requests: n, Evidence: "plain text on " + w + "'s sidecar's permissive port"})
+		}
+	}
+	for _, comp := range []manifests.Component{manifests.Backend, manifests.Frontend} {
+		if bypass := c.served(comp) - recordedAt[string(comp)] - c.Allowance[comp]; bypass > 0 {
+			extra = append(extra, target.Edge{Src: "unknown", Dst: string(comp), Requests: bypass,
+				Evidence: "served by the app without its sidecar's verification"})
+		}
+	}
+	sort.Slice(extra, func(i, j int) bool {
+		if extra[i].Dst != extra[j].Dst {
+			return extra[i].Dst < extra[j].Dst
+		}
+		return extra[i].Src < extra[j].Src
+	})
+	return append(out, extra...)
+}
+
+// plainEdge is the out-of-mesh loadgen's hop: the plain requests its
+// callee's sidecar took, unsecured by design (and, should the loadgen have
+// been verified too, those).
+func plainEdge(e target.Edge, plain int64) target.Edge {
+	if plain == 0 {
+		return e
+	}
+	e.Requests += plain
+	e.Secured, e.Peer = false, ""
+	e.Evidence = fmt.Sprintf("%s's sidecar took %d requests in plain text on its permissive port %d", e.Dst, plain, manifests.PlainPort)
+	return e
+}
+
+// pair is a caller → callee pair, by workload.
+type pair struct{ src, dst string }
+
+// verifiedDelta is the run's verified requests per caller → callee pair,
+// from two reads of the sidecars' logs of verified peers.
+func verifiedDelta(before, after []mesh.Edge) map[pair]int64 {
 	strip := func(s string) string {
 		if _, w, ok := strings.Cut(s, "/"); ok {
 			return w
@@ -90,22 +193,11 @@ func sidecarEdges(p target.Path, c counted, before, after []mesh.Edge) []target.
 			delta[k] = d
 		}
 	}
-	verifiedAt := map[string]int64{}
-	for k, n := range delta {
-		verifiedAt[k.dst] += n
-	}
-	var out []target.Edge
-	seen := map[pair]bool{}
-	for _, h := range target.Hops(p) {
-		k := pair{h.Src, h.Dst}
-		seen[k] = true
-		e := target.Edge{Src: h.Src, Dst: h.Dst, Requests: delta[k]}
-		if e.Requests > 0 {
-			e.Peer, e.Secured = h.Src, true
-			e.Evidence = fmt.Sprintf("%s's sidecar verified the client certificate CN=%s", h.Dst, h.Src)
-		}
-		out = append(out, e)
-	}
+	return delta
+}
+
+// strayEdges are the verified pairs off the path.
+func strayEdges(delta map[pair]int64, seen map[pair]bool) []target.Edge {
 	var extra []target.Edge
 	for k, n := range delta {
 		if seen[k] {
@@ -118,17 +210,5 @@ func sidecarEdges(p target.Path, c counted, before, after []mesh.Edge) []target.
 		}
 		extra = append(extra, e)
 	}
-	for _, comp := range []manifests.Component{manifests.Backend, manifests.Frontend} {
-		if bypass := c.served(comp) - verifiedAt[string(comp)] - c.Allowance[comp]; bypass > 0 {
-			extra = append(extra, target.Edge{Src: "unknown", Dst: string(comp), Requests: bypass,
-				Evidence: "served by the app without its sidecar's verification"})
-		}
-	}
-	sort.Slice(extra, func(i, j int) bool {
-		if extra[i].Dst != extra[j].Dst {
-			return extra[i].Dst < extra[j].Dst
-		}
-		return extra[i].Src < extra[j].Src
-	})
-	return append(out, extra...)
+	return extra
 }

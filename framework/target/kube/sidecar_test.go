@@ -26,7 +26,7 @@ func TestSidecarEdges(t *testing.T) {
 
 	t.Run("two hops, both verified", func(t *testing.T) {
 		after := []mesh.Edge{peer("loadgen", "backend", 500), peer("loadgen", "frontend", 1040), peer("frontend", "backend", 1040)}
-		es := sidecarEdges(target.TwoHop, cnt(1002, 1001), before, after)
+		es := sidecarEdges(target.TwoHop, cnt(1002, 1001), before, after, nil, false)
 		require.Len(t, es, 2)
 		assert.Equal(t, target.Edge{Src: "loadgen", Dst: "frontend", Peer: "loadgen", Secured: true, Requests: 1000,
 			Evidence: "frontend's sidecar verified the client certificate CN=loadgen"}, es[0])
@@ -37,7 +37,7 @@ func TestSidecarEdges(t *testing.T) {
 
 	t.Run("requests that bypassed the sidecar", func(t *testing.T) {
 		after := []mesh.Edge{peer("loadgen", "backend", 600), peer("loadgen", "frontend", 40), peer("frontend", "backend", 40)}
-		es := sidecarEdges(target.OneHop, cnt(1100, 0), before, after)
+		es := sidecarEdges(target.OneHop, cnt(1100, 0), before, after, nil, false)
 		require.Len(t, es, 2)
 		assert.Equal(t, int64(100), es[0].Requests)
 		assert.Equal(t, target.Edge{Src: "unknown", Dst: "backend", Requests: 997, Evidence: "served by the app without its sidecar's verification"}, es[1])
@@ -47,15 +47,34 @@ func TestSidecarEdges(t *testing.T) {
 
 	t.Run("a stray verified caller", func(t *testing.T) {
 		after := []mesh.Edge{peer("loadgen", "backend", 1500), peer("loadgen", "frontend", 40), peer("frontend", "backend", 50)}
-		es := sidecarEdges(target.OneHop, cnt(1010, 0), before, after)
+		es := sidecarEdges(target.OneHop, cnt(1010, 0), before, after, nil, false)
 		require.Len(t, es, 2)
 		assert.Equal(t, "frontend", es[1].Src)
 		assert.True(t, es[1].Secured)
 		assert.NotEmpty(t, target.CheckEdges(target.Meshed, target.OneHop, es, 1000))
 	})
 
+	t.Run("out of the mesh: the first hop in plain text", func(t *testing.T) {
+		after := []mesh.Edge{peer("loadgen", "backend", 500), peer("loadgen", "frontend", 40), peer("frontend", "backend", 1040)}
+		es := sidecarEdges(target.TwoHop, cnt(1002, 1001), before, after, map[string]int64{"frontend": 1000}, true)
+		require.Len(t, es, 2)
+		assert.Equal(t, target.Edge{Src: "loadgen", Dst: "frontend", Requests: 1000,
+			Evidence: "frontend's sidecar took 1000 requests in plain text on its permissive port 8081"}, es[0])
+		assert.True(t, es[1].Secured)
+		assert.Empty(t, checkEdges(target.Meshed, target.TwoHop, es, 1000, true))
+	})
+
+	t.Run("plain text in the mesh", func(t *testing.T) {
+		after := []mesh.Edge{peer("loadgen", "backend", 1500), peer("loadgen", "frontend", 40), peer("frontend", "backend", 40)}
+		es := sidecarEdges(target.OneHop, cnt(1200, 0), before, after, map[string]int64{"backend": 200}, false)
+		require.Len(t, es, 2)
+		assert.Equal(t, target.Edge{Src: "unknown", Dst: "backend", Requests: 200, Evidence: "plain text on backend's sidecar's permissive port"}, es[1])
+		assert.Equal(t, []string{"requests took an unexpected route: unknown → backend (200 requests, verified peer \"\")"},
+			checkEdges(target.Meshed, target.OneHop, es, 1000, false))
+	})
+
 	t.Run("nothing verified", func(t *testing.T) {
-		es := sidecarEdges(target.OneHop, cnt(1000, 0), before, before)
+		es := sidecarEdges(target.OneHop, cnt(1000, 0), before, before, nil, false)
 		require.Len(t, es, 2)
 		assert.False(t, es[0].Secured)
 		assert.Zero(t, es[0].Requests)

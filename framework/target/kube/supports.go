@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/meshbench/meshbench/framework/load"
@@ -21,15 +22,29 @@ func (t *Target) workload() target.Workload {
 	}
 }
 
-// Supports implements target.Supporter. The cluster's workloads are
-// deployed once, from the flags, so a scenario that needs another
-// deployment is skipped with what to change.
+// Supports implements target.Supporter. The apps are deployed once, from
+// the flags, so a scenario that needs other apps is skipped with what to
+// change; the loadgens are deployed where and as many as a scenario asks
+// when it first runs.
 func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 	def := t.workload()
 	if err := w.Normalize(def); err != nil {
 		return err
 	}
 	_ = def.Normalize(def)
+	why := t.workloadUnsupported(w, def)
+	why = append(why, t.placementUnsupported(w)...)
+	if f != nil {
+		why = append(why, t.faultUnsupported(w, *f)...)
+	}
+	if len(why) > 0 {
+		return errors.New(strings.Join(why, "; "))
+	}
+	return nil
+}
+
+// workloadUnsupported says what of w the deployed apps cannot serve.
+func (t *Target) workloadUnsupported(w, def target.Workload) []string {
 	var why []string
 	if h := w.Path.Hops(); h > 2 {
 		why = append(why, fmt.Sprintf("path %s: the cluster workloads have one frontend, so at most two hops", w.Path))
@@ -49,18 +64,47 @@ func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 	if w.Replicas > 1 {
 		why = append(why, fmt.Sprintf("replicas=%d: the cluster backends are deployed with one replica", w.Replicas))
 	}
-	if w.Placement != def.Placement || w.Loadgens != def.Loadgens {
-		why = append(why, fmt.Sprintf("placement %s with %d loadgens: the loadgens were deployed %s with -loadgens=%d; run with -placement=%s -loadgens=%d",
-			w.Placement, w.Loadgens, def.Placement, def.Loadgens, w.Placement, w.Loadgens))
-	}
-	if f != nil {
-		why = append(why, fmt.Sprintf("fault %s: not implemented on clusters yet", f))
-	}
 	if w.Flow != nil {
 		why = append(why, "user flow: the cluster loadgen is fortio's REST API, which drives connections, not users with think time, and the nginx frontend does not fan out; run it on the local target")
 	}
-	if len(why) > 0 {
-		return errors.New(strings.Join(why, "; "))
+	return why
+}
+
+// placementUnsupported says why the loadgen cannot sit where w puts it:
+// out of the bring-your-own sidecar mesh, the callee's sidecar takes
+// HTTP/1.1 on its permissive port, which only the harness's own nginx
+// configuration has.
+func (t *Target) placementUnsupported(w target.Workload) []string {
+	if Placement(w.Placement) != OutOfMesh || t.sidecar == nil {
+		return nil
 	}
-	return nil
+	var why []string
+	if len(t.sidecar.Args) > 0 {
+		why = append(why, "out-of-mesh placement: the sidecar's own arguments replace the harness's nginx configuration, whose permissive port takes the plain requests of a loadgen outside the mesh")
+	}
+	if w.Protocol == load.H2 {
+		why = append(why, "out-of-mesh placement in h2: the sidecar's permissive port takes HTTP/1.1 only")
+	}
+	return why
+}
+
+// faultUnsupported says why f cannot happen during a run of w.
+func (t *Target) faultUnsupported(w target.Workload, f target.Fault) []string {
+	var why []string
+	if f.Action != target.Kill {
+		why = append(why, fmt.Sprintf("fault %q: the kube target can only kill", f.Action))
+	}
+	switch {
+	case f.Workload == "loadgen":
+		why = append(why, "fault on the loadgen: on clusters only the backend's and the frontend's containers are killed")
+	case !slices.Contains(target.Workloads(w.Path), f.Workload):
+		why = append(why, fmt.Sprintf("fault on %q: not on the %s path (%s)", f.Workload, w.Path, strings.Join(target.Workloads(w.Path), ", ")))
+	}
+	if f.Sidecar && t.sidecar == nil && len(t.o.Mesh.Roles().Sidecars) == 0 {
+		why = append(why, fmt.Sprintf("fault on %s's sidecar: the %s mesh runs no sidecar (killing ztunnel or a node proxy is not implemented)", f.Workload, t.o.Mesh.Name()))
+	}
+	if t.faultWhyNot != "" {
+		why = append(why, "fault "+f.String()+": "+t.faultWhyNot)
+	}
+	return why
 }

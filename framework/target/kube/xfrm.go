@@ -12,10 +12,6 @@ import (
 	"github.com/meshbench/meshbench/framework/target"
 )
 
-// NodeExec runs a command in a node's root network namespace and returns
-// its standard output: on kind, `docker exec` into the node's container.
-type NodeExec func(ctx context.Context, node string, cmd ...string) ([]byte, error)
-
 // XFRM is what the kernel's IPsec states of one node hold: how many states
 // there are, and the bytes and packets they have carried since they were
 // made (`ip -s xfrm state`, "lifetime current").
@@ -61,9 +57,9 @@ func ParseXFRM(out []byte) (XFRM, error) {
 	return x, nil
 }
 
-// readXFRM reads every node's IPsec states; nil without NodeExec.
+// readXFRM reads every node's IPsec states; nil without KernelProof.
 func (t *Target) readXFRM(ctx context.Context) (map[string]XFRM, error) {
-	if t.o.NodeExec == nil {
+	if !t.o.KernelProof || t.o.NodeExec == nil {
 		return nil, nil
 	}
 	out := make(map[string]XFRM, len(t.nodes))

@@ -64,43 +64,24 @@ func (fr *faultRun) wait() *faultRun {
 	return fr
 }
 
-// judgeFault puts the fault's outcome on the run: the recovery measured
-// from the timeline, the expected restart of the killed process taken out
-// of the restarts that would invalidate it, and the reasons a fault run
-// cannot be trusted: a fault that did not happen, or no recovery within
-// the window.
+// judgeFault puts the fault's outcome on the run (target.JudgeFault),
+// with the expected restart of the killed process taken out of the
+// restarts that would invalidate it.
 func judgeFault(run *target.Run, fr *faultRun) {
 	if fr.name == "" {
 		run.Fault = nil // this arm has no such process
 		return
 	}
-	switch {
-	case fr.err != nil:
-		run.Invalid = append(run.Invalid, "fault failed: "+fr.err.Error())
-		return
-	case !fr.fired:
-		run.Invalid = append(run.Invalid, fmt.Sprintf("fault did not happen: %s is not within the %v window", run.Fault, run.Load.Options.Duration))
-		return
-	}
-	var restarts []string
-	for _, r := range run.Resources.Restarts {
-		if strings.HasPrefix(r, fr.name+" (") {
-			run.Warnings = append(run.Warnings, fmt.Sprintf("%s was killed %v into the window: its CPU is not in this run's figures", fr.name, fr.at.Sub(run.Load.Start).Round(time.Millisecond)))
-			continue
+	if fr.fired && fr.err == nil {
+		var restarts []string
+		for _, r := range run.Resources.Restarts {
+			if strings.HasPrefix(r, fr.name+" (") {
+				run.Warnings = append(run.Warnings, fmt.Sprintf("%s was killed %v into the window: its CPU is not in this run's figures", fr.name, fr.at.Sub(run.Load.Start).Round(time.Millisecond)))
+				continue
+			}
+			restarts = append(restarts, r)
 		}
-		restarts = append(restarts, r)
+		run.Resources.Restarts = restarts
 	}
-	run.Resources.Restarts = restarts
-	if run.Load.Timeline == nil {
-		run.Invalid = append(run.Invalid, "fault run without a timeline")
-		return
-	}
-	rec := run.Load.Timeline.Recovery(fr.at)
-	run.Recovery = &rec
-	if rec.Failed == 0 {
-		run.Warnings = append(run.Warnings, "the fault failed no request")
-	}
-	if rec.Recovered < 0 {
-		run.Invalid = append(run.Invalid, fmt.Sprintf("no recovery within the window (%v after the fault); lengthen -duration", run.Load.Start.Add(run.Load.Elapsed).Sub(fr.at).Round(time.Millisecond)))
-	}
+	target.JudgeFault(run, target.FaultOutcome{Fired: fr.fired, At: fr.at, Err: fr.err})
 }

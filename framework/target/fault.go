@@ -1,0 +1,47 @@
+package target
+
+import (
+	"fmt"
+	"time"
+)
+
+// FaultOutcome is what a target made of a run's fault: whether it
+// happened, when, and what kept it from happening.
+type FaultOutcome struct {
+	Fired bool
+	At    time.Time
+	Err   error
+}
+
+// JudgeFault puts a fault's outcome on run, which ran in expected-disruption
+// mode: the recovery measured on the load's timeline
+// (load.Timeline.Recovery), and the reasons a fault run cannot be trusted:
+// a fault that failed or did not happen within the window, a load without
+// a timeline, or no recovery within the window. A fault that failed no
+// request is a warning. Every target judges its faults here; what the
+// fault did to the target's own accounting (the restart of what it
+// killed) is the target's.
+func JudgeFault(run *Run, f FaultOutcome) {
+	switch {
+	case f.Err != nil:
+		run.Invalid = append(run.Invalid, "fault failed: "+f.Err.Error())
+		return
+	case !f.Fired:
+		run.Invalid = append(run.Invalid, fmt.Sprintf("fault did not happen: %s is not within the %v window", run.Fault, run.Load.Options.Duration))
+		return
+	case run.Load.Timeline == nil:
+		run.Invalid = append(run.Invalid, "fault run without a timeline")
+		return
+	}
+	tl := run.Load.Timeline
+	rec := tl.Recovery(f.At)
+	run.Recovery = &rec
+	if rec.Failed == 0 {
+		run.Warnings = append(run.Warnings, "the fault failed no request")
+	}
+	if rec.Recovered < 0 {
+		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
+		run.Invalid = append(run.Invalid, fmt.Sprintf("no recovery within the window (%v after the fault); lengthen -duration",
+			end.Sub(f.At).Round(time.Millisecond)))
+	}
+}
