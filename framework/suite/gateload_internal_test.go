@@ -1,0 +1,47 @@
+package suite
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+func point(arm target.Arm, qps float64, invalid ...string) Point {
+	return Point{Arm: arm, Run: &target.Run{Arm: arm, Load: &load.Result{AchievedQPS: qps}, Invalid: invalid}}
+}
+
+// The open-loop rate comes from the slower meshed arm's median capacity:
+// the baseline's is ten times what a sidecar serves on 2 cores.
+func TestMeshCapacity(t *testing.T) {
+	c, err := meshCapacity([]Point{
+		point(target.Baseline, 20000), point(target.Reference, 2000), point(target.Candidate, 1800),
+		point(target.Baseline, 21000), point(target.Reference, 2200), point(target.Candidate, 1900),
+		point(target.Baseline, 19000), point(target.Reference, 2100), point(target.Candidate, 100, "errors: 40 of 100 requests failed"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1850.0, c, "candidate median of its valid runs (1800, 1900), below the reference's 2100")
+
+	_, err = meshCapacity([]Point{point(target.Baseline, 20000), point(target.Meshed, 10, "missed target rate")})
+	assert.EqualError(t, err, "no valid meshed run at maximum rate")
+}
+
+// After the max point, GateLoad's open value runs at the fraction of it.
+func TestGateLoadOpensAtAFractionOfCapacity(t *testing.T) {
+	ax := GateLoad(0.5)
+	require.Len(t, ax.Values, 2)
+	stop, why := ax.Stop([]Point{point(target.Baseline, 9000), point(target.Meshed, 1000), point(target.Meshed, 1200)})
+	assert.False(t, stop, why)
+	var sc Scenario
+	ax.Values[1].Apply(&sc)
+	var o load.Options
+	sc.Load(&o)
+	assert.Equal(t, 550.0, o.QPS)
+
+	stop, why = GateLoad(0.5).Stop([]Point{point(target.Baseline, 9000)})
+	assert.True(t, stop)
+	assert.Equal(t, "no open-loop point: no valid meshed run at maximum rate", why)
+}
