@@ -48,11 +48,16 @@ func openOne(path string) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.check(target.Arms...); err != nil {
+	// An upgrade gate's run (baseline, reference, candidate) is reported
+	// as the suite reports it at the end of the run.
+	if err := r.check(allArms...); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
 }
+
+// allArms are every arm a results file may hold.
+var allArms = append(slices.Clone(target.Arms), target.Reference, target.Candidate)
 
 // OpenStored reads the stored run a -reference run is gated against,
 // checked whole as Open checks a report's input (missing, truncated, of
@@ -69,7 +74,7 @@ func OpenStored(path string) (*Results, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := r.check(append(slices.Clone(target.Arms), target.Reference, target.Candidate)...); err != nil {
+	if err := r.check(allArms...); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
 	sum := sha256.Sum256(data)
