@@ -23,6 +23,14 @@
 // arm's frontend and backend and, in the meshed arm, the mesh's own mTLS
 // telemetry.
 //
+// A scenario's loadgen placement and shards are deployed when it first
+// runs (loadgens.go): the out-of-mesh namespace on first use, the arms'
+// loadgens scaled up alike. A fault (fault.go) kills a container of the
+// measured arm mid-window, through its node (Options.NodeExec: SIGKILL,
+// as a crash) or by exec into it (SIGTERM to its PID 1); the kubelet
+// restarts it, the run waits for it to be ready, and the recovery is
+// judged on the loadgens' timelines (target.JudgeFault).
+//
 // Close deletes every namespace New created and waits until they are gone;
 // it is also called when New fails half-way.
 package kube
