@@ -179,6 +179,9 @@ func Compare(records []Record) []Comparison {
 		c.Baseline, c.Meshed = armStats(base), armStats(mesh)
 		c.addMeshFigures(base, mesh)
 		if len(reps) == 0 {
+			// One arm only (a fault scenario runs the meshed arm alone):
+			// its own figures, errors included, without overheads.
+			c.Baseline, c.Meshed = armStats(sortedRecords(g[target.Baseline])), armStats(sortedRecords(g[target.Meshed]))
 			c.Problems = append(c.Problems, "no repeat has both arms")
 			out = append(out, c)
 			continue
@@ -325,6 +328,20 @@ func upgradeArms(records []Record) []Record {
 		default:
 			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// sortedRecords are an arm's records in repeat order.
+func sortedRecords(byRep map[int]Record) []Record {
+	reps := make([]int, 0, len(byRep))
+	for rep := range byRep {
+		reps = append(reps, rep)
+	}
+	sort.Ints(reps)
+	out := make([]Record, len(reps))
+	for i, rep := range reps {
+		out[i] = byRep[rep]
 	}
 	return out
 }

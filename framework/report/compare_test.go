@@ -82,6 +82,18 @@ func TestCompareUnpaired(t *testing.T) {
 	require.Len(t, cs, 1)
 	assert.Equal(t, []string{"no repeat has both arms"}, cs[0].Problems)
 	assert.Empty(t, cs[0].Observation().Values, "nothing to gate on")
+
+	// A meshed-only scenario (a fault) keeps its own figures: the errors
+	// and latency of its runs, without overheads.
+	a, b := record(target.Meshed, 0, 0.002, 900, 100), record(target.Meshed, 1, 0.004, 700, 100)
+	a.Load.Errors, b.Load.Errors = 2808, 12
+	cs = Compare([]Record{b, a})
+	require.Len(t, cs, 1)
+	assert.Equal(t, int64(2820), cs[0].Meshed.Errors)
+	assert.Equal(t, 2, cs[0].Meshed.QPS.N)
+	assert.InDelta(t, 800, cs[0].Meshed.QPS.Median, 1e-9)
+	assert.Zero(t, cs[0].Baseline.QPS.N)
+	assert.Zero(t, cs[0].P50Delta.N, "no overhead without a baseline")
 }
 
 // TestCompareOpenLoopHDR: with HDR histograms, an open-loop arm's
