@@ -182,7 +182,7 @@ func (c *Config) checkMeshModes() []error {
 func RegisterFlags(fs *flag.FlagSet) *Config {
 	c := &Config{
 		Target:         "local",
-		Concurrency:    []int{1, 2, 4, 8, 16, 32},
+		Concurrency:    []int{1, 4, 16, 32},
 		Protocol:       load.HTTP1,
 		Sidecar:        "caddy",
 		DefaultRepeats: 3,
