@@ -10,8 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/klient/wait"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 )
 
@@ -122,7 +122,7 @@ func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.
 		}
 	}
 	cidrs := map[string]string{}
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.For(func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil // the API server may still be settling
@@ -138,7 +138,7 @@ func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.
 			}
 		}
 		return true, nil
-	})
+	}, wait.WithContext(ctx), wait.WithInterval(time.Second), wait.WithTimeout(timeout), wait.WithImmediate())
 	if err != nil {
 		return nil, fmt.Errorf("wait for pod CIDRs (have %v): %w", cidrs, err)
 	}
@@ -180,7 +180,7 @@ func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.
 // waitNodesReady polls until want nodes exist and all are Ready.
 func waitNodesReady(ctx context.Context, cs kubernetes.Interface, want int, timeout time.Duration) error {
 	var notReady []string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.For(func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
@@ -192,7 +192,7 @@ func waitNodesReady(ctx context.Context, cs kubernetes.Interface, want int, time
 			}
 		}
 		return len(list.Items) == want && len(notReady) == 0, nil
-	})
+	}, wait.WithContext(ctx), wait.WithInterval(time.Second), wait.WithTimeout(timeout), wait.WithImmediate())
 	if err != nil {
 		return fmt.Errorf("wait for %d nodes Ready (not Ready: %v): %w", want, notReady, err)
 	}
@@ -211,7 +211,7 @@ func nodeReady(n *corev1.Node) bool {
 // waitSystemPods polls until every pod in kube-system is Running and Ready.
 func waitSystemPods(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) error {
 	var pending []string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.For(func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
@@ -223,7 +223,7 @@ func waitSystemPods(ctx context.Context, cs kubernetes.Interface, timeout time.D
 			}
 		}
 		return len(list.Items) > 0 && len(pending) == 0, nil
-	})
+	}, wait.WithContext(ctx), wait.WithInterval(time.Second), wait.WithTimeout(timeout), wait.WithImmediate())
 	if err != nil {
 		return fmt.Errorf("wait for kube-system pods Ready (pending: %v): %w", pending, err)
 	}

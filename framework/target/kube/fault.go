@@ -13,12 +13,12 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/exec"
+	"sigs.k8s.io/e2e-framework/klient/wait"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
@@ -228,7 +228,7 @@ func (fr *faultRun) who() string {
 // again, restarted by the kubelet, and its pod is ready; within
 // Options.RestartTimeout.
 func (t *Target) watchRestart(ctx context.Context, fr *faultRun) {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, t.o.RestartTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.For(func(ctx context.Context) (bool, error) {
 		p, err := t.c.CoreV1().Pods(fr.pod.Namespace).Get(ctx, fr.pod.Name, metav1.GetOptions{})
 		if err != nil {
 			fr.state = err.Error()
@@ -241,7 +241,7 @@ func (t *Target) watchRestart(ctx context.Context, fr *faultRun) {
 			fr.running = t.now()
 		}
 		return restarted && st.Ready && podReady(p), nil
-	})
+	}, wait.WithContext(ctx), wait.WithInterval(200*time.Millisecond), wait.WithTimeout(t.o.RestartTimeout), wait.WithImmediate())
 	if err == nil {
 		fr.back = t.now()
 	}
