@@ -1,23 +1,17 @@
 package suite_test
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/meshbench/meshbench/framework/measure"
-	"github.com/meshbench/meshbench/framework/suite"
 	"github.com/meshbench/meshbench/framework/target"
-	"github.com/meshbench/meshbench/framework/target/kind"
 )
 
 // TestCiliumE2E measures Cilium's real data plane, built offline
@@ -39,40 +33,13 @@ func TestCiliumE2E(t *testing.T) {
 	}
 	encryption := envOr("MESHBENCH_CILIUM_ENCRYPTION", "none")
 	name := fmt.Sprintf("mb-cilium-%d", time.Now().Unix()%100000)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		for _, n := range []string{name, name + "-baseline"} {
-			_ = kind.Down(ctx, n) // also when a step failed before Close
-			list, err := kindcluster.NewProvider().List()
-			assert.NoError(t, err)
-			assert.False(t, slices.Contains(list, n), "cluster %s deleted", n)
-		}
-	})
+	deleteClusters(t, name, name+"-baseline")
 	kindConfig, err := filepath.Abs("testdata/kind-cilium.yaml")
 	require.NoError(t, err)
-	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
-	cfg := suite.RegisterFlags(fs)
-	require.NoError(t, fs.Parse([]string{
-		"-target", "kind", "-kind-cluster", name, "-kind-config", kindConfig,
-		"-mesh", "cilium", "-mesh-install", "-cilium-encryption", encryption, "-mesh-charts", charts, "-mesh-registry", "meshbench",
-		"-concurrency", "1,8", "-duration", "10s", "-warmup", "3s",
-		"-nginx-image", envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9"),
-		"-loadgen-image", envOr("MESHBENCH_LOADGEN_IMAGE", "meshbench/mbloadgen:dev"),
-		"-results", t.TempDir(), "-thresholds", "none",
-	}))
-	require.NoError(t, cfg.Normalize())
-	s := suite.NewWithConfig(cfg)
-	s.Log = testWriter{t}
-	s.Config.Repeats = 1
-	sweep(s, target.OneHop, target.TwoHop)
-	recs := s.Records()
-	require.Len(t, recs, 2*2*2, "2 paths × 2 concurrencies × 2 arms")
-	for _, r := range recs {
+	s, cfg := kindSuite(t, "-kind-cluster", name, "-kind-config", kindConfig, "-mesh", "cilium", "-mesh-install",
+		"-cilium-encryption", encryption, "-mesh-charts", charts, "-mesh-registry", "meshbench", "-thresholds", "none")
+	for _, r := range sweepBothPaths(t, s) {
 		name := r.Name()
-		assert.True(t, r.Valid(), "%s invalid: %v", name, r.Invalid)
-		assert.Zero(t, r.Load.Errors, "%s: errors", name)
-		assert.Greater(t, r.Load.Requests, int64(100), name)
 		require.NotNil(t, r.Encryption, "%s: the nodes' XFRM counters were read", name)
 		if r.Arm == target.Baseline {
 			assert.Zero(t, r.Encryption.States, "%s: no IPsec state on the baseline cluster", name)

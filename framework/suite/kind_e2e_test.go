@@ -42,37 +42,12 @@ func TestKindE2E(t *testing.T) {
 		t.Skip("set MESHBENCH_KIND_E2E=1 and run `make e2e`, which starts dockerd and builds the node, nginx and loadgen images")
 	}
 	name := envOr("MESHBENCH_KIND_CLUSTER", fmt.Sprintf("meshbench-e2e-%d", time.Now().Unix()%100000))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = kind.Down(ctx, name) // also when a step failed before Close
-		list, err := kindcluster.NewProvider().List()
-		assert.NoError(t, err)
-		assert.False(t, slices.Contains(list, name), "cluster %s deleted", name)
-	})
+	deleteClusters(t, name)
 	fixture, err := filepath.Abs("../../fixtures/thresholds/kind.yaml")
 	require.NoError(t, err)
-	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
-	cfg := suite.RegisterFlags(fs)
-	require.NoError(t, fs.Parse([]string{
-		"-target", "kind", "-kind-cluster", name, "-mesh", envOr("MESHBENCH_KIND_MESH", "sidecar"),
-		"-concurrency", "1,8", "-duration", "10s", "-warmup", "3s",
-		"-nginx-image", envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9"),
-		"-loadgen-image", envOr("MESHBENCH_LOADGEN_IMAGE", "meshbench/mbloadgen:dev"),
-		"-results", t.TempDir(), "-thresholds", fixture,
-	}))
-	require.NoError(t, cfg.Normalize())
-	s := suite.NewWithConfig(cfg)
-	s.Log = testWriter{t}
-	s.Config.Repeats = 1
-	sweep(s, target.OneHop, target.TwoHop)
-	recs := s.Records()
-	require.Len(t, recs, 2*2*2, "2 paths × 2 concurrencies × 2 arms")
-	for _, r := range recs {
+	s, cfg := kindSuite(t, "-kind-cluster", name, "-mesh", envOr("MESHBENCH_KIND_MESH", "sidecar"), "-thresholds", fixture)
+	for _, r := range sweepBothPaths(t, s) {
 		name := r.Name()
-		assert.True(t, r.Valid(), "%s invalid: %v", name, r.Invalid)
-		assert.Zero(t, r.Load.Errors, "%s: errors", name)
-		assert.Greater(t, r.Load.Requests, int64(100), name)
 		require.NotEmpty(t, r.Edges, name)
 		for _, e := range r.Edges {
 			assert.Equal(t, r.Arm == target.Meshed, e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
@@ -238,4 +213,53 @@ func checkRestarted(t *testing.T, cluster string) {
 			st.RestartCount, st.LastTerminationState.Terminated.ExitCode, st.LastTerminationState.Terminated.Reason)
 	}
 	assert.True(t, found, "the backend runs the sidecar")
+}
+
+// deleteClusters deletes the kind clusters at the end of the test, also
+// when a step failed before the suite's Close, and checks they are gone.
+func deleteClusters(t *testing.T, names ...string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for _, n := range names {
+			_ = kind.Down(ctx, n)
+			list, err := kindcluster.NewProvider().List()
+			assert.NoError(t, err)
+			assert.False(t, slices.Contains(list, n), "cluster %s deleted", n)
+		}
+	})
+}
+
+// kindSuite is a suite on kind with the e2e runs' window (10 s after a
+// 3 s warm-up, c=1 and c=8, one round) and the offline images, plus args.
+func kindSuite(t *testing.T, args ...string) (*suite.Suite, *suite.Config) {
+	t.Helper()
+	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
+	cfg := suite.RegisterFlags(fs)
+	require.NoError(t, fs.Parse(append([]string{
+		"-target", "kind", "-concurrency", "1,8", "-duration", "10s", "-warmup", "3s",
+		"-nginx-image", envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9"),
+		"-loadgen-image", envOr("MESHBENCH_LOADGEN_IMAGE", "meshbench/mbloadgen:dev"),
+		"-results", t.TempDir(),
+	}, args...)))
+	require.NoError(t, cfg.Normalize())
+	s := suite.NewWithConfig(cfg)
+	s.Log = testWriter{t}
+	s.Config.Repeats = 1
+	return s, cfg
+}
+
+// sweepBothPaths sweeps one-hop and two-hop and checks what every run
+// must show: valid, without errors, with requests.
+func sweepBothPaths(t *testing.T, s *suite.Suite) []report.Record {
+	t.Helper()
+	sweep(s, target.OneHop, target.TwoHop)
+	recs := s.Records()
+	require.Len(t, recs, 2*2*2, "2 paths × 2 concurrencies × 2 arms")
+	for _, r := range recs {
+		assert.True(t, r.Valid(), "%s invalid: %v", r.Name(), r.Invalid)
+		assert.Zero(t, r.Load.Errors, "%s: errors", r.Name())
+		assert.Greater(t, r.Load.Requests, int64(100), r.Name())
+	}
+	return recs
 }
