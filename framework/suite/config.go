@@ -325,9 +325,8 @@ func (c *Config) checkMesh() []error {
 // checkClusterWide checks that a mesh that is on for a whole cluster has
 // a cluster for its baseline, and on kind is installed as the CNI.
 func (c *Config) checkClusterWide() []error {
-	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
-	cw, ok := m.(mesh.ClusterWide)
-	if err != nil || !ok || c.Target == "local" {
+	m, why := c.clusterWide()
+	if m == nil {
 		if c.BaselineKubeconfig != "" {
 			return []error{fmt.Errorf("-baseline-kubeconfig=%s: only used with a mesh that is on for a whole cluster (-mesh=cilium) on a remote cluster", c.BaselineKubeconfig)}
 		}
@@ -339,7 +338,7 @@ func (c *Config) checkClusterWide() []error {
 	case c.Target == "kind" && c.BaselineKubeconfig != "":
 		return []error{fmt.Errorf("-baseline-kubeconfig=%s: kind makes the baseline cluster %s-baseline itself", c.BaselineKubeconfig, c.KindCluster)}
 	case c.Target == "remote" && c.BaselineKubeconfig == "":
-		return []error{fmt.Errorf("-mesh=%s: -baseline-kubeconfig is required: %s, so the baseline needs a cluster without it", c.Mesh, cw.ClusterWide())}
+		return []error{fmt.Errorf("-mesh=%s: -baseline-kubeconfig is required: %s, so the baseline needs a cluster without it", c.Mesh, why)}
 	case c.Target == "kind":
 		// kind's nodes run on this kernel: what it lacks, they lack.
 		if err := kernelSupports(c.CiliumEncryption); err != nil {
