@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // Run implements target.Target: a warm-up and a measured window of arm over
@@ -240,7 +242,7 @@ func (t *Target) judge(ctx context.Context, rs *runState) (*target.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := &target.Run{Arm: rs.s.Arm, Path: rs.w.Path, Workload: rs.w, Load: res, Invalid: append([]string(nil), res.Invalid...)}
+	run := &target.Run{Arm: rs.s.Arm, Path: rs.w.Path, Workload: rs.w, Load: res, Invalid: slices.Clone(res.Invalid)}
 	if len(shards) > 1 {
 		run.Shards = shards
 	}
@@ -253,7 +255,7 @@ func (t *Target) judge(ctx context.Context, rs *runState) (*target.Run, error) {
 	}
 	t.judgeFault(run, rs.fault)
 	if err := t.verifyArm(ctx, rs.a); err != nil {
-		run.Invalid = append(run.Invalid, err.Error())
+		run.Invalidate(validity.UnverifiedArm, "%v", err)
 	}
 	run.Encryption = encryptionOver(rs.xfrm0, rs.xfrm1)
 	judgeEncryption(run, mesh.KernelEncryption(t.o.Mesh, t.meshInfo))
@@ -307,7 +309,7 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *target.Run) error
 		run.Warnings = append(run.Warnings, "mesh none: the meshed arm is a second baseline (an A/A run)")
 	}
 	if why != "" && checkArm == target.Meshed {
-		run.Invalid = append(run.Invalid, "mTLS not verified: "+why)
+		run.Invalidate(validity.MeshNotOn, "mTLS not verified: %s", why)
 	}
 	outOfMesh := rs.a.placement == OutOfMesh
 	if plain := mesh.PlainByDesign(t.o.Mesh, t.meshInfo); plain != "" && rs.s.Arm != target.Baseline {

@@ -40,6 +40,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/pki"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 	"github.com/meshbench/meshbench/framework/workload"
 )
 
@@ -552,15 +553,15 @@ func edges(before, after map[string]workload.Stats) []target.Edge {
 // checkProto wants every edge of an h2 or grpc workload to have spoken
 // HTTP/2 into its callee, as the callee's sidecar (or, without one, the
 // callee) saw it: h2 end to end, not only on the loadgen's hop.
-func checkProto(p load.Protocol, edges []target.Edge) []string {
+func checkProto(p load.Protocol, edges []target.Edge) validity.Reasons {
 	if !p.HTTP2() {
 		return nil
 	}
-	var why []string
+	var why validity.Reasons
 	for _, e := range edges {
 		if e.Proto != "HTTP/2.0" {
-			why = append(why, fmt.Sprintf("%s → %s: %d requests arrived in %s, not HTTP/2: protocol %s must be HTTP/2 on every hop",
-				e.Src, e.Dst, e.Requests, cmp.Or(e.Proto, "an unknown protocol"), p))
+			why.Add(validity.WrongProtocol, "%s → %s: %d requests arrived in %s, not HTTP/2: protocol %s must be HTTP/2 on every hop",
+				e.Src, e.Dst, e.Requests, cmp.Or(e.Proto, "an unknown protocol"), p)
 		}
 	}
 	return why
