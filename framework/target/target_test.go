@@ -115,3 +115,21 @@ func TestJudgeFault(t *testing.T) {
 	assert.Empty(t, run.Invalid)
 	assert.Equal(t, []string{"the fault failed no request"}, run.Warnings)
 }
+
+// TestMeasured: a measurement's window becomes the run's resources, and
+// its reasons and warnings follow the run's own.
+func TestMeasured(t *testing.T) {
+	r := &Run{}
+	r.Invalidate(validity.Errors, "errors: %d of %d requests failed", 3, 1000)
+	r.Measured(Measured{
+		Window:   measure.Window{Elapsed: time.Second, Usage: []measure.Usage{{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 500}}},
+		Invalid:  validity.Reasons{{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled"}},
+		Warnings: []string{"node n1: the kubelet's counters span 20s"},
+	})
+	assert.Equal(t, measure.Window{Elapsed: time.Second, Usage: []measure.Usage{{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 500}}}, r.Resources)
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.Errors, Detail: "errors: 3 of 1000 requests failed"},
+		{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled"},
+	}, r.Invalid)
+	assert.Equal(t, []string{"node n1: the kubelet's counters span 20s"}, r.Warnings)
+}

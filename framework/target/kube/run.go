@@ -15,7 +15,6 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
-	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/validity"
@@ -73,10 +72,12 @@ type runState struct {
 	c0, c1                           map[manifests.Component]int64
 	peers0                           []mesh.Edge
 	plain0, plain1                   map[string]int64
-	before, after                    map[string]kubelet.Snapshot
 	xfrm0, xfrm1                     map[string]XFRM
 	frs                              []*fortioResult
-	roleOf                           kubelet.RoleOf
+	// resources reads the kubelets over the window, and measured is what
+	// it read.
+	resources target.Measurement
+	measured  target.Measured
 }
 
 func (rs *runState) close() {
@@ -184,7 +185,8 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 	if err := prime(ctx, rs.lgs); err != nil {
 		return err
 	}
-	if rs.before, err = t.snapshots(ctx); err != nil {
+	rs.resources = &kubeletMeasurement{t: t, rs: rs}
+	if err = rs.resources.Start(ctx); err != nil {
 		return err
 	}
 	if rs.xfrm0, err = t.readXFRM(ctx); err != nil {
@@ -210,14 +212,7 @@ func (t *Target) measure(ctx context.Context, rs *runState) error {
 	if rs.xfrm1, err = t.readXFRM(ctx); err != nil {
 		return err
 	}
-	pods, err := t.allPods(ctx)
-	if err != nil {
-		return err
-	}
-	rs.roleOf = withIdleLoadgens(t.roleOf(rs.a, pods), pods, rs.lgPods)
-	if rs.after, err = t.snapshotsAfter(ctx, rs.before, func(k kubelet.ContainerKey) bool {
-		return rs.roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
-	}); err != nil {
+	if rs.measured, err = rs.resources.Stop(ctx); err != nil {
 		return err
 	}
 	awaitRestart(rs.fault)
@@ -246,10 +241,7 @@ func (t *Target) judge(ctx context.Context, rs *runState) (*target.Run, error) {
 	if len(shards) > 1 {
 		run.Shards = shards
 	}
-	wr := t.resourceWindow(rs.roleOf, rs.before, rs.after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
-	run.Resources = wr.Window
-	run.Invalid = append(run.Invalid, wr.Invalid...)
-	run.Warnings = append(run.Warnings, wr.Warnings...)
+	run.Measured(rs.measured)
 	if err := t.prove(ctx, rs, run); err != nil {
 		return nil, err
 	}

@@ -459,8 +459,8 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	for _, pr := range ar.procs[w.Path] {
 		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, Pod: pr.pod, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
 	}
-	rec, err := measure.StartProcs(procs)
-	if err != nil {
+	var resources target.Measurement = &procMeasurement{procs: procs}
+	if err := resources.Start(ctx); err != nil {
 		return nil, err
 	}
 	fault, err := t.fault(ctx, s, ar)
@@ -472,7 +472,7 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
 	}
-	win, err := rec.Stop()
+	measured, err := resources.Stop(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -482,11 +482,12 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	if err != nil {
 		return nil, err
 	}
-	run := &target.Run{Arm: s.Arm, Path: w.Path, Workload: w, Fault: s.Fault, Load: res, Resources: win}
+	run := &target.Run{Arm: s.Arm, Path: w.Path, Workload: w, Fault: s.Fault, Load: res}
 	if len(results) > 1 {
 		run.Shards = results
 	}
 	run.Invalid = append(run.Invalid, res.Invalid...)
+	run.Measured(measured)
 	if s.Fault != nil {
 		judgeFault(run, fault)
 	}
