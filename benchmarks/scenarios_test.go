@@ -4,7 +4,6 @@ import (
 	"flag"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // TestEveryScenarioRunsLocally runs every shipped scenario on the local
@@ -78,7 +78,8 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 		// (framework/target/local TestKilledSidecarIsRestarted checks a
 		// recovery in full).
 		if r.Recovery.Recovered < 0 {
-			assert.Contains(t, strings.Join(r.Invalid, "; "), "no recovery within the window")
+			assert.Contains(t, r.Invalid.String(), "no recovery within the window")
+			assert.Contains(t, r.InvalidKinds(), validity.FaultNotRecovered)
 		}
 	}
 	for _, r := range got["BenchmarkPayload"] {

@@ -19,6 +19,7 @@ import (
 	fstats "fortio.org/fortio/stats"
 
 	"github.com/meshbench/meshbench/framework/stats"
+	"github.com/meshbench/meshbench/framework/validity"
 	"github.com/meshbench/meshbench/framework/workload"
 )
 
@@ -399,11 +400,11 @@ func (s *Swarm) result(start time.Time) (*Result, error) {
 
 // judgeSteps lists the steps of a flow's result that no request of the
 // window reached: the flow was not measured as a whole.
-func judgeSteps(r *Result) []string {
-	var why []string
+func judgeSteps(r *Result) validity.Reasons {
+	var why validity.Reasons
 	for _, s := range r.Steps {
 		if s.Requests == 0 {
-			why = append(why, fmt.Sprintf("step %s: no request started in the window; lengthen the window or shorten the think time", s.Step))
+			why.Add(validity.NoRequests, "step %s: no request started in the window; lengthen the window or shorten the think time", s.Step)
 		}
 	}
 	return why

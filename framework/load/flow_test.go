@@ -161,7 +161,7 @@ func TestRunFlowFailures(t *testing.T) {
 	assert.Equal(t, map[int]int64{503: pay.Requests}, pay.Codes)
 	assert.Equal(t, pay.Errors, res.Errors)
 	require.NotEmpty(t, res.Invalid)
-	assert.Contains(t, res.Invalid[0], fmt.Sprintf("errors: %d of %d requests failed (codes ", pay.Errors, res.Requests))
+	assert.Contains(t, res.Invalid[0].Detail, fmt.Sprintf("errors: %d of %d requests failed (codes ", pay.Errors, res.Requests))
 }
 
 func TestFlowNormalize(t *testing.T) {

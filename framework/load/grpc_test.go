@@ -86,7 +86,7 @@ func TestGRPCAgainstRealServer(t *testing.T) {
 	assert.Equal(t, bad.Requests, bad.Errors)
 	assert.Equal(t, bad.Requests+2, p.failed)
 	require.Len(t, bad.Invalid, 1)
-	assert.Contains(t, bad.Invalid[0], "requests failed (codes 1008(ResourceExhausted):")
+	assert.Contains(t, bad.Invalid[0].Detail, "requests failed (codes 1008(ResourceExhausted):")
 
 	held, err := Measure(ctx, Options{URL: url, Protocol: GRPC, Duration: 150 * time.Millisecond, Timeout: 50 * time.Millisecond,
 		Headers: map[string]string{"X-Hold": "yes"}})

@@ -31,6 +31,7 @@ import (
 	flog "fortio.org/log"
 
 	"github.com/meshbench/meshbench/framework/stats"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // Protocol is the wire protocol the load generator speaks. How far it goes
@@ -223,7 +224,7 @@ type Result struct {
 	// recorded (Options.NoHDR, older results, a shard without them).
 	HDR *Latencies `json:"hdr,omitempty"`
 	// Invalid lists why the run must not be trusted; empty when valid.
-	Invalid []string `json:"invalid,omitempty"`
+	Invalid validity.Reasons `json:"invalid,omitempty"`
 	// Step names the flow step a per-step result is of; empty otherwise.
 	Step string `json:"step,omitempty"`
 	// Steps are a flow's per-step results, in the flow's order; the
@@ -379,17 +380,17 @@ func NewResult(o Options, start time.Time, elapsed time.Duration, achievedQPS fl
 // Judge lists the reasons a result measured with o is invalid: no request,
 // too many errors, or an open-loop run that missed its rate. Targets that
 // merge several loadgens judge the merged result with it.
-func (o Options) Judge(r *Result) []string {
-	var why []string
+func (o Options) Judge(r *Result) validity.Reasons {
+	var why validity.Reasons
 	if r.Requests == 0 {
-		why = append(why, "no request completed")
+		why.Add(validity.NoRequests, "no request completed")
 	}
 	if r.Errors > 0 && !o.ExpectErrors && float64(r.Errors) > o.MaxErrorRate*float64(r.Requests) {
-		why = append(why, fmt.Sprintf("errors: %d of %d requests failed (codes %s)", r.Errors, r.Requests, FormatCodes(r.Codes)))
+		why.Add(validity.Errors, "errors: %d of %d requests failed (codes %s)", r.Errors, r.Requests, FormatCodes(r.Codes))
 	}
 	if !o.ClosedLoop() && r.AchievedQPS < o.QPS*(1-o.RateTolerance) {
-		why = append(why, fmt.Sprintf("missed target rate: achieved %.1f req/s of %.1f (tolerance %.0f%%); the loadgen slowed down with the system, so latency is understated (coordinated omission)",
-			r.AchievedQPS, o.QPS, o.RateTolerance*100))
+		why.Add(validity.MissedRate, "missed target rate: achieved %.1f req/s of %.1f (tolerance %.0f%%); the loadgen slowed down with the system, so latency is understated (coordinated omission)",
+			r.AchievedQPS, o.QPS, o.RateTolerance*100)
 	}
 	return why
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/stats"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 func TestNormalizeDefaults(t *testing.T) {
@@ -70,10 +71,10 @@ func TestJudge(t *testing.T) {
 	ok := &Result{Requests: 1000, AchievedQPS: 960, Codes: map[int]int64{200: 1000}}
 	assert.Empty(t, o.Judge(ok), "4% under target is within the 5% tolerance")
 	slow := &Result{Requests: 1000, AchievedQPS: 940, Codes: map[int]int64{200: 1000}}
-	assert.Equal(t, []string{"missed target rate: achieved 940.0 req/s of 1000.0 (tolerance 5%); the loadgen slowed down with the system, so latency is understated (coordinated omission)"}, o.Judge(slow))
+	assert.Equal(t, validity.Reasons{{Kind: validity.MissedRate, Detail: "missed target rate: achieved 940.0 req/s of 1000.0 (tolerance 5%); the loadgen slowed down with the system, so latency is understated (coordinated omission)"}}, o.Judge(slow))
 	errs := &Result{Requests: 1000, Errors: 3, AchievedQPS: 1000, Codes: map[int]int64{200: 997, 503: 2, -1: 1}}
-	assert.Equal(t, []string{"errors: 3 of 1000 requests failed (codes -1:1 200:997 503:2)"}, o.Judge(errs))
-	assert.Equal(t, []string{"no request completed"}, o.Judge(&Result{AchievedQPS: 1000}))
+	assert.Equal(t, validity.Reasons{{Kind: validity.Errors, Detail: "errors: 3 of 1000 requests failed (codes -1:1 200:997 503:2)"}}, o.Judge(errs))
+	assert.Equal(t, validity.Reasons{{Kind: validity.NoRequests, Detail: "no request completed"}}, o.Judge(&Result{AchievedQPS: 1000}))
 	closed := Options{URL: "http://x:1/"}
 	require.NoError(t, closed.Normalize())
 	assert.Empty(t, closed.Judge(&Result{Requests: 5, AchievedQPS: 1}), "a closed loop has no target rate to miss")
@@ -112,7 +113,8 @@ func TestRunAgainstRealServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, bad.Requests, bad.Errors)
 	require.Len(t, bad.Invalid, 1)
-	assert.Contains(t, bad.Invalid[0], "requests failed (codes 503:")
+	assert.Equal(t, validity.Errors, bad.Invalid[0].Kind)
+	assert.Contains(t, bad.Invalid[0].Detail, "requests failed (codes 503:")
 	require.NotNil(t, bad.HDR)
 	assert.Nil(t, bad.HDR.Corrected, "closed loop: no intended send times")
 	assert.Equal(t, bad.Requests, bad.HDR.Uncorrected.Count())

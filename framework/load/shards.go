@@ -10,6 +10,7 @@ import (
 	fstats "fortio.org/fortio/stats"
 
 	"github.com/meshbench/meshbench/framework/stats"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // Split divides o over at most n loadgens: each gets an equal share of the
@@ -107,13 +108,13 @@ func Merge(o Options, shards []*Result, names []string) (*Result, error) {
 	if len(shards) > 1 {
 		for i, s := range shards {
 			for _, why := range s.Invalid {
-				m.Invalid = append(m.Invalid, fmt.Sprintf("loadgen shard %d (%s): %s", i+1, names[i], why))
+				m.Invalid.Add(why.Kind, "loadgen shard %d (%s): %s", i+1, names[i], why.Detail)
 			}
 		}
 		tol := max(100*time.Millisecond, o.Duration/20)
 		if spread := last.Sub(first); spread > tol {
-			m.Invalid = append(m.Invalid, fmt.Sprintf("loadgen shards did not run together: their starts spread over %v (tolerance %v), so the merged histogram mixes different loads",
-				spread.Round(time.Millisecond), tol))
+			m.Invalid.Add(validity.ShardsApart, "loadgen shards did not run together: their starts spread over %v (tolerance %v), so the merged histogram mixes different loads",
+				spread.Round(time.Millisecond), tol)
 		}
 	}
 	return m, nil

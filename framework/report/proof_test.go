@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 func TestProofsMergeEdges(t *testing.T) {
 	rec := func(arm target.Arm, p target.Path, invalid bool, edges ...target.Edge) Record {
 		r := &target.Run{Arm: arm, Path: p, Edges: edges}
 		if invalid {
-			r.Invalid = []string{"an edge was plain"}
+			r.Invalidate(validity.MeshNotOn, "an edge was plain")
 		}
 		return Record{Run: r}
 	}

@@ -71,7 +71,7 @@ func newRun(in Input, p *Prices) run {
 	for _, rec := range in.Results.Records {
 		name := fmt.Sprintf("%s repeat %d", rec.Name(), rec.Repeat+1)
 		for _, why := range rec.Invalid {
-			r.Problems = append(r.Problems, RunProblem{Run: name, Invalid: true, Reason: why})
+			r.Problems = append(r.Problems, RunProblem{Run: name, Invalid: true, Reason: why.Detail})
 		}
 		for _, why := range rec.Warnings {
 			r.Problems = append(r.Problems, RunProblem{Run: name, Reason: why})

@@ -14,6 +14,7 @@ import (
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // TestInterruptDuringSetUpWaitsForItsCleanUp is Ctrl-C while the target is
@@ -46,7 +47,7 @@ func TestInterruptDuringSetUpWaitsForItsCleanUp(t *testing.T) {
 // TestFinishFailsOnInvalidRuns: limits that hold on figures with invalid
 // runs in them prove nothing, so Finish fails and says which.
 func TestFinishFailsOnInvalidRuns(t *testing.T) {
-	run := func(arm target.Arm, invalid ...string) *target.Run {
+	run := func(arm target.Arm, invalid ...validity.Reason) *target.Run {
 		h := stats.DefaultResolution.NewHistogram()
 		for range 100 {
 			h.Record(0.001)
@@ -58,7 +59,7 @@ func TestFinishFailsOnInvalidRuns(t *testing.T) {
 	s.Log = io.Discard
 	s.recs = []report.Record{
 		{Benchmark: "BenchmarkOneHop", Concurrency: 1, Run: run(target.Baseline)},
-		{Benchmark: "BenchmarkOneHop", Concurrency: 1, Run: run(target.Meshed, "edge loadgen → backend was plain")},
+		{Benchmark: "BenchmarkOneHop", Concurrency: 1, Run: run(target.Meshed, validity.New(validity.MeshNotOn, "edge loadgen → backend was plain"))},
 		{Benchmark: "BenchmarkOneHop", Concurrency: 2, Run: run(target.Baseline)},
 		{Benchmark: "BenchmarkOneHop", Concurrency: 2, Run: run(target.Meshed)},
 	}

@@ -8,9 +8,10 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
-func point(arm target.Arm, qps float64, invalid ...string) Point {
+func point(arm target.Arm, qps float64, invalid ...validity.Reason) Point {
 	return Point{Arm: arm, Run: &target.Run{Arm: arm, Load: &load.Result{AchievedQPS: qps}, Invalid: invalid}}
 }
 
@@ -20,12 +21,12 @@ func TestMeshCapacity(t *testing.T) {
 	c, err := meshCapacity([]Point{
 		point(target.Baseline, 20000), point(target.Reference, 2000), point(target.Candidate, 1800),
 		point(target.Baseline, 21000), point(target.Reference, 2200), point(target.Candidate, 1900),
-		point(target.Baseline, 19000), point(target.Reference, 2100), point(target.Candidate, 100, "errors: 40 of 100 requests failed"),
+		point(target.Baseline, 19000), point(target.Reference, 2100), point(target.Candidate, 100, validity.New(validity.Errors, "errors: 40 of 100 requests failed")),
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 1850.0, c, "candidate median of its valid runs (1800, 1900), below the reference's 2100")
 
-	_, err = meshCapacity([]Point{point(target.Baseline, 20000), point(target.Meshed, 10, "missed target rate")})
+	_, err = meshCapacity([]Point{point(target.Baseline, 20000), point(target.Meshed, 10, validity.New(validity.MissedRate, "missed target rate"))})
 	assert.EqualError(t, err, "no valid meshed run at maximum rate")
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // Ladder is Nighthawk's adaptive load as an axis: open-loop rates from
@@ -55,10 +56,8 @@ type ladderSLO struct{ slo time.Duration }
 // beyondSLO says why a run is past the knee: a missed rate, or a p99
 // over the SLO; "" when it held.
 func beyondSLO(r *target.Run, slo time.Duration) string {
-	for _, why := range r.Invalid {
-		if strings.HasPrefix(why, "missed target rate") {
-			return "missed its rate: " + why
-		}
+	if missed := r.Invalid.Of(validity.MissedRate); len(missed) > 0 {
+		return "missed its rate: " + missed[0].Detail
 	}
 	if p99 := time.Duration(r.Load.Percentile(99) * float64(time.Second)); p99 > slo {
 		return fmt.Sprintf("broke the SLO: p99 %v > %v at %.0f req/s", p99.Round(time.Microsecond), slo, r.Load.TargetQPS)

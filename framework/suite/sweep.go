@@ -238,12 +238,12 @@ func (s *Suite) report(b *testing.B, recs []report.Record) {
 	rec := recs[min(s.repeatIndex(b), len(recs)-1)]
 	switch {
 	case !rec.Valid() && rec.Beyond != "":
-		b.Logf("past the knee (kept for the curve, not a failure): %s", strings.Join(rec.Invalid, "; "))
+		b.Logf("past the knee (kept for the curve, not a failure): %s", rec.Invalid.String())
 	case !rec.Valid():
 		s.mu.Lock()
 		s.failed = true
 		s.mu.Unlock()
-		b.Errorf("INVALID run: %s", strings.Join(rec.Invalid, "; "))
+		b.Errorf("INVALID run: %s", rec.Invalid.String())
 	}
 	reportMetrics(b, rec.Run)
 	if r := rec.Recovery; r != nil {

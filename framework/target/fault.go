@@ -1,8 +1,9 @@
 package target
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // FaultOutcome is what a target made of a run's fault: whether it
@@ -24,13 +25,13 @@ type FaultOutcome struct {
 func JudgeFault(run *Run, f FaultOutcome) {
 	switch {
 	case f.Err != nil:
-		run.Invalid = append(run.Invalid, "fault failed: "+f.Err.Error())
+		run.Invalidate(validity.FaultFailed, "fault failed: %v", f.Err)
 		return
 	case !f.Fired:
-		run.Invalid = append(run.Invalid, fmt.Sprintf("fault did not happen: %s is not within the %v window", run.Fault, run.Load.Options.Duration))
+		run.Invalidate(validity.FaultFailed, "fault did not happen: %s is not within the %v window", run.Fault, run.Load.Options.Duration)
 		return
 	case run.Load.Timeline == nil:
-		run.Invalid = append(run.Invalid, "fault run without a timeline")
+		run.Invalidate(validity.FaultFailed, "fault run without a timeline")
 		return
 	}
 	tl := run.Load.Timeline
@@ -41,7 +42,7 @@ func JudgeFault(run *Run, f FaultOutcome) {
 	}
 	if rec.Recovered < 0 {
 		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
-		run.Invalid = append(run.Invalid, fmt.Sprintf("no recovery within the window (%v after the fault); lengthen -duration",
-			end.Sub(f.At).Round(time.Millisecond)))
+		run.Invalidate(validity.FaultNotRecovered, "no recovery within the window (%v after the fault); lengthen -duration",
+			end.Sub(f.At).Round(time.Millisecond))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // Saturation limits used by Judge.
@@ -23,14 +24,14 @@ const (
 func Judge(r *Run, loadgenBudgetMilli float64) {
 	w := r.Resources
 	for _, s := range w.Restarts {
-		r.Invalid = append(r.Invalid, "restart during the window: "+s)
+		r.Invalidate(validity.Restart, "restart during the window: %s", s)
 	}
 	if lg, ok := w.Role(measure.RoleLoadgen); ok && loadgenBudgetMilli > 0 && lg.MilliCores >= LoadgenSaturated*loadgenBudgetMilli {
-		r.Invalid = append(r.Invalid, fmt.Sprintf("loadgen saturated: %.0fm of its %.0fm budget; add loadgen shards or cores", lg.MilliCores, loadgenBudgetMilli))
+		r.Invalidate(validity.SaturatedLoadgen, "loadgen saturated: %.0fm of its %.0fm budget; add loadgen shards or cores", lg.MilliCores, loadgenBudgetMilli)
 	}
 	for _, u := range w.Usage {
 		if u.Role == measure.RoleLoadgen && u.MaxThreadMilliCores >= measure.PinnedThreshold {
-			r.Invalid = append(r.Invalid, fmt.Sprintf("loadgen thread pinned at %.0fm: the loadgen is the bottleneck", u.MaxThreadMilliCores))
+			r.Invalidate(validity.SaturatedLoadgen, "loadgen thread pinned at %.0fm: the loadgen is the bottleneck", u.MaxThreadMilliCores)
 		}
 	}
 	for node, pct := range w.NodeUtilisation {

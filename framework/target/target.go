@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // Path is the route a request takes.
@@ -94,8 +95,8 @@ type Run struct {
 	Encryption *Encryption `json:"encryption,omitempty"`
 	// Invalid lists every reason not to trust this run: the load's own
 	// (errors, missed rate) plus the target's (restarts, unverified mesh,
-	// saturated loadgen).
-	Invalid []string `json:"invalid,omitempty"`
+	// saturated loadgen), each of a stable kind.
+	Invalid validity.Reasons `json:"invalid,omitempty"`
 	// Warnings are conditions a reader must know about that do not
 	// invalidate the run, such as a saturated machine.
 	Warnings []string `json:"warnings,omitempty"`
@@ -103,6 +104,19 @@ type Run struct {
 
 // Valid reports whether nothing invalidated the run.
 func (r *Run) Valid() bool { return len(r.Invalid) == 0 }
+
+// Invalidate adds a reason of kind k, whose detail is format applied to
+// args, not to trust the run.
+func (r *Run) Invalidate(k validity.Kind, format string, args ...any) {
+	r.Invalid.Add(k, format, args...)
+}
+
+// InvalidKinds lists the distinct kinds of the run's invalid reasons.
+func (r *Run) InvalidKinds() []validity.Kind { return r.Invalid.Kinds() }
+
+// InvalidOnly reports whether the run is invalid, and only for reasons of
+// the given kinds.
+func (r *Run) InvalidOnly(kinds ...validity.Kind) bool { return r.Invalid.Only(kinds...) }
 
 // CPUPer1k turns millicores held over the window into CPU-milliseconds
 // per 1000 requests of the run (millicores × seconds = CPU-ms); 0 when no
@@ -243,12 +257,13 @@ func FrontendName(k int) string {
 // that no request took any other route. Hops listed in plain may be
 // unsecured in the meshed arm too (an out-of-mesh loadgen's first hop). It
 // returns one reason per problem.
-func CheckEdges(arm Arm, path Path, edges []Edge, minReq int64, plain ...Hop) []string {
+func CheckEdges(arm Arm, path Path, edges []Edge, minReq int64, plain ...Hop) validity.Reasons {
 	expected := map[Hop]bool{}
 	for _, h := range Hops(path) {
 		expected[h] = true
 	}
-	var why, stray []string
+	var why validity.Reasons
+	var stray []string
 	good := map[Hop]int64{}
 	for _, e := range edges {
 		h := Hop{e.Src, e.Dst}
@@ -257,21 +272,21 @@ func CheckEdges(arm Arm, path Path, edges []Edge, minReq int64, plain ...Hop) []
 		case !expected[h]:
 			stray = append(stray, fmt.Sprintf("%s → %s (%d requests, verified peer %q)", e.Src, e.Dst, e.Requests, e.Peer))
 		case arm.IsMeshed() && !e.Secured && !slices.Contains(plain, h):
-			why = append(why, fmt.Sprintf("mesh not really on: %d requests %s → %s were not mTLS-verified as %s (verified peer %q)", e.Requests, e.Src, e.Dst, e.Src, e.Peer))
+			why.Add(validity.MeshNotOn, "mesh not really on: %d requests %s → %s were not mTLS-verified as %s (verified peer %q)", e.Requests, e.Src, e.Dst, e.Src, e.Peer)
 		case arm == Baseline && e.Peer != "":
-			why = append(why, fmt.Sprintf("baseline is meshed: %d requests %s → %s went through a proxy (verified peer %q)", e.Requests, e.Src, e.Dst, e.Peer))
+			why.Add(validity.BaselineMeshed, "baseline is meshed: %d requests %s → %s went through a proxy (verified peer %q)", e.Requests, e.Src, e.Dst, e.Peer)
 		default:
 			good[h] += e.Requests
 		}
 	}
 	for _, h := range Hops(path) {
 		if good[h] < minReq {
-			why = append(why, fmt.Sprintf("path not verified: %s → %s served %d %s requests, want at least %d", h.Src, h.Dst, good[h], arm, minReq))
+			why.Add(validity.PathNotVerified, "path not verified: %s → %s served %d %s requests, want at least %d", h.Src, h.Dst, good[h], arm, minReq)
 		}
 	}
 	if len(stray) > 0 {
 		sort.Strings(stray)
-		why = append(why, "requests took an unexpected route: "+strings.Join(stray, ", "))
+		why.Add(validity.UnexpectedRoute, "requests took an unexpected route: %s", strings.Join(stray, ", "))
 	}
 	return why
 }

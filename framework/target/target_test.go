@@ -11,27 +11,30 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 func TestCheckEdges(t *testing.T) {
 	meshed := []Edge{{Src: "loadgen", Dst: "frontend", Peer: "loadgen", Secured: true, Requests: 120},
 		{Src: "frontend", Dst: "backend", Peer: "frontend", Secured: true, Requests: 120}}
 	assert.Empty(t, CheckEdges(Meshed, TwoHop, meshed, 100))
-	assert.Equal(t, []string{"baseline is meshed: 120 requests loadgen → frontend went through a proxy (verified peer \"loadgen\")",
-		"baseline is meshed: 120 requests frontend → backend went through a proxy (verified peer \"frontend\")",
-		"path not verified: loadgen → frontend served 0 baseline requests, want at least 100",
-		"path not verified: frontend → backend served 0 baseline requests, want at least 100"},
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.BaselineMeshed, Detail: "baseline is meshed: 120 requests loadgen → frontend went through a proxy (verified peer \"loadgen\")"},
+		{Kind: validity.BaselineMeshed, Detail: "baseline is meshed: 120 requests frontend → backend went through a proxy (verified peer \"frontend\")"},
+		{Kind: validity.PathNotVerified, Detail: "path not verified: loadgen → frontend served 0 baseline requests, want at least 100"},
+		{Kind: validity.PathNotVerified, Detail: "path not verified: frontend → backend served 0 baseline requests, want at least 100"}},
 		CheckEdges(Baseline, TwoHop, meshed, 100))
 	plain := []Edge{{Src: "loadgen", Dst: "backend", Requests: 50}}
 	assert.Empty(t, CheckEdges(Baseline, OneHop, plain, 50))
-	assert.Equal(t, []string{"mesh not really on: 50 requests loadgen → backend were not mTLS-verified as loadgen (verified peer \"\")",
-		"path not verified: loadgen → backend served 0 meshed requests, want at least 50"}, CheckEdges(Meshed, OneHop, plain, 50))
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.MeshNotOn, Detail: "mesh not really on: 50 requests loadgen → backend were not mTLS-verified as loadgen (verified peer \"\")"},
+		{Kind: validity.PathNotVerified, Detail: "path not verified: loadgen → backend served 0 meshed requests, want at least 50"}}, CheckEdges(Meshed, OneHop, plain, 50))
 	stray := append(plain, Edge{Src: "loadgen", Dst: "frontend", Requests: 7})
-	assert.Equal(t, []string{"requests took an unexpected route: loadgen → frontend (7 requests, verified peer \"\")"}, CheckEdges(Baseline, OneHop, stray, 50))
+	assert.Equal(t, validity.Reasons{{Kind: validity.UnexpectedRoute, Detail: "requests took an unexpected route: loadgen → frontend (7 requests, verified peer \"\")"}}, CheckEdges(Baseline, OneHop, stray, 50))
 	// An out-of-mesh loadgen's first hop is plain by design.
 	assert.Empty(t, CheckEdges(Meshed, OneHop, plain, 50, Hop{"loadgen", "backend"}))
 	spoofed := []Edge{{Src: "loadgen", Dst: "backend", Peer: "frontend", Requests: 50}}
-	assert.Contains(t, CheckEdges(Meshed, OneHop, spoofed, 50)[0], "not mTLS-verified as loadgen (verified peer \"frontend\")")
+	assert.Contains(t, CheckEdges(Meshed, OneHop, spoofed, 50)[0].Detail, "not mTLS-verified as loadgen (verified peer \"frontend\")")
 }
 
 func TestPrintEdges(t *testing.T) {
@@ -54,8 +57,11 @@ func TestJudge(t *testing.T) {
 		Restarts:        []string{"meshed/backend (pid 7) exited or restarted during the window"},
 	}}
 	Judge(r, 2000)
-	assert.Equal(t, []string{"restart during the window: meshed/backend (pid 7) exited or restarted during the window",
-		"loadgen saturated: 1850m of its 2000m budget; add loadgen shards or cores"}, r.Invalid)
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.Restart, Detail: "restart during the window: meshed/backend (pid 7) exited or restarted during the window"},
+		{Kind: validity.SaturatedLoadgen, Detail: "loadgen saturated: 1850m of its 2000m budget; add loadgen shards or cores"}}, r.Invalid)
+	assert.Equal(t, []validity.Kind{validity.Restart, validity.SaturatedLoadgen}, r.InvalidKinds())
+	assert.False(t, r.InvalidOnly(validity.Restart))
 	assert.Equal(t, []string{"node local CPU at 97% of 2 cores: the machine, not only the mesh, is the ceiling",
 		"pinned thread: sidecar (sidecar): one thread at 950m of 1000m"}, r.Warnings)
 	assert.False(t, r.Valid())
@@ -84,22 +90,23 @@ func TestJudgeFault(t *testing.T) {
 
 	run = newRun(tl)
 	JudgeFault(run, FaultOutcome{Fired: true, Err: errors.New("exec: no sh")})
-	assert.Equal(t, []string{"fault failed: exec: no sh"}, run.Invalid)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultFailed, Detail: "fault failed: exec: no sh"}}, run.Invalid)
 	assert.Nil(t, run.Recovery)
 
 	run = newRun(tl)
 	JudgeFault(run, FaultOutcome{})
-	assert.Equal(t, []string{"fault did not happen: kill backend's sidecar after 200ms is not within the 800ms window"}, run.Invalid)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultFailed, Detail: "fault did not happen: kill backend's sidecar after 200ms is not within the 800ms window"}}, run.Invalid)
 
 	run = newRun(nil)
 	JudgeFault(run, FaultOutcome{Fired: true, At: start})
-	assert.Equal(t, []string{"fault run without a timeline"}, run.Invalid)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultFailed, Detail: "fault run without a timeline"}}, run.Invalid)
 
 	down := &load.Timeline{Start: start, Bucket: 100 * time.Millisecond, OK: []int64{10, 10, 0, 0}, Failed: []int64{0, 0, 7, 3},
 		LatencySum: make([]float64, 4), LatencyMax: make([]float64, 4)}
 	run = newRun(down)
 	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)})
-	assert.Equal(t, []string{"no recovery within the window (200ms after the fault); lengthen -duration"}, run.Invalid)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (200ms after the fault); lengthen -duration"}}, run.Invalid)
+	assert.True(t, run.InvalidOnly(validity.FaultNotRecovered))
 
 	calm := &load.Timeline{Start: start, Bucket: 100 * time.Millisecond, OK: []int64{10, 10, 10, 10}, Failed: make([]int64, 4),
 		LatencySum: make([]float64, 4), LatencyMax: make([]float64, 4)}
@@ -107,4 +114,22 @@ func TestJudgeFault(t *testing.T) {
 	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)})
 	assert.Empty(t, run.Invalid)
 	assert.Equal(t, []string{"the fault failed no request"}, run.Warnings)
+}
+
+// TestMeasured: a measurement's window becomes the run's resources, and
+// its reasons and warnings follow the run's own.
+func TestMeasured(t *testing.T) {
+	r := &Run{}
+	r.Invalidate(validity.Errors, "errors: %d of %d requests failed", 3, 1000)
+	r.Measured(Measured{
+		Window:   measure.Window{Elapsed: time.Second, Usage: []measure.Usage{{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 500}}},
+		Invalid:  validity.Reasons{{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled"}},
+		Warnings: []string{"node n1: the kubelet's counters span 20s"},
+	})
+	assert.Equal(t, measure.Window{Elapsed: time.Second, Usage: []measure.Usage{{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 500}}}, r.Resources)
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.Errors, Detail: "errors: 3 of 1000 requests failed"},
+		{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled"},
+	}, r.Invalid)
+	assert.Equal(t, []string{"node n1: the kubelet's counters span 20s"}, r.Warnings)
 }

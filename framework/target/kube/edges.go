@@ -14,6 +14,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // parseStubStatus reads the requests counter of nginx's stub_status page:
@@ -167,7 +168,7 @@ func probeAllowance(n int, d time.Duration) int64 {
 // checkEdges is target.CheckEdges, except that a hop from an out-of-mesh
 // loadgen is plain text by design: in the meshed arm it must carry the
 // requests but is not required to be secured.
-func checkEdges(a target.Arm, p target.Path, edges []target.Edge, minReq int64, plainFirstHop bool) []string {
+func checkEdges(a target.Arm, p target.Path, edges []target.Edge, minReq int64, plainFirstHop bool) validity.Reasons {
 	var plain []target.Hop
 	if plainFirstHop {
 		plain = target.Hops(p)[:1]

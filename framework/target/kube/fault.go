@@ -23,6 +23,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // faultTimeline is the bucket width of a fault run's timeline.
@@ -279,16 +280,16 @@ func (t *Target) judgeFault(run *target.Run, fr *faultRun) {
 		run.Warnings = append(run.Warnings, fmt.Sprintf("%s was killed %v into the window (%s): its CPU is not in this run's figures",
 			fr.who(), fr.at.Sub(fr.started).Round(time.Millisecond), fr.how))
 		if fr.back.IsZero() {
-			run.Invalid = append(run.Invalid, fmt.Sprintf("%s was not running and ready again within %v of the window's end: %s",
-				fr.who(), t.o.RestartTimeout, fr.state))
+			run.Invalidate(validity.FaultNotRecovered, "%s was not running and ready again within %v of the window's end: %s",
+				fr.who(), t.o.RestartTimeout, fr.state)
 		} else {
 			run.Warnings = append(run.Warnings, fmt.Sprintf("the kubelet restarted %s (restarts %d → %d): running again %v and ready %v after the kill",
 				fr.who(), fr.restarts, fr.restartsAfter, fr.running.Sub(fr.at).Round(100*time.Millisecond), fr.back.Sub(fr.at).Round(100*time.Millisecond)))
 		}
 	}
 	if fr.killed() && run.Load.Timeline == nil {
-		run.Invalid = append(run.Invalid, fmt.Sprintf("fault run without a timeline: the loadgen image (%s) predates mbloadgen's timeline=; rebuild it",
-			orDefault(t.o.Workloads.Images.Loadgen, manifests.DefaultImages.Loadgen)))
+		run.Invalidate(validity.FaultFailed, "fault run without a timeline: the loadgen image (%s) predates mbloadgen's timeline=; rebuild it",
+			orDefault(t.o.Workloads.Images.Loadgen, manifests.DefaultImages.Loadgen))
 		return
 	}
 	target.JudgeFault(run, target.FaultOutcome{Fired: fr.fired, At: fr.at, Err: fr.err})

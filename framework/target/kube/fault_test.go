@@ -17,6 +17,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // fakeKiller kills a container of the fake cluster: its app answers 503
@@ -119,9 +120,9 @@ func TestFaultNotRestarted(t *testing.T) {
 	run := &target.Run{Load: &load.Result{Timeline: &load.Timeline{Start: time.Unix(100, 0), Bucket: time.Second, OK: []int64{10, 0, 0}, Failed: []int64{0, 5, 5},
 		LatencySum: []float64{0, 0, 0}, LatencyMax: []float64{0, 0, 0}}}}
 	tg.judgeFault(run, fr)
-	assert.Equal(t, []string{
-		"mb-sidecar of ns/backend-0 was not running and ready again within 1m0s of the window's end: waiting: CrashLoopBackOff back-off 10s restarting failed container (restarts 2)",
-		"no recovery within the window (2s after the fault); lengthen -duration",
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.FaultNotRecovered, Detail: "mb-sidecar of ns/backend-0 was not running and ready again within 1m0s of the window's end: waiting: CrashLoopBackOff back-off 10s restarting failed container (restarts 2)"},
+		{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (2s after the fault); lengthen -duration"},
 	}, run.Invalid)
 	assert.Equal(t, []string{"mb-sidecar of ns/backend-0 was killed 1s into the window (SIGKILL): its CPU is not in this run's figures"}, run.Warnings)
 }
@@ -133,7 +134,7 @@ func TestFaultNeedsTimeline(t *testing.T) {
 		container: "mb-sidecar", fired: true, back: time.Unix(1, 0)}
 	run := &target.Run{Load: &load.Result{}}
 	tg.judgeFault(run, fr)
-	assert.Equal(t, []string{"fault run without a timeline: the loadgen image (meshbench/mbloadgen:old) predates mbloadgen's timeline=; rebuild it"}, run.Invalid)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultFailed, Detail: "fault run without a timeline: the loadgen image (meshbench/mbloadgen:old) predates mbloadgen's timeline=; rebuild it"}}, run.Invalid)
 	assert.Nil(t, run.Recovery)
 }
 

@@ -479,7 +479,7 @@ func TestTargetOnFakeCluster(t *testing.T) {
 	fc.secured.Store(false)
 	run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.TwoHop}, Load: o})
 	require.NoError(t, err)
-	assert.Contains(t, strings.Join(run.Invalid, "\n"), "mesh not really on")
+	assert.Contains(t, strings.Join(run.Invalid.Strings(), "\n"), "mesh not really on")
 
 	require.NoError(t, tg.Close(ctx))
 	for _, ns := range nss {

@@ -17,6 +17,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // Throttling limits: a container that spent more of its CFS periods
@@ -172,7 +173,7 @@ type windowReport struct {
 	Window   measure.Window
 	Usages   []kubelet.Usage
 	Warnings []string
-	Invalid  []string
+	Invalid  validity.Reasons
 }
 
 // resourceWindow computes usage per container and role over the window.
@@ -244,7 +245,7 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 			msg := fmt.Sprintf("%s (%s) was CPU-throttled in %.0f%% of its CFS periods (limit %.2g cores): it measured its limit, not its work",
 				c.Container, role, c.ThrottledRatio*100, c.LimitCores)
 			if c.ThrottledRatio >= throttledInvalid && (role == measure.RoleLoadgen || role == measure.RoleSidecar || role == measure.RoleNodeProxy || role == kubelet.RoleWaypoint) {
-				rep.Invalid = append(rep.Invalid, msg)
+				rep.Invalid.Add(validity.Throttled, "%s", msg)
 			} else {
 				rep.Warnings = append(rep.Warnings, msg)
 			}
@@ -283,12 +284,12 @@ func coverage(from, to, lf, lt time.Time) float64 {
 
 // restartsOf lists the counter resets of containers that matter, but for
 // the one a fault killed.
-func restartsOf(err error, relevant func(kubelet.ContainerKey) bool, killed kubelet.ContainerKey) []string {
-	var out []string
+func restartsOf(err error, relevant func(kubelet.ContainerKey) bool, killed kubelet.ContainerKey) validity.Reasons {
+	var out validity.Reasons
 	for _, e := range flatten(err) {
 		var cr *kubelet.CounterResetError
 		if errors.As(e, &cr) && relevant(cr.Container) && cr.Container != killed {
-			out = append(out, "restart during the window: "+cr.Error())
+			out.Add(validity.Restart, "restart during the window: %v", cr)
 		}
 	}
 	return out

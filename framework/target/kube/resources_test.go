@@ -18,6 +18,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 var (
@@ -129,7 +130,8 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 		}
 	}
 	require.Len(t, rep.Invalid, 1, "a throttled proxy measured its limit")
-	assert.Contains(t, rep.Invalid[0], "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled in 10%")
+	assert.Equal(t, validity.Throttled, rep.Invalid[0].Kind)
+	assert.Contains(t, rep.Invalid[0].Detail, "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled in 10%")
 	assert.Empty(t, rep.Warnings)
 
 	// A restart of one of the run's containers invalidates it; one in the
@@ -142,7 +144,8 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 	c.CPUSeconds.Value = 0.1
 	restarted.Containers[k("mb-baseline", "backend-0", "backend")] = c
 	rep = tg.resourceWindow(tg.roleOf(meshed, pods), before, map[string]kubelet.Snapshot{"n1": restarted}, t0, t1, kubelet.ContainerKey{})
-	all := strings.Join(rep.Invalid, "\n")
+	assert.Equal(t, []validity.Kind{validity.Restart, validity.Throttled}, rep.Invalid.Kinds(), "the proxy is still throttled")
+	all := strings.Join(rep.Invalid.Strings(), "\n")
 	assert.Contains(t, all, "restart during the window: container mb-meshed/loadgen-0/loadgen")
 	assert.NotContains(t, all, "mb-baseline")
 }

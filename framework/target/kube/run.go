@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,9 +15,9 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
-	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // Run implements target.Target: a warm-up and a measured window of arm over
@@ -71,10 +72,12 @@ type runState struct {
 	c0, c1                           map[manifests.Component]int64
 	peers0                           []mesh.Edge
 	plain0, plain1                   map[string]int64
-	before, after                    map[string]kubelet.Snapshot
 	xfrm0, xfrm1                     map[string]XFRM
 	frs                              []*fortioResult
-	roleOf                           kubelet.RoleOf
+	// resources reads the kubelets over the window, and measured is what
+	// it read.
+	resources target.Measurement
+	measured  target.Measured
 }
 
 func (rs *runState) close() {
@@ -182,7 +185,8 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 	if err := prime(ctx, rs.lgs); err != nil {
 		return err
 	}
-	if rs.before, err = t.snapshots(ctx); err != nil {
+	rs.resources = &kubeletMeasurement{t: t, rs: rs}
+	if err = rs.resources.Start(ctx); err != nil {
 		return err
 	}
 	if rs.xfrm0, err = t.readXFRM(ctx); err != nil {
@@ -208,14 +212,7 @@ func (t *Target) measure(ctx context.Context, rs *runState) error {
 	if rs.xfrm1, err = t.readXFRM(ctx); err != nil {
 		return err
 	}
-	pods, err := t.allPods(ctx)
-	if err != nil {
-		return err
-	}
-	rs.roleOf = withIdleLoadgens(t.roleOf(rs.a, pods), pods, rs.lgPods)
-	if rs.after, err = t.snapshotsAfter(ctx, rs.before, func(k kubelet.ContainerKey) bool {
-		return rs.roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
-	}); err != nil {
+	if rs.measured, err = rs.resources.Stop(ctx); err != nil {
 		return err
 	}
 	awaitRestart(rs.fault)
@@ -240,20 +237,17 @@ func (t *Target) judge(ctx context.Context, rs *runState) (*target.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := &target.Run{Arm: rs.s.Arm, Path: rs.w.Path, Workload: rs.w, Load: res, Invalid: append([]string(nil), res.Invalid...)}
+	run := &target.Run{Arm: rs.s.Arm, Path: rs.w.Path, Workload: rs.w, Load: res, Invalid: slices.Clone(res.Invalid)}
 	if len(shards) > 1 {
 		run.Shards = shards
 	}
-	wr := t.resourceWindow(rs.roleOf, rs.before, rs.after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
-	run.Resources = wr.Window
-	run.Invalid = append(run.Invalid, wr.Invalid...)
-	run.Warnings = append(run.Warnings, wr.Warnings...)
+	run.Measured(rs.measured)
 	if err := t.prove(ctx, rs, run); err != nil {
 		return nil, err
 	}
 	t.judgeFault(run, rs.fault)
 	if err := t.verifyArm(ctx, rs.a); err != nil {
-		run.Invalid = append(run.Invalid, err.Error())
+		run.Invalidate(validity.UnverifiedArm, "%v", err)
 	}
 	run.Encryption = encryptionOver(rs.xfrm0, rs.xfrm1)
 	judgeEncryption(run, mesh.KernelEncryption(t.o.Mesh, t.meshInfo))
@@ -307,7 +301,7 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *target.Run) error
 		run.Warnings = append(run.Warnings, "mesh none: the meshed arm is a second baseline (an A/A run)")
 	}
 	if why != "" && checkArm == target.Meshed {
-		run.Invalid = append(run.Invalid, "mTLS not verified: "+why)
+		run.Invalidate(validity.MeshNotOn, "mTLS not verified: %s", why)
 	}
 	outOfMesh := rs.a.placement == OutOfMesh
 	if plain := mesh.PlainByDesign(t.o.Mesh, t.meshInfo); plain != "" && rs.s.Arm != target.Baseline {

@@ -1,10 +1,10 @@
 package kube
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // shardResult turns one loadgen's fortio result into a load.Result for
@@ -20,7 +20,7 @@ func shardResult(o load.Options, fr *fortioResult) *load.Result {
 		r.Timeline = &onHarness
 	}
 	if r.Elapsed < o.Duration*9/10 {
-		r.Invalid = append(r.Invalid, fmt.Sprintf("stopped early: ran %v of %v", r.Elapsed.Round(time.Millisecond), o.Duration))
+		r.Invalid.Add(validity.StoppedEarly, "stopped early: ran %v of %v", r.Elapsed.Round(time.Millisecond), o.Duration)
 	}
 	return r
 }

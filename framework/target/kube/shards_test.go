@@ -15,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 func recorded(t *testing.T, name string) *fortioResult {
@@ -267,20 +268,22 @@ func TestMergeOpenLoop(t *testing.T) {
 func TestShardInvalid(t *testing.T) {
 	missed := shardResult(opts(t, load.Options{QPS: 200, Duration: time.Second}), recorded(t, "open-missed-rate.json"))
 	require.Len(t, missed.Invalid, 1)
-	assert.Contains(t, missed.Invalid[0], "missed target rate")
+	assert.Equal(t, validity.MissedRate, missed.Invalid[0].Kind)
+	assert.Contains(t, missed.Invalid[0].Detail, "missed target rate")
 
 	errs := shardResult(opts(t, load.Options{Duration: time.Second}), recorded(t, "errors-503.json"))
 	assert.Positive(t, errs.Errors)
 	assert.Equal(t, errs.Codes[503], errs.Errors)
 	require.Len(t, errs.Invalid, 1)
-	assert.Contains(t, errs.Invalid[0], "503:")
+	assert.Contains(t, errs.Invalid[0].Detail, "503:")
 
 	// In a merge, the shard's reasons are kept and name the shard.
 	o := opts(t, load.Options{Concurrency: 2, Duration: time.Second})
 	ok := shardResult(load.Split(o, 2)[0], recorded(t, "closed-c8-shard0.json"))
 	m, err := load.Merge(o, []*load.Result{ok, errs}, []string{"pod-a", "pod-b"})
 	require.NoError(t, err)
-	assert.Contains(t, strings.Join(m.Invalid, "\n"), "loadgen shard 2 (pod-b): errors:")
+	assert.Contains(t, strings.Join(m.Invalid.Strings(), "\n"), "loadgen shard 2 (pod-b): errors:")
+	assert.Equal(t, []validity.Kind{validity.Errors, validity.ShardsApart}, m.Invalid.Kinds(), "a shard's reason keeps its kind in the merge")
 }
 
 func TestMergeRejectsOtherResolution(t *testing.T) {
@@ -303,7 +306,7 @@ func TestMergeFlagsShardsThatDidNotOverlap(t *testing.T) {
 	b := shardResult(so[1], fr)
 	m, err := load.Merge(o, []*load.Result{a, b}, []string{"a", "b"})
 	require.NoError(t, err)
-	assert.Contains(t, strings.Join(m.Invalid, "\n"), "did not run together")
+	assert.Contains(t, strings.Join(m.Invalid.Strings(), "\n"), "did not run together")
 }
 
 func TestDecodeErrors(t *testing.T) {

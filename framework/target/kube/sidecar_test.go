@@ -9,6 +9,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 func TestSidecarEdges(t *testing.T) {
@@ -42,7 +43,7 @@ func TestSidecarEdges(t *testing.T) {
 		assert.Equal(t, int64(100), es[0].Requests)
 		assert.Equal(t, target.Edge{Src: "unknown", Dst: "backend", Requests: 997, Evidence: "served by the app without its sidecar's verification"}, es[1])
 		why := target.CheckEdges(target.Meshed, target.OneHop, es, 1000)
-		assert.Contains(t, why[len(why)-1], "unknown → backend (997 requests")
+		assert.Contains(t, why[len(why)-1].Detail, "unknown → backend (997 requests")
 	})
 
 	t.Run("a stray verified caller", func(t *testing.T) {
@@ -69,7 +70,7 @@ func TestSidecarEdges(t *testing.T) {
 		es := sidecarEdges(target.OneHop, cnt(1200, 0), before, after, map[string]int64{"backend": 200}, false)
 		require.Len(t, es, 2)
 		assert.Equal(t, target.Edge{Src: "unknown", Dst: "backend", Requests: 200, Evidence: "plain text on backend's sidecar's permissive port"}, es[1])
-		assert.Equal(t, []string{"requests took an unexpected route: unknown → backend (200 requests, verified peer \"\")"},
+		assert.Equal(t, validity.Reasons{{Kind: validity.UnexpectedRoute, Detail: "requests took an unexpected route: unknown → backend (200 requests, verified peer \"\")"}},
 			checkEdges(target.Meshed, target.OneHop, es, 1000, false))
 	})
 

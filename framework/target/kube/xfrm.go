@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // XFRM is what the kernel's IPsec states of one node hold: how many states
@@ -110,8 +111,8 @@ func judgeEncryption(run *target.Run, mechanism string) {
 	}
 	switch {
 	case run.Arm != target.Baseline && mechanism == "IPsec" && e.Packets == 0:
-		run.Invalid = append(run.Invalid, fmt.Sprintf(
-			"IPsec not proven: the nodes' %d XFRM states carried no packets over the window", e.States))
+		run.Invalidate(validity.MeshNotOn,
+			"IPsec not proven: the nodes' %d XFRM states carried no packets over the window", e.States)
 		for i := range run.Edges {
 			run.Edges[i].Secured = false
 		}
@@ -124,7 +125,7 @@ func judgeEncryption(run *target.Run, mechanism string) {
 			}
 		}
 	case run.Arm == target.Baseline && e.Packets > 0:
-		run.Invalid = append(run.Invalid, fmt.Sprintf(
-			"baseline encrypted: the nodes' XFRM states carried %d packets over the window (a cluster-wide mesh needs its baseline on another cluster)", e.Packets))
+		run.Invalidate(validity.BaselineMeshed,
+			"baseline encrypted: the nodes' XFRM states carried %d packets over the window (a cluster-wide mesh needs its baseline on another cluster)", e.Packets)
 	}
 }

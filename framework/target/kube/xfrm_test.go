@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 func TestParseXFRM(t *testing.T) {
@@ -51,13 +52,13 @@ func TestJudgeEncryption(t *testing.T) {
 
 	run = &target.Run{Arm: target.Meshed, Edges: edges(), Encryption: still}
 	judgeEncryption(run, "IPsec")
-	assert.Equal(t, []string{"IPsec not proven: the nodes' 6 XFRM states carried no packets over the window"}, run.Invalid)
+	assert.Equal(t, validity.Reasons{{Kind: validity.MeshNotOn, Detail: "IPsec not proven: the nodes' 6 XFRM states carried no packets over the window"}}, run.Invalid)
 	assert.False(t, run.Edges[0].Secured)
 
 	run = &target.Run{Arm: target.Baseline, Encryption: moved}
 	judgeEncryption(run, "")
-	assert.Equal(t, []string{"baseline encrypted: the nodes' XFRM states carried 900 packets over the window " +
-		"(a cluster-wide mesh needs its baseline on another cluster)"}, run.Invalid)
+	assert.Equal(t, validity.Reasons{{Kind: validity.BaselineMeshed, Detail: "baseline encrypted: the nodes' XFRM states carried 900 packets over the window " +
+		"(a cluster-wide mesh needs its baseline on another cluster)"}}, run.Invalid)
 
 	run = &target.Run{Arm: target.Baseline, Encryption: &target.Encryption{Mechanism: "IPsec", Nodes: 4}}
 	judgeEncryption(run, "")

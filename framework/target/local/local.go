@@ -40,6 +40,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/pki"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 	"github.com/meshbench/meshbench/framework/workload"
 )
 
@@ -458,8 +459,8 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	for _, pr := range ar.procs[w.Path] {
 		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, Pod: pr.pod, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
 	}
-	rec, err := measure.StartProcs(procs)
-	if err != nil {
+	var resources target.Measurement = &procMeasurement{procs: procs}
+	if err := resources.Start(ctx); err != nil {
 		return nil, err
 	}
 	fault, err := t.fault(ctx, s, ar)
@@ -471,7 +472,7 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
 	}
-	win, err := rec.Stop()
+	measured, err := resources.Stop(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -481,11 +482,12 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	if err != nil {
 		return nil, err
 	}
-	run := &target.Run{Arm: s.Arm, Path: w.Path, Workload: w, Fault: s.Fault, Load: res, Resources: win}
+	run := &target.Run{Arm: s.Arm, Path: w.Path, Workload: w, Fault: s.Fault, Load: res}
 	if len(results) > 1 {
 		run.Shards = results
 	}
 	run.Invalid = append(run.Invalid, res.Invalid...)
+	run.Measured(measured)
 	if s.Fault != nil {
 		judgeFault(run, fault)
 	}
@@ -552,15 +554,15 @@ func edges(before, after map[string]workload.Stats) []target.Edge {
 // checkProto wants every edge of an h2 or grpc workload to have spoken
 // HTTP/2 into its callee, as the callee's sidecar (or, without one, the
 // callee) saw it: h2 end to end, not only on the loadgen's hop.
-func checkProto(p load.Protocol, edges []target.Edge) []string {
+func checkProto(p load.Protocol, edges []target.Edge) validity.Reasons {
 	if !p.HTTP2() {
 		return nil
 	}
-	var why []string
+	var why validity.Reasons
 	for _, e := range edges {
 		if e.Proto != "HTTP/2.0" {
-			why = append(why, fmt.Sprintf("%s → %s: %d requests arrived in %s, not HTTP/2: protocol %s must be HTTP/2 on every hop",
-				e.Src, e.Dst, e.Requests, cmp.Or(e.Proto, "an unknown protocol"), p))
+			why.Add(validity.WrongProtocol, "%s → %s: %d requests arrived in %s, not HTTP/2: protocol %s must be HTTP/2 on every hop",
+				e.Src, e.Dst, e.Requests, cmp.Or(e.Proto, "an unknown protocol"), p)
 		}
 	}
 	return why

@@ -1,0 +1,55 @@
+package report_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
+)
+
+// TestInvalidReasonsStored: a results file stores each invalid reason as
+// its kind and detail, and still reads the plain strings that files held
+// before reasons were typed.
+func TestInvalidReasonsStored(t *testing.T) {
+	dir := t.TempDir()
+	run := &target.Run{Arm: target.Meshed, Path: target.OneHop, Load: &load.Result{Requests: 1}}
+	run.Load.Invalid.Add(validity.MissedRate, "missed target rate: achieved %.1f req/s of %.1f", 940.0, 1000.0)
+	run.Invalid = append(run.Invalid, run.Load.Invalid...)
+	run.Invalidate(validity.Restart, "restart during the window: %s", "meshed/backend")
+	path, err := report.Write(dir, &report.Results{Schema: report.Schema, Records: []report.Record{{Benchmark: "BenchmarkOneHop", Run: run}}})
+	require.NoError(t, err)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `
+   "invalid": [
+    {
+     "kind": "missed-rate",
+     "detail": "missed target rate: achieved 940.0 req/s of 1000.0"
+    },
+    {
+     "kind": "restart",
+     "detail": "restart during the window: meshed/backend"
+    }
+   ]`)
+	back, err := report.Read(path)
+	require.NoError(t, err)
+	require.Len(t, back.Records, 1)
+	assert.Equal(t, run.Invalid, back.Records[0].Invalid)
+	assert.Equal(t, run.Load.Invalid, back.Records[0].Load.Invalid)
+
+	old := filepath.Join(dir, "old.json")
+	require.NoError(t, os.WriteFile(old, []byte(`{"schema":"meshbench.results/v2","records":[{"benchmark":"BenchmarkOneHop","concurrency":1,"repeat":0,"arm":"meshed","path":"one-hop",`+
+		`"load":{"requests":1,"invalid":["no request completed"]},"invalid":["no request completed","mTLS not verified: no proxy"]}]}`), 0o644))
+	back, err = report.Read(old)
+	require.NoError(t, err)
+	require.Len(t, back.Records, 1)
+	assert.Equal(t, validity.Reasons{{Kind: validity.Unknown, Detail: "no request completed"}, {Kind: validity.Unknown, Detail: "mTLS not verified: no proxy"}}, back.Records[0].Invalid)
+	assert.Equal(t, validity.Reasons{{Kind: validity.Unknown, Detail: "no request completed"}}, back.Records[0].Load.Invalid)
+}

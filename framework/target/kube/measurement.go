@@ -1,0 +1,46 @@
+package kube
+
+import (
+	"context"
+
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// kubeletMeasurement is the kube target's target.Measurement: every
+// node's kubelet read as the window opens and again as it closes.
+type kubeletMeasurement struct {
+	t *Target
+	// rs is the run: its arm and loadgens give the containers' roles, its
+	// loaded span and its fault what the counters are judged against.
+	rs     *runState
+	before map[string]kubelet.Snapshot
+}
+
+// Start reads every node's kubelet.
+func (m *kubeletMeasurement) Start(ctx context.Context) error {
+	var err error
+	m.before, err = m.t.snapshots(ctx)
+	return err
+}
+
+// Stop reads the kubelets again, once they have refreshed the counters of
+// the run's containers, and turns the two reads into the window: a
+// restart other than the fault's, or a throttled proxy or loadgen,
+// invalidates it.
+func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) {
+	rs := m.rs
+	pods, err := m.t.allPods(ctx)
+	if err != nil {
+		return target.Measured{}, err
+	}
+	roleOf := withIdleLoadgens(m.t.roleOf(rs.a, pods), pods, rs.lgPods)
+	after, err := m.t.snapshotsAfter(ctx, m.before, func(k kubelet.ContainerKey) bool {
+		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
+	})
+	if err != nil {
+		return target.Measured{}, err
+	}
+	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
+	return target.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: wr.Warnings}, nil
+}

@@ -1,0 +1,152 @@
+// Package validity is what makes a measured run untrustworthy: a typed
+// reason, of a small set of stable kinds, that travels with the run's data
+// so that nothing measured is lost when a run is judged invalid.
+package validity
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Kind is the stable class of an invalid reason. Its value is what the
+// results file stores; a kind is never renamed.
+type Kind string
+
+// The kinds, derived from every reason meshbench gives.
+const (
+	// NoRequests: no request completed in the window, or a flow step
+	// started none.
+	NoRequests Kind = "no-requests"
+	// Errors: more requests failed than the run allows.
+	Errors Kind = "errors"
+	// MissedRate: an open loop achieved less than its target rate, so its
+	// latency is understated (coordinated omission). A rate ladder reads
+	// it as the knee, not as a failure.
+	MissedRate Kind = "missed-rate"
+	// StoppedEarly: a loadgen ran a shorter window than asked.
+	StoppedEarly Kind = "stopped-early"
+	// ShardsApart: a run's loadgen shards did not run together.
+	ShardsApart Kind = "shards-apart"
+	// SaturatedLoadgen: the loadgen, or one of its threads, used its
+	// whole CPU budget, so the run measured the loadgen.
+	SaturatedLoadgen Kind = "saturated-loadgen"
+	// Throttled: a container on the request path was CPU-throttled, so it
+	// measured its limit, not its work.
+	Throttled Kind = "throttled"
+	// Restart: a process or container restarted during the window.
+	Restart Kind = "restart"
+	// MeshNotOn: the meshed arm's mTLS or transparent encryption was not
+	// proven on a hop.
+	MeshNotOn Kind = "mesh-not-on"
+	// PathNotVerified: a hop of the path served fewer requests than the
+	// run completed.
+	PathNotVerified Kind = "path-not-verified"
+	// WrongProtocol: a hop spoke another protocol than the workload's.
+	WrongProtocol Kind = "wrong-protocol"
+	// UnexpectedRoute: requests took a hop that is not on the path.
+	UnexpectedRoute Kind = "unexpected-route"
+	// BaselineMeshed: the baseline arm went through a proxy or was
+	// encrypted.
+	BaselineMeshed Kind = "baseline-meshed"
+	// UnverifiedArm: the mesh could not verify the arm's deployment.
+	UnverifiedArm Kind = "unverified-arm"
+	// FaultFailed: a fault run's fault failed, did not happen within the
+	// window, or could not be followed (no timeline).
+	FaultFailed Kind = "fault-failed"
+	// FaultNotRecovered: the system did not recover from the fault within
+	// the window, or the killed container was not back.
+	FaultNotRecovered Kind = "fault-not-recovered"
+	// Unknown is the kind of a reason read from a results file written
+	// before reasons were typed.
+	Unknown Kind = "unknown"
+)
+
+// Reason is one reason not to trust a run.
+type Reason struct {
+	Kind Kind `json:"kind"`
+	// Detail is the exact message a reader sees.
+	Detail string `json:"detail"`
+}
+
+// New returns a reason of kind k whose detail is format applied to args.
+func New(k Kind, format string, args ...any) Reason {
+	return Reason{Kind: k, Detail: fmt.Sprintf(format, args...)}
+}
+
+// String is the reason's detail.
+func (r Reason) String() string { return r.Detail }
+
+// UnmarshalJSON reads a reason as {"kind":…,"detail":…}, or as the plain
+// string that results files held before reasons were typed (kind Unknown).
+func (r *Reason) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err == nil {
+		*r = Reason{Kind: Unknown, Detail: s}
+		return nil
+	}
+	type plain Reason
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("invalid reason: want a string or {\"kind\",\"detail\"}: %w", err)
+	}
+	*r = Reason(p)
+	return nil
+}
+
+// Reasons are every reason not to trust one run; empty when it is valid.
+type Reasons []Reason
+
+// Add appends a reason of kind k whose detail is format applied to args.
+func (rs *Reasons) Add(k Kind, format string, args ...any) {
+	*rs = append(*rs, New(k, format, args...))
+}
+
+// Kinds lists the distinct kinds of rs, in the order they first appear.
+func (rs Reasons) Kinds() []Kind {
+	var ks []Kind
+	for _, r := range rs {
+		if !slices.Contains(ks, r.Kind) {
+			ks = append(ks, r.Kind)
+		}
+	}
+	return ks
+}
+
+// Only reports whether rs is not empty and every reason is of one of
+// kinds.
+func (rs Reasons) Only(kinds ...Kind) bool {
+	for _, r := range rs {
+		if !slices.Contains(kinds, r.Kind) {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
+// Of returns the reasons of kind k.
+func (rs Reasons) Of(k Kind) Reasons {
+	var out Reasons
+	for _, r := range rs {
+		if r.Kind == k {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Strings are the reasons' details.
+func (rs Reasons) Strings() []string {
+	if rs == nil {
+		return nil
+	}
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Detail
+	}
+	return out
+}
+
+// String joins the details with "; ".
+func (rs Reasons) String() string { return strings.Join(rs.Strings(), "; ") }
