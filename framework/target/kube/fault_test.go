@@ -15,7 +15,6 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
-	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/validity"
 )
@@ -62,12 +61,7 @@ func (k fakeKiller) kill(pod *corev1.Pod, container string) time.Time {
 // the restart as expected, and the runs after it are whole; the baseline
 // has no sidecar, so no fault.
 func TestTargetFaultOnFakeCluster(t *testing.T) {
-	fc := newFakeCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	go fc.control(ctx)
-	m, err := mesh.New("sidecar", mesh.WithSidecar("mb-sidecar", "meshbench/sidecar:dev"), mesh.WithMTLSEvidence(fc.evidence))
-	require.NoError(t, err)
+	fc, ctx, m := startFakeCluster(t)
 	tg := fc.newTarget(t, Options{Mesh: m, RestartTimeout: 10 * time.Second})
 	require.NoError(t, tg.setUp(ctx))
 	defer func() { require.NoError(t, tg.Close(ctx)) }()

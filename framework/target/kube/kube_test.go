@@ -392,12 +392,7 @@ func (fc *fakeCluster) newTarget(t *testing.T, o Options) *Target {
 // and Close against the fake cluster, with the bring-your-own sidecar mesh
 // and two loadgen shards.
 func TestTargetOnFakeCluster(t *testing.T) {
-	fc := newFakeCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	go fc.control(ctx)
-	m, err := mesh.New("sidecar", mesh.WithSidecar("mb-sidecar", "meshbench/sidecar:dev"), mesh.WithMTLSEvidence(fc.evidence))
-	require.NoError(t, err)
+	fc, ctx, m := startFakeCluster(t)
 	var logs []string
 	tg := fc.newTarget(t, Options{Name: "kind", Mesh: m, Loadgens: 2, Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) },
 		Workloads: manifests.Params{Images: manifests.Images{Nginx: "meshbench/nginx:dev", Loadgen: "meshbench/mbloadgen:dev"}}})
@@ -492,12 +487,7 @@ func TestTargetOnFakeCluster(t *testing.T) {
 // TestTargetOutOfMesh puts the loadgen in its own namespace: the first hop
 // is plain text by design and does not invalidate the meshed arm.
 func TestTargetOutOfMesh(t *testing.T) {
-	fc := newFakeCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	go fc.control(ctx)
-	m, err := mesh.New("sidecar", mesh.WithSidecar("mb-sidecar", "meshbench/sidecar:dev"), mesh.WithMTLSEvidence(fc.evidence))
-	require.NoError(t, err)
+	fc, ctx, m := startFakeCluster(t)
 	tg := fc.newTarget(t, Options{Mesh: m, Placement: OutOfMesh})
 	require.NoError(t, tg.setUp(ctx))
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
@@ -630,4 +620,18 @@ func TestSupportsNoFlow(t *testing.T) {
 	err := tg.Supports(target.Workload{Path: target.TwoHop, Flow: &load.Flow{Steps: []load.Step{{Name: "home"}}}}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "user flow: the cluster loadgen is fortio's REST API")
+}
+
+// startFakeCluster starts a fake cluster's control loop for the test (two
+// minutes at most) and returns it with the bring-your-own sidecar mesh
+// its pods run.
+func startFakeCluster(t *testing.T) (*fakeCluster, context.Context, mesh.Mesh) {
+	t.Helper()
+	fc := newFakeCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	go fc.control(ctx)
+	m, err := mesh.New("sidecar", mesh.WithSidecar("mb-sidecar", "meshbench/sidecar:dev"), mesh.WithMTLSEvidence(fc.evidence))
+	require.NoError(t, err)
+	return fc, ctx, m
 }

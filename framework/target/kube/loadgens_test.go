@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
-	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
@@ -22,12 +20,7 @@ import (
 // namespace made on first use) and more shards in the mesh (every arm
 // scaled alike), and a later run with fewer shards leaves the others idle.
 func TestTargetPlacements(t *testing.T) {
-	fc := newFakeCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	go fc.control(ctx)
-	m, err := mesh.New("sidecar", mesh.WithSidecar("mb-sidecar", "meshbench/sidecar:dev"), mesh.WithMTLSEvidence(fc.evidence))
-	require.NoError(t, err)
+	fc, ctx, m := startFakeCluster(t)
 	tg := fc.newTarget(t, Options{Mesh: m})
 	require.NoError(t, tg.setUp(ctx))
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
