@@ -7,6 +7,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -334,14 +336,9 @@ func upgradeArms(records []Record) []Record {
 
 // sortedRecords are an arm's records in repeat order.
 func sortedRecords(byRep map[int]Record) []Record {
-	reps := make([]int, 0, len(byRep))
-	for rep := range byRep {
-		reps = append(reps, rep)
-	}
-	sort.Ints(reps)
-	out := make([]Record, len(reps))
-	for i, rep := range reps {
-		out[i] = byRep[rep]
+	var out []Record
+	for _, rep := range slices.Sorted(maps.Keys(byRep)) {
+		out = append(out, byRep[rep])
 	}
 	return out
 }

@@ -266,6 +266,8 @@ func dockerHasImage(image string) bool {
 // LoadImages saves the local Docker images once and imports them into every
 // node's containerd (what `kind load docker-image` does).
 func (c *cluster) LoadImages(ctx context.Context, images ...string) error {
+	// A large image takes minutes to import into every node: say so first.
+	c.opts.logger.Logf("kind %s: loading images %s into every node (docker save, then containerd import in parallel)", c.name, strings.Join(images, " "))
 	return c.step("load images "+strings.Join(images, " "), func() error {
 		f, err := os.CreateTemp("", "meshbench-images-*.tar")
 		if err != nil {
