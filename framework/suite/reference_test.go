@@ -84,9 +84,17 @@ func TestReferenceFlag(t *testing.T) {
 
 // TestStoredReferenceLifecycle runs one-hop at c=4 twice on the local
 // target: the first run's results file is the second's -reference. The
-// gate compares the two as unpaired overhead ratios; the same build never
-// fails (pass and inconclusive are both right), and the second results
-// file names the stored run it was judged against.
+// gate compares the two as unpaired overhead ratios, one decision per
+// gated metric, each naming its fixture line; the run's error carries
+// exactly the decisions that did not pass; and the second results file
+// names the stored run it was judged against.
+//
+// The outcome itself is not asserted: two runs made one after the other,
+// while `go test ./...` runs other packages' real processes beside them,
+// drift apart (a 0.61 throughput overhead ratio was seen in CI), which is
+// what the unpaired interval is for. The in-run A/A gate, whose arms are
+// interleaved and paired, is the one that must never fail
+// (TestGateAANeverFails).
 func TestStoredReferenceLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; run without -short")
@@ -114,16 +122,30 @@ func TestStoredReferenceLifecycle(t *testing.T) {
 	err = second.Finish()
 	v := second.GateVerdict()
 	require.NotNil(t, v, "the gate decided: %v", err)
-	assert.NotEqual(t, gate.Fail, v.Outcome)
+	require.NotEmpty(t, v.Decisions)
+	metrics := map[gate.Metric]bool{}
+	var notPassed []string
 	for _, d := range v.Decisions {
 		t.Logf("%s: %s", d.Outcome, d.Reason)
-		assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)
 		assert.True(t, d.Interval.Unpaired, d.Reason)
+		assert.Contains(t, d.Reason, second.Config.Gate+":", "names the fixture line")
+		assert.Contains(t, d.Reason, "benchmark=BenchmarkStored/c=4/loop=closed/path=one-hop")
+		metrics[d.Metric] = true
+		if d.Outcome != gate.Pass {
+			notPassed = append(notPassed, d.Reason)
+		}
 	}
-	var d *gate.Decision
-	if errors.As(err, &d) {
-		assert.Equal(t, gate.Inconclusive, d.Outcome, "only an inconclusive decision may come back: %v", err)
+	assert.Len(t, metrics, len(v.Decisions), "one decision per gated metric")
+	// The run's error is the verdict: the decisions that did not pass,
+	// each as a *gate.Decision, and nothing when all passed.
+	var got []string
+	for _, e := range unwrapAll(err) {
+		var d *gate.Decision
+		if errors.As(e, &d) {
+			got = append(got, d.Reason)
+		}
 	}
+	assert.ElementsMatch(t, notPassed, got, "%v", err)
 
 	files, err = filepath.Glob(filepath.Join(second.Config.ResultsDir, "*.json"))
 	require.NoError(t, err)
@@ -140,4 +162,19 @@ func TestStoredReferenceLifecycle(t *testing.T) {
 	assert.Empty(t, res.Reference.Warnings, "the same machine")
 	assert.Equal(t, second.Config.Gate, res.Gate)
 	assert.NotNil(t, res.GateDecisions)
+}
+
+// unwrapAll flattens errors.Join trees into their leaves.
+func unwrapAll(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unwrapAll(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
