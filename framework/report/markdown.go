@@ -103,10 +103,10 @@ func mdRun(b *strings.Builder, h string, r run, p page) {
 }
 
 func mdLatency(b *strings.Builder, cs []Comparison) {
-	row(b, "path", "c", "p50 base ms", "p50 mesh ms", "Δ p50 ms", "Δ p50 %", "p99 base ms", "p99 mesh ms", "Δ p99 %",
+	row(b, "scenario", "path", "p50 base ms", "p50 mesh ms", "Δ p50 ms", "Δ p50 %", "p99 base ms", "p99 mesh ms", "Δ p99 %",
 		"p99.9 base ms", "p99.9 mesh ms", "Δ p99.9 ms", "mean base ms", "mean mesh ms", "req/s base", "req/s mesh", "throughput loss %", "errors")
 	for _, c := range cs {
-		row(b, string(c.Path), fmt.Sprint(c.Concurrency), num(c.Baseline.P50, 3), num(c.Meshed.P50, 3), delta(c.P50Delta, 3), delta(c.P50Pct, 0),
+		row(b, c.Scenario(), string(c.Path), num(c.Baseline.P50, 3), num(c.Meshed.P50, 3), delta(c.P50Delta, 3), delta(c.P50Pct, 0),
 			num(c.Baseline.P99, 3), num(c.Meshed.P99, 3), delta(c.P99Pct, 0), num(c.Baseline.P999, 3), num(c.Meshed.P999, 3), delta(c.P999Delta, 3),
 			mean(c.Baseline), mean(c.Meshed), num(c.Baseline.QPS, 0), num(c.Meshed.QPS, 0), delta(c.QPSLossPct, 1), fmt.Sprint(c.Baseline.Errors+c.Meshed.Errors))
 	}
