@@ -77,7 +77,7 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 	}
 	assert.Equal(t, []string{"in-mesh", "out-of-mesh", "in-mesh-x4"}, keys("BenchmarkPlacement", "placement"))
 	assert.Equal(t, []string{"1", "2", "default"}, keys("BenchmarkProxyThreads", "threads"))
-	assert.Equal(t, []string{"128B", "16KiB", "100KiB"}, keys("BenchmarkPayload", "payload"))
+	assert.Equal(t, []string{"128B", "1KiB", "16KiB", "100KiB"}, keys("BenchmarkPayload", "payload"))
 	assert.Equal(t, []string{"50ms"}, keys("BenchmarkServiceTime", "service"))
 	assert.Equal(t, []string{"h2", "grpc"}, keys("BenchmarkProtocols", "protocol"))
 	assert.Equal(t, []string{"20"}, keys("BenchmarkUserFlow", "users"))
@@ -96,6 +96,6 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 		}
 	}
 	for _, r := range got["BenchmarkPayload"] {
-		assert.Equal(t, map[string]int{"128B": 128, "16KiB": 16 << 10, "100KiB": 100 << 10}[r.Labels.Value("payload")], r.Workload.ResponseSize)
+		assert.Equal(t, map[string]int{"128B": 128, "1KiB": 1 << 10, "16KiB": 16 << 10, "100KiB": 100 << 10}[r.Labels.Value("payload")], r.Workload.ResponseSize)
 	}
 }

@@ -40,7 +40,7 @@ func BenchmarkServiceTime(b *testing.B) {
 // BenchmarkPayload sweeps the response body: the per-byte cost of the
 // proxies' TLS and copying, next to the per-request cost.
 func BenchmarkPayload(b *testing.B) {
-	mb.Sweep(b, suite.Scenario{Concurrency: []int{8}, Axes: []suite.Axis{suite.Payloads(128, 16<<10, 100<<10)}})
+	mb.Sweep(b, suite.Scenario{Concurrency: []int{8}, Axes: []suite.Axis{suite.Payloads(128, 1<<10, 16<<10, 100<<10)}})
 }
 
 // BenchmarkRateLadder doubles the open-loop rate at every rung, from 1000

@@ -190,7 +190,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Target, "target", "", "where to run: local (default: processes on loopback with real sidecars); kind; remote (the default when -kubeconfig or $KUBECONFIG is set)")
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run (default 3s local, 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
-	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "warm-up before each window, thrown away (the processes live across runs; the warm-up opens the run's connections and lets the load settle)")
+	fs.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "warm-up before each window, thrown away: the processes, and the sidecars' mTLS connection pools, live across runs, so the warm-up lets the load settle; the window opens its own loadgen connections")
 	fs.Float64Var(&c.QPS, "qps", 0, "open-loop target rate in req/s per run; 0 is closed loop at maximum rate")
 	fs.Float64Var(&c.RateTolerance, "rate-tolerance", 0.05, "fraction by which an open-loop run may miss -qps and stay valid")
 	fs.Var(protocolFlag{&c.Protocol}, "protocol", "http1, h2 or grpc: h2 and grpc are HTTP/2 on every hop on the local target (h2c in plain text, h2 over mTLS); on clusters h2 is the loadgen's hop and grpc is not available")

@@ -310,6 +310,7 @@ func (s *Suite) summarize() error {
 	report.PrintSummary(os.Stdout, cs)
 	report.PrintExtraHops(os.Stdout, progressPrefix, report.ExtraHops(cs))
 	report.PrintProofs(os.Stdout, progressPrefix, res.Proofs)
+	fmt.Fprintln(os.Stdout, progressPrefix+report.FormatShares(report.MeasuredShares(recs, s.started, res.Finished, s.Config.Warmup)))
 	if werr == nil {
 		fmt.Fprintf(os.Stdout, progressPrefix+"results: %s\n", path)
 		var reports []string

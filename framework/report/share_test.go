@@ -1,0 +1,36 @@
+package report_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+func TestMeasuredShares(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	win := func(b string, startS float64) report.Record {
+		return report.Record{Benchmark: b, Run: &target.Run{Load: &load.Result{
+			Start: t0.Add(time.Duration(startS * float64(time.Second))), Elapsed: 3 * time.Second}}}
+	}
+	recs := []report.Record{
+		win("BenchmarkOneHop", 2.5), // warm-up from 2.0
+		win("BenchmarkOneHop", 6.1), // 0.1 s between the first window's end and this warm-up
+		win("BenchmarkTwoHop", 10),  // warm-up from 9.5, ends at 13
+		{Benchmark: "BenchmarkBroken", Run: &target.Run{}}, // no load: skipped
+	}
+	ss := report.MeasuredShares(recs, t0, t0.Add(20*time.Second), 500*time.Millisecond)
+	assert.Equal(t, []report.Share{
+		{Name: "run", Measured: 9 * time.Second, Wall: 20 * time.Second},
+		{Name: "BenchmarkOneHop", Measured: 6 * time.Second, Wall: 7100 * time.Millisecond},
+		{Name: "BenchmarkTwoHop", Measured: 3 * time.Second, Wall: 3500 * time.Millisecond},
+	}, ss)
+	assert.InDelta(t, 45.0, ss[0].Pct(), 1e-9)
+	assert.Equal(t, "measured windows: run 9.0 s of 20.0 s (45.0 %); BenchmarkOneHop 6.0 s of 7.1 s (84.5 %); BenchmarkTwoHop 3.0 s of 3.5 s (85.7 %)",
+		report.FormatShares(ss))
+	assert.Zero(t, report.Share{}.Pct())
+}
