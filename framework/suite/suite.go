@@ -103,19 +103,39 @@ func (s *Suite) logf(format string, args ...any) {
 	fmt.Fprintf(s.Log, progressPrefix+format+"\n", args...)
 }
 
-// defaultRepeats sets -count to Config.DefaultRepeats unless the user set
-// it (one run per arm proves nothing), and -benchtime to 1x unless set: the
-// load, not b.N, decides how long a run takes.
+// GateRepeats is the default -count of an upgrade gate run (-candidate or
+// -reference): a gate decides on intervals over pairs, and 6 is what
+// benchstat asks for before it gives an interval. The main job without a
+// gate keeps Config.DefaultRepeats (3), for its 10-minute budget.
+const GateRepeats = 6
+
+// defaultRepeats sets -count to Config.DefaultRepeats (GateRepeats for a
+// gate run) unless the user set it (one run per arm proves nothing), and
+// -benchtime to 1x unless set: the load, not b.N, decides how long a run
+// takes.
 func (s *Suite) defaultRepeats() {
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	s.Config.ConcurrencySet = s.Config.ConcurrencySet || set["concurrency"]
-	if !set["test.count"] && s.Config.DefaultRepeats > 1 {
-		_ = flag.Set("test.count", fmt.Sprint(s.Config.DefaultRepeats))
+	if n := s.Config.defaultCount(set); n > 0 {
+		_ = flag.Set("test.count", fmt.Sprint(n))
 	}
 	if !set["test.benchtime"] {
 		_ = flag.Set("test.benchtime", "1x")
 	}
+}
+
+// defaultCount is the -count to set, given the flags the user set: 0 when
+// they set -count, or when one run would do.
+func (c *Config) defaultCount(set map[string]bool) int {
+	n := c.DefaultRepeats
+	if c.Candidate != "" || c.Reference != "" {
+		n = max(n, GateRepeats)
+	}
+	if set["test.count"] || n <= 1 {
+		return 0
+	}
+	return n
 }
 
 // repeats is -count: how many interleaved pairs each concurrency gets.

@@ -1,0 +1,30 @@
+package suite
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// A gate run defaults to GateRepeats pairs, the main job to
+// DefaultRepeats; a -count the user set always wins.
+func TestDefaultCount(t *testing.T) {
+	user := map[string]bool{"test.count": true}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		set  map[string]bool
+		want int
+	}{
+		{"main job", Config{DefaultRepeats: 3}, nil, 3},
+		{"candidate", Config{DefaultRepeats: 3, Candidate: "caddy@v2.10.2"}, nil, 6},
+		{"stored reference", Config{DefaultRepeats: 3, Reference: "r.json"}, nil, 6},
+		{"more than the gate's", Config{DefaultRepeats: 8, Reference: "r.json"}, nil, 8},
+		{"user's -count", Config{DefaultRepeats: 3, Candidate: "caddy@v2.10.2"}, user, 0},
+		{"one run", Config{DefaultRepeats: 1}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.cfg.defaultCount(tc.set))
+		})
+	}
+}
