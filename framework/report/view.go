@@ -74,7 +74,7 @@ func newRun(in Input, p *Prices) run {
 			r.Problems = append(r.Problems, RunProblem{Run: name, Invalid: true, Reason: why.Detail})
 		}
 		for _, why := range rec.Warnings {
-			r.Problems = append(r.Problems, RunProblem{Run: name, Reason: why})
+			r.Problems = append(r.Problems, RunProblem{Run: name, Reason: why.Detail})
 		}
 	}
 	return r

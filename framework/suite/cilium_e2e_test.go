@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // TestCiliumE2E measures Cilium's real data plane, built offline
@@ -48,7 +49,7 @@ func TestCiliumE2E(t *testing.T) {
 		}
 		if encryption == "none" {
 			assert.Zero(t, r.Encryption.States, "%s: no IPsec state without encryption", name)
-			assert.Contains(t, r.Warnings, "cilium: encryption off (-cilium-encryption=none): the meshed arm is Cilium's eBPF datapath "+
+			assert.Contains(t, r.Warnings.Of(validity.PlainByDesign).Strings(), "cilium: encryption off (-cilium-encryption=none): the meshed arm is Cilium's eBPF datapath "+
 				"as the CNI, every hop plain text by design", name)
 		} else {
 			assert.Positive(t, r.Encryption.States, "%s: IPsec states on the Cilium nodes", name)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/meshbench/meshbench/framework/suite"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/target/kind"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // TestKindE2E is the end-to-end run on a real 3-node kind cluster built
@@ -178,9 +178,9 @@ func checkFault(t *testing.T, r *target.Run) {
 	assert.Positive(t, r.Load.Errors)
 	assert.GreaterOrEqual(t, rec.FirstSuccess, time.Duration(0), "a success after the kill")
 	assert.GreaterOrEqual(t, rec.Recovered, time.Duration(0), "recovered within the window")
-	w := strings.Join(r.Warnings, "\n")
-	assert.Regexp(t, `mb-sidecar of \S+/backend-\S+ was killed \d+(\.\d+)?s into the window \(SIGKILL to its main process, through node `, w)
-	assert.Regexp(t, `the kubelet restarted mb-sidecar of \S+ \(restarts 0 → 1\)`, w)
+	assert.Regexp(t, `mb-sidecar of \S+/backend-\S+ was killed \d+(\.\d+)?s into the window \(SIGKILL to its main process, through node `,
+		r.Warnings.Of(validity.FaultKilled).String())
+	assert.Regexp(t, `the kubelet restarted mb-sidecar of \S+ \(restarts 0 → 1\)`, r.Warnings.Of(validity.FaultRestarted).String())
 	for _, line := range r.Warnings {
 		t.Logf("fault run: warning: %s", line)
 	}

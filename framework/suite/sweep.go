@@ -219,7 +219,7 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 	s.recs = append(s.recs, rec)
 	s.mu.Unlock()
 	for _, w := range run.Warnings {
-		s.logf("%s/arm=%s: warning: %s", label(b, sc), arm, w)
+		s.logf("%s/arm=%s: warning: %s", label(b, sc), arm, w.Detail)
 	}
 	if run.Recovery != nil {
 		s.logf("%s/arm=%s: %s: %s", label(b, sc), arm, run.Fault, run.Recovery)

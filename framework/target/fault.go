@@ -38,7 +38,7 @@ func JudgeFault(run *Run, f FaultOutcome) {
 	rec := tl.Recovery(f.At)
 	run.Recovery = &rec
 	if rec.Failed == 0 {
-		run.Warnings = append(run.Warnings, "the fault failed no request")
+		run.Warn(validity.FaultNoFailures, "the fault failed no request")
 	}
 	if rec.Recovered < 0 {
 		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)

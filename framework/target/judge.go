@@ -1,8 +1,6 @@
 package target
 
 import (
-	"fmt"
-
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/validity"
 )
@@ -36,10 +34,10 @@ func Judge(r *Run, loadgenBudgetMilli float64) {
 	}
 	for node, pct := range w.NodeUtilisation {
 		if pct >= NodeSaturatedPct {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("node %s CPU at %.0f%% of %d cores: the machine, not only the mesh, is the ceiling", node, pct, w.Cores[node]))
+			r.Warn(validity.NodeSaturated, "node %s CPU at %.0f%% of %d cores: the machine, not only the mesh, is the ceiling", node, pct, w.Cores[node])
 		}
 	}
 	for _, b := range w.Bottlenecks() {
-		r.Warnings = append(r.Warnings, "pinned thread: "+b)
+		r.Warn(validity.PinnedThread, "pinned thread: %s", b)
 	}
 }

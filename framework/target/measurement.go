@@ -26,8 +26,9 @@ type Measured struct {
 	// Invalid are the reasons the measurement itself has not to trust
 	// the window, such as a restart or a throttled proxy.
 	Invalid validity.Reasons
-	// Warnings are what a reader must know about the window.
-	Warnings []string
+	// Warnings are what a reader must know about the window, such as
+	// CPU counters that were incomplete.
+	Warnings validity.Reasons
 }
 
 // Measured puts m on the run: its window as the run's resources, and its

@@ -98,8 +98,9 @@ type Run struct {
 	// saturated loadgen), each of a stable kind.
 	Invalid validity.Reasons `json:"invalid,omitempty"`
 	// Warnings are conditions a reader must know about that do not
-	// invalidate the run, such as a saturated machine.
-	Warnings []string `json:"warnings,omitempty"`
+	// invalidate the run, such as a saturated machine, each of a stable
+	// kind.
+	Warnings validity.Reasons `json:"warnings,omitempty"`
 }
 
 // Valid reports whether nothing invalidated the run.
@@ -109,6 +110,11 @@ func (r *Run) Valid() bool { return len(r.Invalid) == 0 }
 // args, not to trust the run.
 func (r *Run) Invalidate(k validity.Kind, format string, args ...any) {
 	r.Invalid.Add(k, format, args...)
+}
+
+// Warn adds a warning of kind k, whose detail is format applied to args.
+func (r *Run) Warn(k validity.Kind, format string, args ...any) {
+	r.Warnings.Add(k, format, args...)
 }
 
 // InvalidKinds lists the distinct kinds of the run's invalid reasons.

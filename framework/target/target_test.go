@@ -62,8 +62,9 @@ func TestJudge(t *testing.T) {
 		{Kind: validity.SaturatedLoadgen, Detail: "loadgen saturated: 1850m of its 2000m budget; add loadgen shards or cores"}}, r.Invalid)
 	assert.Equal(t, []validity.Kind{validity.Restart, validity.SaturatedLoadgen}, r.InvalidKinds())
 	assert.False(t, r.InvalidOnly(validity.Restart))
-	assert.Equal(t, []string{"node local CPU at 97% of 2 cores: the machine, not only the mesh, is the ceiling",
-		"pinned thread: sidecar (sidecar): one thread at 950m of 1000m"}, r.Warnings)
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.NodeSaturated, Detail: "node local CPU at 97% of 2 cores: the machine, not only the mesh, is the ceiling"},
+		{Kind: validity.PinnedThread, Detail: "pinned thread: sidecar (sidecar): one thread at 950m of 1000m"}}, r.Warnings)
 	assert.False(t, r.Valid())
 }
 
@@ -113,7 +114,8 @@ func TestJudgeFault(t *testing.T) {
 	run = newRun(calm)
 	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)})
 	assert.Empty(t, run.Invalid)
-	assert.Equal(t, []string{"the fault failed no request"}, run.Warnings)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultNoFailures, Detail: "the fault failed no request"}}, run.Warnings)
+	assert.True(t, run.Warnings.Has(validity.FaultNoFailures))
 }
 
 // TestMeasured: a measurement's window becomes the run's resources, and
@@ -124,12 +126,12 @@ func TestMeasured(t *testing.T) {
 	r.Measured(Measured{
 		Window:   measure.Window{Elapsed: time.Second, Usage: []measure.Usage{{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 500}}},
 		Invalid:  validity.Reasons{{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled"}},
-		Warnings: []string{"node n1: the kubelet's counters span 20s"},
+		Warnings: validity.Reasons{{Kind: validity.CPUDiluted, Detail: "node n1: the kubelet's counters span 20s"}},
 	})
 	assert.Equal(t, measure.Window{Elapsed: time.Second, Usage: []measure.Usage{{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 500}}}, r.Resources)
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.Errors, Detail: "errors: 3 of 1000 requests failed"},
 		{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled"},
 	}, r.Invalid)
-	assert.Equal(t, []string{"node n1: the kubelet's counters span 20s"}, r.Warnings)
+	assert.Equal(t, validity.Reasons{{Kind: validity.CPUDiluted, Detail: "node n1: the kubelet's counters span 20s"}}, r.Warnings)
 }

@@ -1,6 +1,10 @@
-// Package validity is what makes a measured run untrustworthy: a typed
-// reason, of a small set of stable kinds, that travels with the run's data
-// so that nothing measured is lost when a run is judged invalid.
+// Package validity is what makes a measured run untrustworthy, or worth a
+// reader's caution: a typed reason, of a small set of stable kinds, that
+// travels with the run's data so that nothing measured is lost when a run
+// is judged invalid. A run's invalid reasons and its warnings are both
+// [Reasons]: an invalid reason breaks the run, a warning is what a reader
+// must know about a run that stands. Most kinds are one or the other; a
+// kind such as [Throttled] is either, by how far it went.
 package validity
 
 import (
@@ -14,7 +18,8 @@ import (
 // results file stores; a kind is never renamed.
 type Kind string
 
-// The kinds, derived from every reason meshbench gives.
+// The kinds of invalid reasons, derived from every reason meshbench gives
+// not to trust a run.
 const (
 	// NoRequests: no request completed in the window, or a flow step
 	// started none.
@@ -58,9 +63,48 @@ const (
 	// FaultNotRecovered: the system did not recover from the fault within
 	// the window, or the killed container was not back.
 	FaultNotRecovered Kind = "fault-not-recovered"
-	// Unknown is the kind of a reason read from a results file written
-	// before reasons were typed.
+	// Unknown is the kind of a reason or a warning read from a results
+	// file written before they were typed.
 	Unknown Kind = "unknown"
+)
+
+// The kinds of warnings, derived from every warning meshbench gives: a run
+// with only these stands, and its reader is told. [Throttled] is also a
+// warning when the container is off the request path or was throttled
+// little.
+const (
+	// NodeSaturated: a node's CPU was near full, so the machine, not only
+	// the mesh, may be the ceiling.
+	NodeSaturated Kind = "node-saturated"
+	// PinnedThread: a process or container had a thread at a whole core,
+	// a bottleneck that more cores do not lift.
+	PinnedThread Kind = "pinned-thread"
+	// CPUIncomplete: CPU counters were missing, not refreshed within the
+	// window or went backwards, so some CPU is not in the figures.
+	CPUIncomplete Kind = "cpu-incomplete"
+	// CPUDiluted: the counters' own window was mostly idle, so per-role
+	// CPU is diluted by idle time.
+	CPUDiluted Kind = "cpu-diluted"
+	// FaultNoFailures: a fault happened but failed no request.
+	FaultNoFailures Kind = "fault-no-failures"
+	// FaultKilled: a fault killed a process or container, whose CPU is
+	// then not in the run's figures.
+	FaultKilled Kind = "fault-killed"
+	// FaultRestarted: the killed container was restarted, and when it ran
+	// and was ready again.
+	FaultRestarted Kind = "fault-restarted"
+	// LostLogs: a killed sidecar lost the logs that prove the path, so
+	// that many requests are allowed without its record.
+	LostLogs Kind = "lost-logs"
+	// SecondBaseline: the meshed arm ran without a mesh (mesh none), an
+	// A/A run.
+	SecondBaseline Kind = "second-baseline"
+	// PlainByDesign: the mesh, as configured, does not encrypt the hops
+	// (Cilium without encryption).
+	PlainByDesign Kind = "plain-by-design"
+	// LoadgenOutOfMesh: the loadgen ran out of the mesh, so its first hop
+	// is plain text by design.
+	LoadgenOutOfMesh Kind = "loadgen-out-of-mesh"
 )
 
 // Reason is one reason not to trust a run.
@@ -95,7 +139,8 @@ func (r *Reason) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Reasons are every reason not to trust one run; empty when it is valid.
+// Reasons are every reason not to trust one run, empty when it is valid;
+// or every warning on one run.
 type Reasons []Reason
 
 // Add appends a reason of kind k whose detail is format applied to args.
@@ -112,6 +157,11 @@ func (rs Reasons) Kinds() []Kind {
 		}
 	}
 	return ks
+}
+
+// Has reports whether rs holds a reason of kind k.
+func (rs Reasons) Has(k Kind) bool {
+	return slices.ContainsFunc(rs, func(r Reason) bool { return r.Kind == k })
 }
 
 // Only reports whether rs is not empty and every reason is of one of

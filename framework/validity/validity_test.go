@@ -52,8 +52,31 @@ func TestReasonsKinds(t *testing.T) {
 	assert.False(t, rs.Only(validity.MissedRate))
 	assert.True(t, rs.Only(validity.MissedRate, validity.Errors))
 	assert.Equal(t, validity.Reasons{rs[0], rs[2]}, rs.Of(validity.MissedRate))
+	assert.True(t, rs.Has(validity.Errors))
+	assert.False(t, rs.Has(validity.Restart))
+	assert.False(t, none.Has(validity.Errors))
 	assert.Equal(t, "missed target rate; errors: 3 of 1000 requests failed; loadgen shard 2 (b): missed target rate", rs.String())
 	assert.Equal(t, "missed target rate", fmt.Sprint(rs[0]))
+}
+
+// TestWarningsJSON: warnings are Reasons of the warning kinds, stored
+// and read back the same way, plain strings of old files included.
+func TestWarningsJSON(t *testing.T) {
+	var ws validity.Reasons
+	ws.Add(validity.NodeSaturated, "node %s CPU at %.0f%% of %d cores: the machine, not only the mesh, is the ceiling", "local", 97.0, 2)
+	ws.Add(validity.FaultNoFailures, "the fault failed no request")
+	data, err := json.Marshal(ws)
+	require.NoError(t, err)
+	assert.Equal(t, `[{"kind":"node-saturated","detail":"node local CPU at 97% of 2 cores: the machine, not only the mesh, is the ceiling"},`+
+		`{"kind":"fault-no-failures","detail":"the fault failed no request"}]`, string(data))
+	var back validity.Reasons
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Equal(t, ws, back)
+
+	var old validity.Reasons
+	require.NoError(t, json.Unmarshal([]byte(`["the fault failed no request"]`), &old))
+	assert.Equal(t, validity.Reasons{{Kind: validity.Unknown, Detail: "the fault failed no request"}}, old)
+	assert.False(t, old.Has(validity.FaultNoFailures))
 }
 
 func ExampleReasons() {
@@ -61,4 +84,11 @@ func ExampleReasons() {
 	rs.Add(validity.Errors, "errors: %d of %d requests failed", 3, 1000)
 	fmt.Println(rs.Kinds(), rs)
 	// Output: [errors] errors: 3 of 1000 requests failed
+}
+
+func ExampleReasons_warnings() {
+	var ws validity.Reasons
+	ws.Add(validity.CPUIncomplete, "CPU not measured: %s", "node: sample has no timestamp")
+	fmt.Println(ws.Has(validity.CPUIncomplete), ws.Kinds(), ws)
+	// Output: true [cpu-incomplete] CPU not measured: node: sample has no timestamp
 }

@@ -277,14 +277,14 @@ func (t *Target) judgeFault(run *target.Run, fr *faultRun) {
 	}
 	run.Fault = &fr.f
 	if fr.killed() {
-		run.Warnings = append(run.Warnings, fmt.Sprintf("%s was killed %v into the window (%s): its CPU is not in this run's figures",
-			fr.who(), fr.at.Sub(fr.started).Round(time.Millisecond), fr.how))
+		run.Warn(validity.FaultKilled, "%s was killed %v into the window (%s): its CPU is not in this run's figures",
+			fr.who(), fr.at.Sub(fr.started).Round(time.Millisecond), fr.how)
 		if fr.back.IsZero() {
 			run.Invalidate(validity.FaultNotRecovered, "%s was not running and ready again within %v of the window's end: %s",
 				fr.who(), t.o.RestartTimeout, fr.state)
 		} else {
-			run.Warnings = append(run.Warnings, fmt.Sprintf("the kubelet restarted %s (restarts %d → %d): running again %v and ready %v after the kill",
-				fr.who(), fr.restarts, fr.restartsAfter, fr.running.Sub(fr.at).Round(100*time.Millisecond), fr.back.Sub(fr.at).Round(100*time.Millisecond)))
+			run.Warn(validity.FaultRestarted, "the kubelet restarted %s (restarts %d → %d): running again %v and ready %v after the kill",
+				fr.who(), fr.restarts, fr.restartsAfter, fr.running.Sub(fr.at).Round(100*time.Millisecond), fr.back.Sub(fr.at).Round(100*time.Millisecond))
 		}
 	}
 	if fr.killed() && run.Load.Timeline == nil {

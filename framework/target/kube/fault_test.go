@@ -86,8 +86,9 @@ func TestTargetFaultOnFakeCluster(t *testing.T) {
 	assert.GreaterOrEqual(t, rec.Recovered, 300*time.Millisecond, "the app answered 503 for 400 ms")
 	backend := tg.arms[target.Meshed].ns + "/backend-0"
 	require.Len(t, run.Warnings, 2, "%q", run.Warnings)
-	assert.Regexp(t, `^mb-sidecar of `+backend+` was killed 3\d\dms into the window \(fake SIGKILL\): its CPU is not in this run's figures$`, run.Warnings[0])
-	assert.Regexp(t, `^the kubelet restarted mb-sidecar of `+backend+` \(restarts 0 → 1\): running again [\d.]+m?s and ready [\d.]+m?s after the kill$`, run.Warnings[1])
+	assert.Equal(t, []validity.Kind{validity.FaultKilled, validity.FaultRestarted}, run.Warnings.Kinds())
+	assert.Regexp(t, `^mb-sidecar of `+backend+` was killed 3\d\dms into the window \(fake SIGKILL\): its CPU is not in this run's figures$`, run.Warnings[0].Detail)
+	assert.Regexp(t, `^the kubelet restarted mb-sidecar of `+backend+` \(restarts 0 → 1\): running again [\d.]+m?s and ready [\d.]+m?s after the kill$`, run.Warnings[1].Detail)
 	assert.Equal(t, 50*time.Millisecond, run.Load.Timeline.Bucket)
 	assert.True(t, run.Load.Options.ExpectErrors)
 
@@ -118,7 +119,7 @@ func TestFaultNotRestarted(t *testing.T) {
 		{Kind: validity.FaultNotRecovered, Detail: "mb-sidecar of ns/backend-0 was not running and ready again within 1m0s of the window's end: waiting: CrashLoopBackOff back-off 10s restarting failed container (restarts 2)"},
 		{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (2s after the fault); lengthen -duration"},
 	}, run.Invalid)
-	assert.Equal(t, []string{"mb-sidecar of ns/backend-0 was killed 1s into the window (SIGKILL): its CPU is not in this run's figures"}, run.Warnings)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultKilled, Detail: "mb-sidecar of ns/backend-0 was killed 1s into the window (SIGKILL): its CPU is not in this run's figures"}}, run.Warnings)
 }
 
 // TestFaultNeedsTimeline: an mbloadgen without timeline= says so.

@@ -40,6 +40,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 func TestCloseDeletesNamespaces(t *testing.T) {
@@ -500,7 +501,7 @@ func TestTargetOutOfMesh(t *testing.T) {
 	run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.TwoHop}, Load: o})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid)
-	assert.Contains(t, strings.Join(run.Warnings, "\n"), "plain text by design")
+	assert.True(t, run.Warnings.Has(validity.LoadgenOutOfMesh), "%v", run.Warnings)
 	require.Len(t, run.Edges, 2)
 	assert.False(t, run.Edges[0].Secured, "loadgen → frontend: the out-of-mesh loadgen has no identity")
 	assert.True(t, run.Edges[1].Secured, "frontend → backend")

@@ -13,6 +13,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // TestTargetPlacements: a target set up in the mesh with one loadgen per
@@ -35,7 +36,7 @@ func TestTargetPlacements(t *testing.T) {
 	nss := tg.Namespaces()
 	require.Len(t, nss, 3, "the out-of-mesh loadgen's namespace, made on first use")
 	assert.Equal(t, tg.ns("loadgen"), nss[2])
-	assert.Equal(t, []string{"loadgen out of mesh: the loadgen → backend hop is plain text by design"}, run.Warnings)
+	assert.Equal(t, validity.Reasons{{Kind: validity.LoadgenOutOfMesh, Detail: "loadgen out of mesh: the loadgen → backend hop is plain text by design"}}, run.Warnings)
 	for _, u := range run.Resources.Usage {
 		if u.Role == measure.RoleLoadgen {
 			assert.Equal(t, nss[2]+"/loadgen-0/loadgen", u.Name)

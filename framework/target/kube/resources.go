@@ -172,7 +172,7 @@ func (t *Target) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
 type windowReport struct {
 	Window   measure.Window
 	Usages   []kubelet.Usage
-	Warnings []string
+	Warnings validity.Reasons
 	Invalid  validity.Reasons
 }
 
@@ -214,8 +214,8 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 			from := b.NodeCPUSeconds.Time
 			to := from.Add(u.NodeWindow)
 			if c := coverage(from, to, loadedFrom, loadedTo); c < minCoverage {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("node %s: the kubelet's counters span %v, of which %.0f%% were under load: per-role CPU is diluted by idle time; use a window and a warm-up longer than the kubelet's refresh interval (10-15 s)",
-					n, u.NodeWindow.Round(100*time.Millisecond), c*100))
+				rep.Warnings.Add(validity.CPUDiluted, "node %s: the kubelet's counters span %v, of which %.0f%% were under load: per-role CPU is diluted by idle time; use a window and a warm-up longer than the kubelet's refresh interval (10-15 s)",
+					n, u.NodeWindow.Round(100*time.Millisecond), c*100)
 			}
 		}
 	}
@@ -247,7 +247,7 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 			if c.ThrottledRatio >= throttledInvalid && (role == measure.RoleLoadgen || role == measure.RoleSidecar || role == measure.RoleNodeProxy || role == kubelet.RoleWaypoint) {
 				rep.Invalid.Add(validity.Throttled, "%s", msg)
 			} else {
-				rep.Warnings = append(rep.Warnings, msg)
+				rep.Warnings.Add(validity.Throttled, "%s", msg)
 			}
 		}
 	}
@@ -297,8 +297,8 @@ func restartsOf(err error, relevant func(kubelet.ContainerKey) bool, killed kube
 
 // windowProblems lists the other Delta errors: samples the kubelet had not
 // refreshed, a node counter that went backwards.
-func windowProblems(err error, relevant func(kubelet.ContainerKey) bool) []string {
-	var out []string
+func windowProblems(err error, relevant func(kubelet.ContainerKey) bool) validity.Reasons {
+	var out validity.Reasons
 	for _, e := range flatten(err) {
 		var cr *kubelet.CounterResetError
 		var we *kubelet.WindowError
@@ -306,10 +306,10 @@ func windowProblems(err error, relevant func(kubelet.ContainerKey) bool) []strin
 		case errors.As(e, &cr):
 		case errors.As(e, &we):
 			if we.What == "node" || relevant(containerKey(we.What)) {
-				out = append(out, "CPU not measured: "+we.Error())
+				out.Add(validity.CPUIncomplete, "CPU not measured: %v", we)
 			}
 		default:
-			out = append(out, "CPU: "+e.Error())
+			out.Add(validity.CPUIncomplete, "CPU: %v", e)
 		}
 	}
 	return out

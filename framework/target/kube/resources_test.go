@@ -68,7 +68,18 @@ func TestSnapshotsAfterWaitsForTheContainersThatMatter(t *testing.T) {
 	assert.Error(t, derr)
 }
 
-func TestResourceWindowRolesAndVerdicts(t *testing.T) {
+// windowFixture is a target with a meshed and a baseline arm on one node
+// n1 of 2 cores, the arms' pods and, from mk, a read of n1 at a time with
+// every container at cpu core-seconds and the meshed backend's proxy
+// throttled in throttled% of its periods.
+type windowFixture struct {
+	tg     *Target
+	roleOf kubelet.RoleOf
+	mk     func(at time.Time, cpu float64, throttled float64) kubelet.Snapshot
+}
+
+func newWindowFixture(t *testing.T) windowFixture {
+	t.Helper()
 	tg, err := newTarget(fake.NewClientset(), Options{})
 	require.NoError(t, err)
 	m, err := mesh.New("linkerd")
@@ -86,17 +97,12 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 		pod("mb-baseline", "backend-0", manifests.Backend),
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "linkerd", Name: "linkerd-destination-0", Labels: map[string]string{"linkerd.io/control-plane-component": "destination"}}},
 	}
-	k := func(ns, pod, c string) kubelet.ContainerKey {
-		return kubelet.ContainerKey{Namespace: ns, Pod: pod, Container: c}
-	}
-	t0 := time.Unix(1000, 0)
-	t1 := t0.Add(10 * time.Second)
 	mk := func(at time.Time, cpu float64, throttled float64) kubelet.Snapshot {
 		s := kubelet.Snapshot{Node: "n1", NodeCPUSeconds: kubelet.Sample{Value: 10 * cpu, Time: at}, Containers: map[kubelet.ContainerKey]kubelet.Container{}}
 		for _, key := range []kubelet.ContainerKey{
-			k("mb-meshed", "backend-0", "backend"), k("mb-meshed", "backend-0", "linkerd-proxy"),
-			k("mb-meshed", "loadgen-0", "loadgen"), k("mb-meshed", "loadgen-0", "linkerd-proxy"),
-			k("mb-baseline", "backend-0", "backend"), k("kube-system", "coredns-0", "coredns"),
+			ck("mb-meshed", "backend-0", "backend"), ck("mb-meshed", "backend-0", "linkerd-proxy"),
+			ck("mb-meshed", "loadgen-0", "loadgen"), ck("mb-meshed", "loadgen-0", "linkerd-proxy"),
+			ck("mb-baseline", "backend-0", "backend"), ck("kube-system", "coredns-0", "coredns"),
 		} {
 			c := kubelet.Container{CPUSeconds: kubelet.Sample{Value: cpu, Time: at}, WorkingSetBytes: kubelet.Sample{Value: 1 << 20, Time: at}}
 			if key.Container == "linkerd-proxy" && key.Pod == "backend-0" {
@@ -106,10 +112,22 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 		}
 		return s
 	}
+	return windowFixture{tg: tg, roleOf: tg.roleOf(meshed, pods), mk: mk}
+}
+
+func ck(ns, pod, c string) kubelet.ContainerKey {
+	return kubelet.ContainerKey{Namespace: ns, Pod: pod, Container: c}
+}
+
+func TestResourceWindowRolesAndVerdicts(t *testing.T) {
+	f := newWindowFixture(t)
+	tg, mk := f.tg, f.mk
+	t0 := time.Unix(1000, 0)
+	t1 := t0.Add(10 * time.Second)
 	before := map[string]kubelet.Snapshot{"n1": mk(t0, 1, 10)}
 	after := map[string]kubelet.Snapshot{"n1": mk(t1, 6, 10)}
-	tg.idle = map[kubelet.ContainerKey]float64{k("mb-meshed", "backend-0", "backend"): 512 << 10}
-	rep := tg.resourceWindow(tg.roleOf(meshed, pods), before, after, t0.Add(-time.Second), t1, kubelet.ContainerKey{})
+	tg.idle = map[kubelet.ContainerKey]float64{ck("mb-meshed", "backend-0", "backend"): 512 << 10}
+	rep := tg.resourceWindow(f.roleOf, before, after, t0.Add(-time.Second), t1, kubelet.ContainerKey{})
 
 	roles := map[string]measure.Role{}
 	for _, u := range rep.Window.Usage {
@@ -137,15 +155,48 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 	// A restart of one of the run's containers invalidates it; one in the
 	// other arm does not.
 	restarted := mk(t1, 6, 10)
-	c := restarted.Containers[k("mb-meshed", "loadgen-0", "loadgen")]
+	c := restarted.Containers[ck("mb-meshed", "loadgen-0", "loadgen")]
 	c.CPUSeconds.Value = 0.1
-	restarted.Containers[k("mb-meshed", "loadgen-0", "loadgen")] = c
-	c = restarted.Containers[k("mb-baseline", "backend-0", "backend")]
+	restarted.Containers[ck("mb-meshed", "loadgen-0", "loadgen")] = c
+	c = restarted.Containers[ck("mb-baseline", "backend-0", "backend")]
 	c.CPUSeconds.Value = 0.1
-	restarted.Containers[k("mb-baseline", "backend-0", "backend")] = c
-	rep = tg.resourceWindow(tg.roleOf(meshed, pods), before, map[string]kubelet.Snapshot{"n1": restarted}, t0, t1, kubelet.ContainerKey{})
+	restarted.Containers[ck("mb-baseline", "backend-0", "backend")] = c
+	rep = tg.resourceWindow(f.roleOf, before, map[string]kubelet.Snapshot{"n1": restarted}, t0, t1, kubelet.ContainerKey{})
 	assert.Equal(t, []validity.Kind{validity.Restart, validity.Throttled}, rep.Invalid.Kinds(), "the proxy is still throttled")
 	all := strings.Join(rep.Invalid.Strings(), "\n")
 	assert.Contains(t, all, "restart during the window: container mb-meshed/loadgen-0/loadgen")
 	assert.NotContains(t, all, "mb-baseline")
+}
+
+// TestResourceWindowWarnings: a little throttling, counters mostly idle
+// and counters the kubelet did not refresh are warnings of their kinds.
+func TestResourceWindowWarnings(t *testing.T) {
+	f := newWindowFixture(t)
+	t0 := time.Unix(1000, 0)
+	t1 := t0.Add(10 * time.Second)
+	before := map[string]kubelet.Snapshot{"n1": f.mk(t0, 1, 2)}
+	after := map[string]kubelet.Snapshot{"n1": f.mk(t1, 6, 2)}
+	rep := f.tg.resourceWindow(f.roleOf, before, after, t0.Add(8*time.Second), t1, kubelet.ContainerKey{})
+	assert.Empty(t, rep.Invalid)
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.CPUDiluted, Detail: "node n1: the kubelet's counters span 10s, of which 20% were under load: per-role CPU is diluted by idle time; " +
+			"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s)"},
+		{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled in 2% of its CFS periods (limit 0.5 cores): it measured its limit, not its work"},
+	}, rep.Warnings)
+
+	stale := f.mk(t1, 6, 0)
+	stale.NodeCPUSeconds.Time = t0
+	rep = f.tg.resourceWindow(f.roleOf, before, map[string]kubelet.Snapshot{"n1": stale}, t0, t1, kubelet.ContainerKey{})
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.CPUIncomplete, Detail: "CPU not measured: node: samples are not in time order or not refreshed " +
+			"(first at 1970-01-01T00:16:40Z, second at 1970-01-01T00:16:40Z); the kubelet had not updated its stats, lengthen the window"},
+	}, rep.Warnings)
+	assert.True(t, rep.Warnings.Has(validity.CPUIncomplete))
+
+	back := f.mk(t1, 6, 0)
+	back.NodeCPUSeconds.Value = 5
+	rep = f.tg.resourceWindow(f.roleOf, before, map[string]kubelet.Snapshot{"n1": back}, t0, t1, kubelet.ContainerKey{})
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.CPUIncomplete, Detail: "CPU: node n1: node_cpu_usage_seconds_total went from 10 to 5 (the kubelet restarted or the node rebooted); mark the run invalid"},
+	}, rep.Warnings)
 }

@@ -287,8 +287,8 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *target.Run) error
 		mtls, why = t.mtls(ctx, rs.a)
 		if lost > 0 {
 			cnt.Allowance[rs.fault.component()] += lost
-			run.Warnings = append(run.Warnings, fmt.Sprintf("%s lost up to %d lines of its logs of verified peers and plain requests when it was killed: up to that many of %s's requests are allowed without its sidecar's record",
-				rs.fault.who(), lost, rs.fault.component()))
+			run.Warn(validity.LostLogs, "%s lost up to %d lines of its logs of verified peers and plain requests when it was killed: up to that many of %s's requests are allowed without its sidecar's record",
+				rs.fault.who(), lost, rs.fault.component())
 		}
 		run.Edges = sidecarEdges(rs.w.Path, cnt, rs.peers0, mtls, plainDelta(rs.plain0, rs.plain1), rs.a.placement == OutOfMesh)
 	} else {
@@ -298,20 +298,20 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *target.Run) error
 	checkArm := rs.s.Arm
 	if t.o.Mesh.Name() == "none" && rs.s.Arm != target.Baseline {
 		checkArm = target.Baseline // an A/A run: both arms must be unmeshed
-		run.Warnings = append(run.Warnings, "mesh none: the meshed arm is a second baseline (an A/A run)")
+		run.Warn(validity.SecondBaseline, "mesh none: the meshed arm is a second baseline (an A/A run)")
 	}
 	if why != "" && checkArm == target.Meshed {
 		run.Invalidate(validity.MeshNotOn, "mTLS not verified: %s", why)
 	}
 	outOfMesh := rs.a.placement == OutOfMesh
 	if plain := mesh.PlainByDesign(t.o.Mesh, t.meshInfo); plain != "" && rs.s.Arm != target.Baseline {
-		run.Warnings = append(run.Warnings, plain)
+		run.Warn(validity.PlainByDesign, "%s", plain)
 		run.Invalid = append(run.Invalid, target.CheckEdges(checkArm, rs.w.Path, run.Edges, run.Load.Requests-run.Load.Errors-lost, target.Hops(rs.w.Path)...)...)
 	} else {
 		run.Invalid = append(run.Invalid, checkEdges(checkArm, rs.w.Path, run.Edges, run.Load.Requests-run.Load.Errors-lost, outOfMesh)...)
 	}
 	if note := placementNote(rs.a, rs.w.Path); note != "" {
-		run.Warnings = append(run.Warnings, note)
+		run.Warn(validity.LoadgenOutOfMesh, "%s", note)
 	}
 	return nil
 }

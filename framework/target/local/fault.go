@@ -2,11 +2,11 @@ package local
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // faultRun is a fault scheduled into one window.
@@ -76,7 +76,7 @@ func judgeFault(run *target.Run, fr *faultRun) {
 		var restarts []string
 		for _, r := range run.Resources.Restarts {
 			if strings.HasPrefix(r, fr.name+" (") {
-				run.Warnings = append(run.Warnings, fmt.Sprintf("%s was killed %v into the window: its CPU is not in this run's figures", fr.name, fr.at.Sub(run.Load.Start).Round(time.Millisecond)))
+				run.Warn(validity.FaultKilled, "%s was killed %v into the window: its CPU is not in this run's figures", fr.name, fr.at.Sub(run.Load.Start).Round(time.Millisecond))
 				continue
 			}
 			restarts = append(restarts, r)

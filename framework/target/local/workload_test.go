@@ -3,7 +3,6 @@ package local_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/target/local"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 func newTarget(t *testing.T) *local.Target {
@@ -53,7 +53,8 @@ func TestKilledSidecarIsRestarted(t *testing.T) {
 	assert.Equal(t, run.Load.Errors, rec.Failed, "every failure came after the fault")
 	assert.GreaterOrEqual(t, rec.FirstSuccess, rec.FirstFailure)
 	assert.GreaterOrEqual(t, rec.Recovered, rec.FirstSuccess)
-	assert.Contains(t, strings.Join(run.Warnings, "\n"), "meshed/backend-sidecar was killed")
+	require.True(t, run.Warnings.Has(validity.FaultKilled), "%v", run.Warnings)
+	assert.Contains(t, run.Warnings.Of(validity.FaultKilled)[0].Detail, "meshed/backend-sidecar was killed")
 	assert.Equal(t, 1, tg.Restarts()["meshed/backend-sidecar"])
 	after := tg.PIDs()
 	assert.Len(t, after, len(before))
