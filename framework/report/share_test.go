@@ -18,9 +18,9 @@ func TestMeasuredShares(t *testing.T) {
 			Start: t0.Add(time.Duration(startS * float64(time.Second))), Elapsed: 3 * time.Second}}}
 	}
 	recs := []report.Record{
-		win("BenchmarkOneHop", 2.5), // warm-up from 2.0
-		win("BenchmarkOneHop", 6.1), // 0.1 s between the first window's end and this warm-up
-		win("BenchmarkTwoHop", 10),  // warm-up from 9.5, ends at 13
+		win("BenchmarkOneHop", 2.5),                        // warm-up from 2.0
+		win("BenchmarkOneHop", 6.1),                        // 0.1 s between the first window's end and this warm-up
+		win("BenchmarkTwoHop", 10),                         // warm-up from 9.5, ends at 13
 		{Benchmark: "BenchmarkBroken", Run: &target.Run{}}, // no load: skipped
 	}
 	ss := report.MeasuredShares(recs, t0, t0.Add(20*time.Second), 500*time.Millisecond)
