@@ -33,12 +33,11 @@ const faultTimeline = 50 * time.Millisecond
 // pod in the measured arm, After into the window, the way a crash would
 // (target.Kill), or stops it with SIGTERM as a rollout restart or a
 // container stop would (target.Restart), and lets the kubelet restart it
-// either way: the run measures the failed requests
-// and the recovery on the loadgens' timelines, waits (polling, within
-// Options.RestartTimeout) until the container runs again and its pod is
-// ready, so that the runs after it find the arm whole, and takes the
-// killed container's restart out of the restarts that would invalidate
-// the run. The kubelet restarts a container at once the first time and
+// either way: the run measures the failed requests and the recovery on
+// the loadgens' timelines, waits (polling, within Options.RestartTimeout)
+// until the container runs again and its pod is ready, so that the runs
+// after it find the arm whole, and takes the container's expected
+// restart out of the restarts that would invalidate the run. The kubelet restarts a container at once the first time and
 // then backs off (10 s, 20 s, … for 10 minutes): kill the same container
 // again within minutes and the recovery includes that back-off.
 
@@ -78,8 +77,8 @@ type faultRun struct {
 
 // planFault finds the container f hits in arm a: the workload's sidecar
 // (the target's own, or the mesh's) or its app, and readies the kill or
-// the stop, so that in the window it is one command. It returns nil when a has no such
-// container.
+// the stop, so that in the window it is one command. It returns nil when
+// a has no such container.
 func (t *Target) planFault(ctx context.Context, a *arm, f *target.Fault) (*faultRun, error) {
 	if f == nil {
 		return nil, nil
