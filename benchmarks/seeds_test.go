@@ -61,5 +61,6 @@ func BenchmarkProxyKilled(b *testing.B) {
 		Concurrency: []int{4},
 		Arms:        []target.Arm{target.Meshed},
 		Fault:       &target.Fault{Action: target.Kill, Workload: "backend", Sidecar: true, After: time.Second},
+		// Action: target.Restart stops it gracefully instead (SIGTERM), as a rollout restart would.
 	})
 }

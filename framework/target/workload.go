@@ -177,7 +177,40 @@ const (
 	// Kill ends the process with SIGKILL; the target's supervisor (or the
 	// kubelet) restarts it, as a crash would be.
 	Kill Action = "kill"
+	// Restart stops the process gracefully, as `kubectl rollout restart`
+	// or a container stop does: SIGTERM, on which a proxy drains or stops
+	// at once, then the target's supervisor (or the kubelet) starts it
+	// again, whatever its exit code.
+	Restart Action = "restart"
 )
+
+// Actions lists the fault actions every target knows.
+func Actions() []Action { return []Action{Kill, Restart} }
+
+// Validate refuses an action that is none of Actions, naming them.
+func (a Action) Validate() error {
+	known := Actions()
+	if slices.Contains(known, a) {
+		return nil
+	}
+	names := make([]string, len(known))
+	for i, k := range known {
+		names[i] = string(k)
+	}
+	return fmt.Errorf("fault action %q is unknown: want %s", a, strings.Join(names, " or "))
+}
+
+// Past is the action done, for what a run reports: "killed",
+// "restarted".
+func (a Action) Past() string {
+	switch a {
+	case Kill:
+		return "killed"
+	case Restart:
+		return "restarted"
+	}
+	return "hit by " + strconv.Quote(string(a))
+}
 
 // Fault acts on one workload's role in the measured arm during the window.
 // The run is then in expected-disruption mode: failed requests are
@@ -195,7 +228,8 @@ type Fault struct {
 	After time.Duration `json:"after"`
 }
 
-// String reads like the scenario: "kill backend's sidecar after 1s".
+// String reads like the scenario: "kill backend's sidecar after 1s",
+// "restart backend's sidecar after 1s".
 func (f Fault) String() string {
 	what := f.Workload
 	if f.Sidecar {

@@ -27,3 +27,19 @@ func TestWorkloadFlow(t *testing.T) {
 	w = Workload{Flow: &load.Flow{}}
 	assert.EqualError(t, w.Normalize(Workload{}), "flow: steps: at least one")
 }
+
+// TestFaultActions: a fault reads like the scenario, whatever it does;
+// an action no target knows is refused with the known ones.
+func TestFaultActions(t *testing.T) {
+	assert.Equal(t, "kill backend's sidecar after 1s", Fault{Action: Kill, Workload: "backend", Sidecar: true, After: time.Second}.String())
+	assert.Equal(t, "restart backend's sidecar after 1s", Fault{Action: Restart, Workload: "backend", Sidecar: true, After: time.Second}.String())
+	assert.Equal(t, "restart frontend after 250ms", Fault{Action: Restart, Workload: "frontend", After: 250 * time.Millisecond}.String())
+	assert.Equal(t, []Action{Kill, Restart}, Actions())
+	for _, a := range Actions() {
+		assert.NoError(t, a.Validate(), a)
+	}
+	assert.EqualError(t, Action("pause").Validate(), `fault action "pause" is unknown: want kill or restart`)
+	assert.EqualError(t, Action("").Validate(), `fault action "" is unknown: want kill or restart`)
+	assert.Equal(t, "killed", Kill.Past())
+	assert.Equal(t, "restarted", Restart.Past())
+}

@@ -87,11 +87,11 @@ const (
 	CPUDiluted Kind = "cpu-diluted"
 	// FaultNoFailures: a fault happened but failed no request.
 	FaultNoFailures Kind = "fault-no-failures"
-	// FaultKilled: a fault killed a process or container, whose CPU is
-	// then not in the run's figures.
+	// FaultKilled: a fault killed a process or container, or stopped it
+	// for a restart, whose CPU is then not in the run's figures.
 	FaultKilled Kind = "fault-killed"
-	// FaultRestarted: the killed container was restarted, and when it ran
-	// and was ready again.
+	// FaultRestarted: the killed (or stopped) container was restarted,
+	// and when it ran and was ready again.
 	FaultRestarted Kind = "fault-restarted"
 	// LostLogs: a killed sidecar lost the logs that prove the path, so
 	// that many requests are allowed without its record.

@@ -30,13 +30,14 @@ import (
 const faultTimeline = 50 * time.Millisecond
 
 // A fault on a cluster kills one container of the workload's first ready
-// pod in the measured arm, After into the window, the way a crash would,
-// and lets the kubelet restart it: the run measures the failed requests
-// and the recovery on the loadgens' timelines, waits (polling, within
-// Options.RestartTimeout) until the container runs again and its pod is
-// ready, so that the runs after it find the arm whole, and takes the
-// killed container's restart out of the restarts that would invalidate
-// the run. The kubelet restarts a container at once the first time and
+// pod in the measured arm, After into the window, the way a crash would
+// (target.Kill), or stops it with SIGTERM as a rollout restart or a
+// container stop would (target.Restart), and lets the kubelet restart it
+// either way: the run measures the failed requests and the recovery on
+// the loadgens' timelines, waits (polling, within Options.RestartTimeout)
+// until the container runs again and its pod is ready, so that the runs
+// after it find the arm whole, and takes the container's expected
+// restart out of the restarts that would invalidate the run. The kubelet restarts a container at once the first time and
 // then backs off (10 s, 20 s, … for 10 minutes): kill the same container
 // again within minutes and the recovery includes that back-off.
 
@@ -52,8 +53,8 @@ type faultRun struct {
 	logs     bool
 	restarts int32 // of the container before the run
 
-	// fire kills the container and says when; how says how. aimErr is
-	// why it could not be readied.
+	// fire kills (or stops) the container and says when; how says how.
+	// aimErr is why it could not be readied.
 	fire   func(context.Context) (time.Time, error)
 	how    string
 	aimErr error
@@ -61,7 +62,7 @@ type faultRun struct {
 	stop, done chan struct{}
 	started    time.Time // the window's start, on the harness clock
 	fired      bool
-	at         time.Time // when the container was killed
+	at         time.Time // when the container was killed or stopped
 	err        error
 
 	// watched is closed when the watch of the restart, started with the
@@ -74,10 +75,10 @@ type faultRun struct {
 	state         string
 }
 
-// planFault finds the container f kills in arm a: the workload's sidecar
-// (the target's own, or the mesh's) or its app, and readies the kill, so
-// that in the window it is one command. It returns nil when a has no such
-// container.
+// planFault finds the container f hits in arm a: the workload's sidecar
+// (the target's own, or the mesh's) or its app, and readies the kill or
+// the stop, so that in the window it is one command. It returns nil when
+// a has no such container.
 func (t *Target) planFault(ctx context.Context, a *arm, f *target.Fault) (*faultRun, error) {
 	if f == nil {
 		return nil, nil
@@ -105,7 +106,7 @@ func (t *Target) planFault(ctx context.Context, a *arm, f *target.Fault) (*fault
 		fr.aimErr = errors.New("no way to kill a container on this cluster")
 		return fr, nil
 	}
-	fr.fire, fr.how, fr.aimErr = t.killer.aim(ctx, &fr.pod, fr.container)
+	fr.fire, fr.how, fr.aimErr = t.killer.aim(ctx, &fr.pod, fr.container, f.Action)
 	return fr, nil
 }
 
@@ -197,7 +198,8 @@ func (fr *faultRun) wait() {
 	}
 }
 
-// killed reports whether the container was killed.
+// killed reports whether the container was killed, or stopped for a
+// restart.
 func (fr *faultRun) killed() bool { return fr != nil && fr.fired && fr.err == nil }
 
 // killedKey is the killed container, whose restart the run expects; the
@@ -270,21 +272,21 @@ func describeState(st corev1.ContainerStatus) string {
 }
 
 // judgeFault puts the fault's outcome on run (target.JudgeFault), with
-// the kubelet's restart of the killed container.
+// the kubelet's restart of the killed (or stopped) container.
 func (t *Target) judgeFault(run *target.Run, fr *faultRun) {
 	if fr == nil {
 		return // this arm has no such container
 	}
 	run.Fault = &fr.f
 	if fr.killed() {
-		run.Warn(validity.FaultKilled, "%s was killed %v into the window (%s): its CPU is not in this run's figures",
-			fr.who(), fr.at.Sub(fr.started).Round(time.Millisecond), fr.how)
+		run.Warn(validity.FaultKilled, "%s was %s %v into the window (%s): its CPU is not in this run's figures",
+			fr.who(), fr.f.Action.Past(), fr.at.Sub(fr.started).Round(time.Millisecond), fr.how)
 		if fr.back.IsZero() {
 			run.Invalidate(validity.FaultNotRecovered, "%s was not running and ready again within %v of the window's end: %s",
 				fr.who(), t.o.RestartTimeout, fr.state)
 		} else {
-			run.Warn(validity.FaultRestarted, "the kubelet restarted %s (restarts %d → %d): running again %v and ready %v after the kill",
-				fr.who(), fr.restarts, fr.restartsAfter, fr.running.Sub(fr.at).Round(100*time.Millisecond), fr.back.Sub(fr.at).Round(100*time.Millisecond))
+			run.Warn(validity.FaultRestarted, "the kubelet restarted %s (restarts %d → %d): running again %v and ready %v after the %s",
+				fr.who(), fr.restarts, fr.restartsAfter, fr.running.Sub(fr.at).Round(100*time.Millisecond), fr.back.Sub(fr.at).Round(100*time.Millisecond), fr.f.Action)
 		}
 	}
 	if fr.killed() && run.Load.Timeline == nil {
@@ -296,11 +298,25 @@ func (t *Target) judgeFault(run *target.Run, fr *faultRun) {
 }
 
 // killer kills one container of a pod as a crash would, or as near to it
-// as the cluster allows. aim readies the kill before the window and says
-// how it kills; fire, in the window, kills and returns when, by the clock
+// as the cluster allows, or stops it with SIGTERM for a restart, as
+// action says. aim readies the signal before the window and says how it
+// is sent; fire, in the window, sends it and returns when, by the clock
 // of the container's node.
 type killer interface {
-	aim(ctx context.Context, pod *corev1.Pod, container string) (fire func(context.Context) (time.Time, error), how string, err error)
+	aim(ctx context.Context, pod *corev1.Pod, container string, action target.Action) (fire func(context.Context) (time.Time, error), how string, err error)
+}
+
+// signals are the signals a fault's action sends the container's main
+// process: a crash's, or the kubelet's when it stops a container.
+var signals = map[target.Action]string{target.Kill: "KILL", target.Restart: "TERM"}
+
+// signalOf is the signal action sends.
+func signalOf(action target.Action) (string, error) {
+	sig, ok := signals[action]
+	if !ok {
+		return "", fmt.Errorf("fault action %q: no signal for it on clusters", action)
+	}
+	return sig, nil
 }
 
 // newKiller picks how faults kill: through the node when the target has
@@ -343,10 +359,15 @@ var containerIDPattern = regexp.MustCompile(`^[0-9a-f]{12,128}$`)
 
 // nodeKiller sends SIGKILL to the container's main process from its node:
 // the container exits with code 137, as a crash or the OOM killer would
-// end it. The node's clock is the harness's on kind (one kernel).
+// end it; or, for a restart, SIGTERM, as the kubelet stops a container.
+// The node's clock is the harness's on kind (one kernel).
 type nodeKiller struct{ exec NodeExec }
 
-func (k nodeKiller) aim(ctx context.Context, pod *corev1.Pod, container string) (func(context.Context) (time.Time, error), string, error) {
+func (k nodeKiller) aim(ctx context.Context, pod *corev1.Pod, container string, action target.Action) (func(context.Context) (time.Time, error), string, error) {
+	sig, err := signalOf(action)
+	if err != nil {
+		return nil, "", err
+	}
 	st, _ := containerStatus(pod, container)
 	_, id, _ := strings.Cut(st.ContainerID, "://")
 	if !containerIDPattern.MatchString(id) {
@@ -362,14 +383,14 @@ func (k nodeKiller) aim(ctx context.Context, pod *corev1.Pod, container string) 
 		return nil, "", fmt.Errorf("find the main process of %s: crictl answered %q", who, strings.TrimSpace(string(out)))
 	}
 	fire := func(ctx context.Context) (time.Time, error) {
-		script := fmt.Sprintf("date +%%s%%N && kill -KILL %d", pid)
+		script := fmt.Sprintf("date +%%s%%N && kill -%s %d", sig, pid)
 		out, err := k.exec(ctx, node, "sh", "-c", script)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("kill %s (%s): %w: %s", who, script, err, strings.TrimSpace(string(out)))
+			return time.Time{}, fmt.Errorf("%s %s (%s): %w: %s", action, who, script, err, strings.TrimSpace(string(out)))
 		}
 		return clockOf(out), nil
 	}
-	return fire, "SIGKILL to its main process, through node " + node, nil
+	return fire, "SIG" + sig + " to its main process, through node " + node, nil
 }
 
 // clockOf reads the `date +%s%N` a kill printed first; zero when it did
@@ -388,7 +409,8 @@ func clockOf(out []byte) time.Time {
 
 // execKiller asks the container's PID 1 to stop, by exec into the
 // container: a process cannot SIGKILL its own PID namespace's init, so
-// this is SIGTERM, which nginx and Envoy take as a fast shutdown.
+// this is SIGTERM for a kill too, which nginx and Envoy take as a fast
+// shutdown; for a restart it is the signal the kubelet would send.
 type execKiller struct {
 	cfg *rest.Config
 	c   kubernetes.Interface
@@ -397,7 +419,10 @@ type execKiller struct {
 // execKillCommand is what execKiller runs in the container.
 var execKillCommand = []string{"sh", "-c", "date +%s%N; kill -TERM 1"}
 
-func (k execKiller) aim(_ context.Context, pod *corev1.Pod, container string) (func(context.Context) (time.Time, error), string, error) {
+func (k execKiller) aim(_ context.Context, pod *corev1.Pod, container string, action target.Action) (func(context.Context) (time.Time, error), string, error) {
+	if _, err := signalOf(action); err != nil {
+		return nil, "", err
+	}
 	req := k.c.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: execKillCommand, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	ex, err := remotecommand.NewSPDYExecutor(k.cfg, "POST", req.URL())

@@ -19,16 +19,25 @@ import (
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
-// fakeKiller kills a container of the fake cluster: its app answers 503
-// for down, then the container is restarted, as a kubelet would, and
-// reports a new start time.
+// fakeKiller kills (or, for a restart, stops) a container of the fake
+// cluster: its app answers 503 for down whatever the signal, then the
+// container is restarted, as a kubelet would, and reports a new start
+// time. signals records what each fault sent.
 type fakeKiller struct {
-	fc   *fakeCluster
-	down time.Duration
+	fc      *fakeCluster
+	down    time.Duration
+	signals *[]string
 }
 
-func (k fakeKiller) aim(_ context.Context, pod *corev1.Pod, container string) (func(context.Context) (time.Time, error), string, error) {
-	return func(context.Context) (time.Time, error) { return k.kill(pod, container), nil }, "fake SIGKILL", nil
+func (k fakeKiller) aim(_ context.Context, pod *corev1.Pod, container string, action target.Action) (func(context.Context) (time.Time, error), string, error) {
+	sig, err := signalOf(action)
+	if err != nil {
+		return nil, "", err
+	}
+	return func(context.Context) (time.Time, error) {
+		*k.signals = append(*k.signals, sig)
+		return k.kill(pod, container), nil
+	}, "fake SIG" + sig, nil
 }
 
 func (k fakeKiller) kill(pod *corev1.Pod, container string) time.Time {
@@ -56,53 +65,62 @@ func (k fakeKiller) kill(pod *corev1.Pod, container string) time.Time {
 	return at
 }
 
-// TestTargetFaultOnFakeCluster kills the meshed backend's sidecar 300 ms
-// into the window: the run measures the failures and the recovery, takes
-// the restart as expected, and the runs after it are whole; the baseline
-// has no sidecar, so no fault.
+// TestTargetFaultOnFakeCluster kills, then restarts, the meshed backend's
+// sidecar 300 ms into the window: each run measures the failures and the
+// recovery, takes the restart as expected, and the runs after it are
+// whole; the baseline has no sidecar, so no fault.
 func TestTargetFaultOnFakeCluster(t *testing.T) {
 	fc, ctx, m := startFakeCluster(t)
 	tg := fc.newTarget(t, Options{Mesh: m, RestartTimeout: 10 * time.Second})
 	require.NoError(t, tg.setUp(ctx))
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
-	tg.killer, tg.faultWhyNot = fakeKiller{fc: fc, down: 400 * time.Millisecond}, ""
-	f := &target.Fault{Action: target.Kill, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}
+	var signals []string
+	tg.killer, tg.faultWhyNot = fakeKiller{fc: fc, down: 400 * time.Millisecond, signals: &signals}, ""
 	w := target.Workload{Path: target.OneHop}
-	require.NoError(t, tg.Supports(w, f))
 	// Open loop: the rate before and after the fault is the same, whatever
 	// else this machine runs.
 	o := load.Options{Concurrency: 2, QPS: 200, RateTolerance: 0.3, Duration: 1500 * time.Millisecond, Warmup: -1}
-
-	run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: w, Load: o, Fault: f})
-	require.NoError(t, err)
-	assert.Empty(t, run.Invalid)
-	assert.Equal(t, f, run.Fault)
-	require.NotNil(t, run.Recovery)
-	rec := run.Recovery
-	assert.Positive(t, rec.Failed)
-	assert.Equal(t, run.Load.Errors, rec.Failed, "every failure after the kill")
-	assert.InDelta(t, 300, rec.At.Seconds()*1000, 150, "on the harness clock")
-	assert.GreaterOrEqual(t, rec.FirstSuccess, time.Duration(0))
-	assert.GreaterOrEqual(t, rec.Recovered, 300*time.Millisecond, "the app answered 503 for 400 ms")
 	backend := tg.arms[target.Meshed].ns + "/backend-0"
-	require.Len(t, run.Warnings, 2, "%q", run.Warnings)
-	assert.Equal(t, []validity.Kind{validity.FaultKilled, validity.FaultRestarted}, run.Warnings.Kinds())
-	assert.Regexp(t, `^mb-sidecar of `+backend+` was killed 3\d\dms into the window \(fake SIGKILL\): its CPU is not in this run's figures$`, run.Warnings[0].Detail)
-	assert.Regexp(t, `^the kubelet restarted mb-sidecar of `+backend+` \(restarts 0 → 1\): running again [\d.]+m?s and ready [\d.]+m?s after the kill$`, run.Warnings[1].Detail)
-	assert.Equal(t, 50*time.Millisecond, run.Load.Timeline.Bucket)
-	assert.True(t, run.Load.Options.ExpectErrors)
+	for i, tc := range []struct {
+		action    target.Action
+		did, sent string
+	}{{target.Kill, "killed", "KILL"}, {target.Restart, "restarted", "TERM"}} {
+		f := &target.Fault{Action: tc.action, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}
+		require.NoError(t, tg.Supports(w, f))
+		run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: w, Load: o, Fault: f})
+		require.NoError(t, err, f)
+		assert.Empty(t, run.Invalid, f)
+		assert.Equal(t, f, run.Fault)
+		assert.Equal(t, tc.sent, signals[len(signals)-1], f)
+		require.NotNil(t, run.Recovery, f)
+		rec := run.Recovery
+		assert.Positive(t, rec.Failed, "%s: the fake app answers 503 for 400 ms whatever the signal", f)
+		assert.Equal(t, run.Load.Errors, rec.Failed, "%s: every failure after the fault", f)
+		assert.InDelta(t, 300, rec.At.Seconds()*1000, 150, "%s: on the harness clock", f)
+		assert.GreaterOrEqual(t, rec.FirstSuccess, time.Duration(0), f)
+		assert.GreaterOrEqual(t, rec.Recovered, 300*time.Millisecond, "%s: the app answered 503 for 400 ms", f)
+		require.Len(t, run.Warnings, 2, "%q", run.Warnings)
+		assert.Equal(t, []validity.Kind{validity.FaultKilled, validity.FaultRestarted}, run.Warnings.Kinds())
+		assert.Regexp(t, `^mb-sidecar of `+backend+` was `+tc.did+` 3\d\dms into the window \(fake SIG`+tc.sent+`\): its CPU is not in this run's figures$`, run.Warnings[0].Detail)
+		assert.Regexp(t, fmt.Sprintf(`^the kubelet restarted mb-sidecar of %s \(restarts %d → %d\): running again [\d.]+m?s and ready [\d.]+m?s after the %s$`,
+			backend, i, i+1, tc.action), run.Warnings[1].Detail)
+		assert.Equal(t, 50*time.Millisecond, run.Load.Timeline.Bucket)
+		assert.True(t, run.Load.Options.ExpectErrors)
 
-	run, err = tg.Run(ctx, target.Spec{Arm: target.Baseline, Workload: w, Load: o, Fault: f})
+		run, err = tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: w, Load: o})
+		require.NoError(t, err)
+		assert.Empty(t, run.Invalid, "the run after the %s finds the arm whole", tc.action)
+		assert.Empty(t, run.Warnings)
+	}
+
+	f := &target.Fault{Action: target.Restart, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}
+	run, err := tg.Run(ctx, target.Spec{Arm: target.Baseline, Workload: w, Load: o, Fault: f})
 	require.NoError(t, err)
-	assert.Empty(t, run.Invalid, "the baseline has no sidecar to kill")
+	assert.Empty(t, run.Invalid, "the baseline has no sidecar to restart")
 	assert.Nil(t, run.Fault)
 	assert.Nil(t, run.Recovery)
 	assert.Zero(t, run.Load.Errors)
-
-	run, err = tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: w, Load: o})
-	require.NoError(t, err)
-	assert.Empty(t, run.Invalid, "the run after the fault finds the arm whole")
-	assert.Empty(t, run.Warnings)
+	assert.Equal(t, []string{"KILL", "TERM"}, signals)
 }
 
 // TestFaultNotRestarted: a container the kubelet does not bring back in
@@ -135,7 +153,7 @@ func TestFaultNeedsTimeline(t *testing.T) {
 
 // TestNodeKiller: the kill is aimed before the window (the container's
 // main process found with crictl on its node) and is one command in it,
-// which prints the node's clock.
+// which prints the node's clock; a restart is the same with SIGTERM.
 func TestNodeKiller(t *testing.T) {
 	var cmds [][]string
 	answers := []string{"4242\n", "1764500000123456789\n"}
@@ -152,7 +170,7 @@ func TestNodeKiller(t *testing.T) {
 	p := runPod("ns", "backend-0", manifests.Backend, "r")
 	p.Spec.NodeName = "kind-worker"
 	p.Status.ContainerStatuses[0].ContainerID = "containerd://0123456789abcdef0123"
-	fire, how, err := k.aim(context.Background(), p, "backend")
+	fire, how, err := k.aim(context.Background(), p, "backend", target.Kill)
 	require.NoError(t, err)
 	assert.Equal(t, "SIGKILL to its main process, through node kind-worker", how)
 	assert.Equal(t, [][]string{{"kind-worker", "crictl", "inspect", "--output", "go-template", "--template", "{{.info.pid}}", "0123456789abcdef0123"}}, cmds)
@@ -161,18 +179,34 @@ func TestNodeKiller(t *testing.T) {
 	assert.Equal(t, time.Unix(0, 1764500000123456789), at)
 	assert.Equal(t, []string{"kind-worker", "sh", "-c", "date +%s%N && kill -KILL 4242"}, cmds[1])
 
+	answers = []string{"4343\n", "1764500000987654321\n"}
+	restart, how, err := k.aim(context.Background(), p, "backend", target.Restart)
+	require.NoError(t, err)
+	assert.Equal(t, "SIGTERM to its main process, through node kind-worker", how)
+	at, err = restart(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, time.Unix(0, 1764500000987654321), at)
+	assert.Equal(t, []string{"kind-worker", "sh", "-c", "date +%s%N && kill -TERM 4343"}, cmds[3])
+
 	fail = errors.New("exit status 1")
 	_, err = fire(context.Background())
 	assert.EqualError(t, err, "kill container backend of ns/backend-0 on node kind-worker (date +%s%N && kill -KILL 4242): exit status 1: no such container")
-	_, _, err = k.aim(context.Background(), p, "backend")
+	_, err = restart(context.Background())
+	assert.EqualError(t, err, "restart container backend of ns/backend-0 on node kind-worker (date +%s%N && kill -TERM 4343): exit status 1: no such container")
+	_, _, err = k.aim(context.Background(), p, "backend", target.Kill)
 	assert.EqualError(t, err, "find the main process of container backend of ns/backend-0 on node kind-worker: exit status 1: no such container")
 	fail, answers = nil, []string{"1\n"}
-	_, _, err = k.aim(context.Background(), p, "backend")
+	_, _, err = k.aim(context.Background(), p, "backend", target.Kill)
 	assert.EqualError(t, err, `find the main process of container backend of ns/backend-0 on node kind-worker: crictl answered "1"`)
 
 	p.Status.ContainerStatuses[0].ContainerID = "containerd://x; reboot"
-	_, _, err = k.aim(context.Background(), p, "backend")
+	_, _, err = k.aim(context.Background(), p, "backend", target.Restart)
 	assert.EqualError(t, err, `container backend of ns/backend-0: no CRI container ID in its status ("containerd://x; reboot")`)
+
+	_, _, err = k.aim(context.Background(), p, "backend", "pause")
+	assert.EqualError(t, err, `fault action "pause": no signal for it on clusters`)
+	_, _, err = execKiller{}.aim(context.Background(), p, "backend", "pause")
+	assert.EqualError(t, err, `fault action "pause": no signal for it on clusters`)
 }
 
 // TestWithin: the kill's time as its node says, kept within the span of

@@ -266,7 +266,8 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *target.Run) error
 	}
 	var mtls []mesh.Edge
 	why := ""
-	// What a killed sidecar had buffered of its logs is lost with it.
+	// What a killed (or stopped) sidecar had buffered of its logs is lost
+	// with it.
 	var lost int64
 	if rs.a.sidecar {
 		lost = rs.fault.lostLog(rs.o.Concurrency)
@@ -287,8 +288,8 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *target.Run) error
 		mtls, why = t.mtls(ctx, rs.a)
 		if lost > 0 {
 			cnt.Allowance[rs.fault.component()] += lost
-			run.Warn(validity.LostLogs, "%s lost up to %d lines of its logs of verified peers and plain requests when it was killed: up to that many of %s's requests are allowed without its sidecar's record",
-				rs.fault.who(), lost, rs.fault.component())
+			run.Warn(validity.LostLogs, "%s lost up to %d lines of its logs of verified peers and plain requests when it was %s: up to that many of %s's requests are allowed without its sidecar's record",
+				rs.fault.who(), lost, rs.fault.f.Action.Past(), rs.fault.component())
 		}
 		run.Edges = sidecarEdges(rs.w.Path, cnt, rs.peers0, mtls, plainDelta(rs.plain0, rs.plain1), rs.a.placement == OutOfMesh)
 	} else {

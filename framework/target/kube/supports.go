@@ -91,12 +91,12 @@ func (t *Target) placementUnsupported(w target.Workload) []string {
 // faultUnsupported says why f cannot happen during a run of w.
 func (t *Target) faultUnsupported(w target.Workload, f target.Fault) []string {
 	var why []string
-	if f.Action != target.Kill {
-		why = append(why, fmt.Sprintf("fault %q: the kube target can only kill", f.Action))
+	if err := f.Action.Validate(); err != nil {
+		why = append(why, err.Error())
 	}
 	switch {
 	case f.Workload == "loadgen":
-		why = append(why, "fault on the loadgen: on clusters only the backend's and the frontend's containers are killed")
+		why = append(why, "fault on the loadgen: on clusters faults hit only the backend's and the frontend's containers")
 	case !slices.Contains(target.Workloads(w.Path), f.Workload):
 		why = append(why, fmt.Sprintf("fault on %q: not on the %s path (%s)", f.Workload, w.Path, strings.Join(target.Workloads(w.Path), ", ")))
 	}

@@ -49,8 +49,9 @@ func TestSupportsPlacements(t *testing.T) {
 	assert.NoError(t, tg.Supports(target.Workload{Placement: target.InMesh, Loadgens: 4}, nil))
 }
 
-// TestSupportsFaults: killing a sidecar or an app on the path is served;
-// everything else is skipped with the reason.
+// TestSupportsFaults: killing or restarting a sidecar or an app on the
+// path is served; everything else, an unknown action too, is skipped with
+// the reason.
 func TestSupportsFaults(t *testing.T) {
 	tg := supportsTarget(t, "sidecar")
 	kill := func(w string, sidecar bool) *target.Fault {
@@ -59,12 +60,19 @@ func TestSupportsFaults(t *testing.T) {
 	assert.NoError(t, tg.Supports(target.Workload{}, kill("backend", true)))
 	assert.NoError(t, tg.Supports(target.Workload{Path: target.TwoHop, Placement: target.OutOfMesh, Loadgens: 2}, kill("frontend", false)))
 	assert.EqualError(t, tg.Supports(target.Workload{}, kill("frontend", true)), `fault on "frontend": not on the one-hop path (backend)`)
-	assert.EqualError(t, tg.Supports(target.Workload{}, kill("loadgen", true)), "fault on the loadgen: on clusters only the backend's and the frontend's containers are killed")
-	assert.EqualError(t, tg.Supports(target.Workload{}, &target.Fault{Action: "pause", Workload: "backend"}), `fault "pause": the kube target can only kill`)
+	assert.EqualError(t, tg.Supports(target.Workload{}, kill("loadgen", true)), "fault on the loadgen: on clusters faults hit only the backend's and the frontend's containers")
+	restart := &target.Fault{Action: target.Restart, Workload: "backend", Sidecar: true, After: time.Second}
+	assert.NoError(t, tg.Supports(target.Workload{}, restart))
+	assert.NoError(t, tg.Supports(target.Workload{Path: target.TwoHop}, &target.Fault{Action: target.Restart, Workload: "frontend"}))
+	assert.EqualError(t, tg.Supports(target.Workload{}, &target.Fault{Action: "pause", Workload: "backend"}), `fault action "pause" is unknown: want kill or restart`)
+	assert.EqualError(t, tg.Supports(target.Workload{}, &target.Fault{Action: "pause", Workload: "loadgen"}),
+		`fault action "pause" is unknown: want kill or restart; fault on the loadgen: on clusters faults hit only the backend's and the frontend's containers`)
 
 	tg.faultWhyNot = "faults need node access (Options.NodeExec) or a rest.Config to exec with"
 	assert.EqualError(t, tg.Supports(target.Workload{}, kill("backend", true)),
 		"fault kill backend's sidecar after 1s: faults need node access (Options.NodeExec) or a rest.Config to exec with")
+	assert.EqualError(t, tg.Supports(target.Workload{}, restart),
+		"fault restart backend's sidecar after 1s: faults need node access (Options.NodeExec) or a rest.Config to exec with")
 	assert.NoError(t, tg.Supports(target.Workload{}, nil), "only faults are skipped")
 
 	ambient := supportsTarget(t, "istio-ambient")

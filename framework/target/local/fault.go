@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,12 +12,13 @@ import (
 
 // faultRun is a fault scheduled into one window.
 type faultRun struct {
-	name  string
-	stop  chan struct{}
-	done  chan struct{}
-	fired bool
-	at    time.Time
-	err   error
+	name   string
+	action target.Action
+	stop   chan struct{}
+	done   chan struct{}
+	fired  bool
+	at     time.Time
+	err    error
 }
 
 // fault schedules the spec's fault, if any, After into the window that
@@ -37,7 +39,7 @@ func (t *Target) fault(ctx context.Context, s target.Spec, ar *arm) (*faultRun, 
 		close(fr.done)
 		return fr, nil
 	}
-	fr.name = p.name
+	fr.name, fr.action = p.name, s.Fault.Action
 	timer := time.NewTimer(s.Fault.After)
 	go func() {
 		defer close(fr.done)
@@ -45,12 +47,25 @@ func (t *Target) fault(ctx context.Context, s target.Spec, ar *arm) (*faultRun, 
 		select {
 		case <-timer.C:
 			fr.fired, fr.at = true, time.Now()
-			fr.err = p.kill()
+			fr.err = p.act(ctx, s.Fault.Action)
 		case <-fr.stop:
 		case <-ctx.Done():
 		}
 	}()
 	return fr, nil
+}
+
+// act does a fault's action to p's current incarnation: a kill, or a
+// graceful stop, SIGKILLed after stopGrace; the supervisor starts the
+// next incarnation either way.
+func (p *process) act(ctx context.Context, a target.Action) error {
+	switch a {
+	case target.Kill:
+		return p.kill()
+	case target.Restart:
+		return p.restart(ctx, stopGrace)
+	}
+	return fmt.Errorf("%s: fault action %q is not implemented on the local target", p.name, a)
 }
 
 // wait ends the fault's schedule with the window and reports it.
@@ -65,8 +80,8 @@ func (fr *faultRun) wait() *faultRun {
 }
 
 // judgeFault puts the fault's outcome on the run (target.JudgeFault),
-// with the expected restart of the killed process taken out of the
-// restarts that would invalidate it.
+// with the expected restart of the killed or restarted process taken out
+// of the restarts that would invalidate it.
 func judgeFault(run *target.Run, fr *faultRun) {
 	if fr.name == "" {
 		run.Fault = nil // this arm has no such process
@@ -76,7 +91,7 @@ func judgeFault(run *target.Run, fr *faultRun) {
 		var restarts []string
 		for _, r := range run.Resources.Restarts {
 			if strings.HasPrefix(r, fr.name+" (") {
-				run.Warn(validity.FaultKilled, "%s was killed %v into the window: its CPU is not in this run's figures", fr.name, fr.at.Sub(run.Load.Start).Round(time.Millisecond))
+				run.Warn(validity.FaultKilled, "%s was %s %v into the window: its CPU is not in this run's figures", fr.name, fr.action.Past(), fr.at.Sub(run.Load.Start).Round(time.Millisecond))
 				continue
 			}
 			restarts = append(restarts, r)

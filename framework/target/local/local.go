@@ -236,8 +236,10 @@ func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 			why = append(why, fmt.Sprintf("protocol %s runs HTTP/2 end to end and needs a sidecar that proxies HTTP/2 to its peers and app (caddy); %s proxies in HTTP/1.1", w.Protocol, m.sc.Name()))
 		}
 	}
-	if f != nil && f.Action != target.Kill {
-		why = append(why, fmt.Sprintf("fault %q: the local target can only kill", f.Action))
+	if f != nil {
+		if err := f.Action.Validate(); err != nil {
+			why = append(why, err.Error())
+		}
 	}
 	if f != nil && f.Workload != "loadgen" && !slices.Contains(target.Workloads(w.Path), f.Workload) {
 		why = append(why, fmt.Sprintf("fault on %q: not on the %s path (%s)", f.Workload, w.Path, strings.Join(target.Workloads(w.Path), ", ")))
@@ -581,7 +583,7 @@ func hopRank(name string) int {
 
 // Close stops every process and removes the run directory.
 func (t *Target) Close(context.Context) error {
-	err := t.sup.stopAll(3 * time.Second)
+	err := t.sup.stopAll(stopGrace)
 	if rmErr := os.RemoveAll(t.dir); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("remove %s: %w", t.dir, rmErr))
 	}

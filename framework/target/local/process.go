@@ -40,6 +40,9 @@ type process struct {
 	waitErr  error
 	restarts int
 	stopping bool
+	// stopped is closed when the incarnation a restart asked to stop has
+	// exited; nil before any restart.
+	stopped <-chan struct{}
 }
 
 // supervisor owns every child process of a run.
@@ -107,7 +110,14 @@ func (p *process) spawnLocked(dir string) error {
 	return nil
 }
 
-// keepRunning restarts p whenever it exits, until stopAll.
+// stopGrace is how long a stopped process has to exit on SIGTERM before
+// it is sent SIGKILL, as a pod's terminationGracePeriodSeconds: shorter,
+// since these proxies stop within it.
+const stopGrace = 3 * time.Second
+
+// keepRunning restarts p whenever it exits, until stopAll, whatever its
+// exit status: a crash, a SIGKILL, or a clean exit 0 on SIGTERM (Caddy's),
+// as the kubelet restarts a container under restartPolicy Always.
 func (s *supervisor) keepRunning(p *process) {
 	for {
 		<-p.done()
@@ -159,6 +169,31 @@ func (p *process) kill() error {
 	if err := syscall.Kill(-p.pid(), syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill %s (pid %d): %w", p.name, p.pid(), err)
 	}
+	return nil
+}
+
+// restart stops the current incarnation gracefully, as the kubelet stops
+// a container: SIGTERM to its process group, and SIGKILL if it still runs
+// grace later. It returns once SIGTERM is sent; the supervisor starts the
+// next incarnation when this one has exited.
+func (p *process) restart(ctx context.Context, grace time.Duration) error {
+	p.mu.Lock()
+	pid, exited := p.cmd.Process.Pid, p.exited
+	p.stopped = exited
+	p.mu.Unlock()
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("restart %s: SIGTERM to pid %d: %w", p.name, pid, err)
+	}
+	go func() {
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
+		select {
+		case <-exited:
+		case <-ctx.Done(): // stopAll ends what is left
+		case <-timer.C:
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}()
 	return nil
 }
 
@@ -220,7 +255,9 @@ func (p *process) exitErr() error {
 }
 
 // settle waits until every process runs and listens again, after a fault
-// or a crash, so that the next run starts on a whole deployment.
+// or a crash, so that the next run starts on a whole deployment: a
+// process asked to stop by a restart has exited and been started again,
+// not still draining into the next window.
 func (s *supervisor) settle(ctx context.Context, timeout time.Duration) error {
 	s.mu.Lock()
 	procs := append([]*process(nil), s.procs...)
@@ -228,6 +265,9 @@ func (s *supervisor) settle(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for _, p := range procs {
+		if err := p.awaitStopped(ctx); err != nil {
+			return err
+		}
 		for !p.alive() {
 			select {
 			case <-ctx.Done():
@@ -240,6 +280,23 @@ func (s *supervisor) settle(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// awaitStopped waits until the incarnation a restart asked to stop has
+// exited.
+func (p *process) awaitStopped(ctx context.Context) error {
+	p.mu.Lock()
+	stopped := p.stopped
+	p.mu.Unlock()
+	if stopped == nil {
+		return nil
+	}
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s did not stop after SIGTERM: %w; last log lines:\n%s", p.name, ctx.Err(), p.tail(15))
+	}
 }
 
 // stopAll sends SIGTERM to every process group, waits up to grace, then

@@ -72,6 +72,47 @@ func TestKilledSidecarIsRestarted(t *testing.T) {
 	assert.Zero(t, base.Load.Errors)
 }
 
+// TestRestartedSidecarComesBack restarts the meshed backend's sidecar
+// 300 ms into the window, as a container stop would: SIGTERM, on which
+// Caddy exits cleanly, then the supervisor starts it again as a kubelet
+// would. The recovery is on the run (a graceful stop may fail no request:
+// then the run only warns), the sidecar has a new pid, and the runs after
+// it, in either arm, work on the restarted proxy.
+func TestRestartedSidecarComesBack(t *testing.T) {
+	tg := newTarget(t)
+	before := tg.PIDs()
+	fault := &target.Fault{Action: target.Restart, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}
+	require.NoError(t, tg.Supports(target.Workload{}, fault))
+	run, err := tg.Run(t.Context(), target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.OneHop}, Load: short, Fault: fault})
+	require.NoError(t, err)
+	assert.Empty(t, run.Invalid)
+	assert.Equal(t, fault, run.Fault)
+	require.NotNil(t, run.Recovery)
+	rec := *run.Recovery
+	t.Logf("recovery: %s; warnings: %v", rec, run.Warnings)
+	assert.Equal(t, run.Load.Errors, rec.Failed, "every failure came after the fault")
+	assert.GreaterOrEqual(t, rec.Recovered, time.Duration(0), "recovered within the window")
+	if rec.Failed == 0 {
+		assert.True(t, run.Warnings.Has(validity.FaultNoFailures), "%v", run.Warnings)
+	}
+	require.True(t, run.Warnings.Has(validity.FaultKilled), "%v", run.Warnings)
+	assert.Contains(t, run.Warnings.Of(validity.FaultKilled)[0].Detail, "meshed/backend-sidecar was restarted")
+
+	next, err := tg.Run(t.Context(), target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.OneHop}, Load: short})
+	require.NoError(t, err)
+	assert.Empty(t, next.Invalid, "the run after the restart")
+	assert.Nil(t, next.Recovery)
+	assert.Equal(t, 1, tg.Restarts()["meshed/backend-sidecar"], "restarted once, by the supervisor")
+	after := tg.PIDs()
+	assert.Len(t, after, len(before))
+	assert.Len(t, slices.DeleteFunc(slices.Clone(after), func(p int) bool { return slices.Contains(before, p) }), 1, "one new pid")
+
+	base, err := tg.Run(t.Context(), target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: short})
+	require.NoError(t, err)
+	assert.Empty(t, base.Invalid, "the baseline after the restart")
+	assert.Equal(t, map[string]int{"meshed/backend-sidecar": 1}, tg.Restarts(), "nothing else restarted")
+}
+
 // TestWorkloadsPerScenario deploys what each workload needs on first use:
 // a payload, a service time, three hops, an out-of-mesh loadgen and four
 // in-mesh loadgen shards, each proven by the path it took.
@@ -121,4 +162,6 @@ func TestWorkloadsPerScenario(t *testing.T) {
 	assert.Contains(t, tg.Supports(target.Workload{Replicas: 2}, nil).Error(), "replicas=2")
 	assert.EqualError(t, tg.Supports(target.Workload{}, &target.Fault{Action: target.Kill, Workload: "frontend"}),
 		`fault on "frontend": not on the one-hop path (backend)`)
+	assert.EqualError(t, tg.Supports(target.Workload{}, &target.Fault{Action: "pause", Workload: "backend"}),
+		`fault action "pause" is unknown: want kill or restart`)
 }
