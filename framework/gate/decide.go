@@ -74,11 +74,21 @@ type Measurement struct {
 	Metric               Metric
 	Reference, Candidate []float64
 	// Unpaired says the repeats were not measured back to back (a stored
-	// reference run against this one): Reference[i] and Candidate[i] are
-	// matched by repeat index only, and the interval treats them as two
-	// independent samples (stats.UnpairedLogRatio, Welch) rather than as
-	// pairs.
+	// reference run against this one): Reference and Candidate are two
+	// independent samples, which may differ in size, and the interval is
+	// Welch's (stats.UnpairedLogRatio) rather than the paired one. The
+	// reference sample is the stored run's, fixed; only the candidate's
+	// grows (UntilConclusive), and PairsNeeded counts candidate repeats.
 	Unpaired bool
+}
+
+// Repeats is how many repeats m has that can still grow: its pairs, or for
+// unpaired repeats the candidate's (the reference's are fixed).
+func (m Measurement) Repeats() int {
+	if m.Unpaired {
+		return len(m.Candidate)
+	}
+	return len(m.Reference)
 }
 
 // interval is the candidate/reference ratio of m with its interval at
@@ -105,8 +115,16 @@ type Decision struct {
 	// PairsNeeded is, for an inconclusive decision, how many more pairs
 	// would settle it if the ratio and its spread stay as observed; 0 when
 	// conclusive, -1 when no number of pairs up to MaxPairsEstimate would
-	// (the estimate sits on the limit).
+	// (the estimate sits on the limit). For unpaired repeats it counts this
+	// run's (candidate) repeats against the fixed stored reference, and is
+	// -1 also when they alone cannot settle it: see ReferenceTooFew.
 	PairsNeeded int
+	// ReferenceTooFew is set on an inconclusive unpaired decision that more
+	// candidate repeats alone cannot settle: the stored reference's own
+	// spread, at its number of repeats, is wider than the ratio's distance
+	// from the limit (stats.ReferenceHalfWidth), or it has fewer than two
+	// valid repeats. The reference must be rerun with a higher -count.
+	ReferenceTooFew bool
 	// Reason is the one-line message, e.g. "fixtures/gates/local.yaml:4:
 	// c=8/path=one-hop: too high sidecar CPU per 1k req: candidate/reference
 	// 1.42 (1.31–1.55, n=6) expected ≤ 1.10".
@@ -188,7 +206,7 @@ func (g *Gate) checkMeasurements(ms []Measurement) error {
 		}
 		seen[k] = true
 		scenarios[k.scenario] = m.Scenario
-		if len(m.Reference) != len(m.Candidate) {
+		if !m.Unpaired && len(m.Reference) != len(m.Candidate) {
 			return fmt.Errorf("gate: %s: %s: %d reference repeats but %d candidate: repeats must come in pairs", m.Scenario, m.Metric, len(m.Reference), len(m.Candidate))
 		}
 	}
@@ -206,10 +224,8 @@ func (g *Gate) checkMeasurements(ms []Measurement) error {
 func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 	d := Decision{Scenario: m.Scenario, Metric: m.Metric, Rule: r, Limit: r.Limit(), Outcome: Inconclusive}
 	prefix := fmt.Sprintf("%s:%d: %s: ", r.File, r.Line, m.Scenario)
-	n := len(m.Reference)
-	if n < stats.MinPairsForInterval {
-		d.PairsNeeded = stats.MinPairsForInterval - n
-		d.Reason = fmt.Sprintf("%sinconclusive %s: n=%d, and an interval needs at least %d pairs", prefix, m.Metric.Label(), n, stats.MinPairsForInterval)
+	if reason, ok := d.tooFew(m); !ok {
+		d.Reason = prefix + reason
 		return d, nil
 	}
 	iv, err := m.interval(conf)
@@ -226,11 +242,33 @@ func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 		d.Outcome = Fail
 	case betterInside:
 		d.Outcome = Pass
+	case m.Unpaired:
+		d.PairsNeeded, d.ReferenceTooFew = repeatsNeeded(m, iv, d.Limit, conf)
 	default:
 		d.PairsNeeded = pairsNeeded(iv, d.Limit, conf)
 	}
 	d.Reason = prefix + d.sentence()
 	return d, nil
+}
+
+// tooFew fills in d for a measurement with too few repeats for an
+// interval, and returns its message and false; true when there are enough.
+func (d *Decision) tooFew(m Measurement) (string, bool) {
+	least := stats.MinPairsForInterval
+	label := m.Metric.Label()
+	switch {
+	case m.Unpaired && len(m.Reference) < least:
+		d.PairsNeeded, d.ReferenceTooFew = -1, true
+		return fmt.Sprintf("inconclusive %s: the stored reference has n=%d, and an interval needs at least %d repeats in each run; "+
+			"more repeats of this run cannot settle it: rerun the reference with a higher -count", label, len(m.Reference), least), false
+	case m.Unpaired && len(m.Candidate) < least:
+		d.PairsNeeded = least - len(m.Candidate)
+		return fmt.Sprintf("inconclusive %s: this run has n=%d, and an interval needs at least %d repeats in each run", label, len(m.Candidate), least), false
+	case !m.Unpaired && len(m.Reference) < least:
+		d.PairsNeeded = least - len(m.Reference)
+		return fmt.Sprintf("inconclusive %s: n=%d, and an interval needs at least %d pairs", label, len(m.Reference), least), false
+	}
+	return "", true
 }
 
 // pairsNeeded estimates the further pairs that would settle a straddling
@@ -245,6 +283,23 @@ func pairsNeeded(iv stats.RatioInterval, limit, conf float64) int {
 	return max(1, total-iv.N)
 }
 
+// repeatsNeeded is pairsNeeded for unpaired repeats, where the stored
+// reference's are fixed and only this run's (the candidate's) can grow:
+// the smallest N > n_b at which Welch's half-width, holding both samples'
+// log variances, falls below |m - ln limit|, minus n_b
+// (stats.CandidateRepeatsToResolve); -1 when none up to MaxPairsEstimate.
+// tooFew is set when that is because the reference's own half-width
+// (stats.ReferenceHalfWidth) is at least the distance: no number of
+// candidate repeats can narrow the interval past the reference's spread.
+func repeatsNeeded(m Measurement, iv stats.RatioInterval, limit, conf float64) (needed int, tooFew bool) {
+	dist := math.Abs(iv.LogMean - math.Log(limit))
+	total := stats.CandidateRepeatsToResolve(m.Reference, m.Candidate, dist, conf, MaxPairsEstimate)
+	if total < 0 {
+		return -1, dist > 0 && stats.ReferenceHalfWidth(m.Reference, conf) >= dist
+	}
+	return max(1, total-len(m.Candidate)), false
+}
+
 // sentence is the decision's message after its location.
 func (d *Decision) sentence() string {
 	op, bad := "≤", "too high"
@@ -255,7 +310,10 @@ func (d *Decision) sentence() string {
 	dec := decimals(iv.Lo, iv.Hi, d.Limit)
 	n, pair, pairs := fmt.Sprintf("n=%d", iv.N), "pair", "pairs"
 	if iv.Unpaired {
-		n, pair, pairs = fmt.Sprintf("n=%d unpaired", iv.N), "repeat in each run", "repeats in each run"
+		n, pair, pairs = fmt.Sprintf("n=%d unpaired", iv.N), "repeat of this run", "repeats of this run"
+		if iv.NReference != iv.NCandidate {
+			n = fmt.Sprintf("n=%d stored, %d this run, unpaired", iv.NReference, iv.NCandidate)
+		}
 	}
 	got := fmt.Sprintf("candidate/reference %.*f (%.*f–%.*f, %s)", dec, iv.Ratio, dec, iv.Lo, dec, iv.Hi, n)
 	limit := fmt.Sprintf("%s %.*f", op, dec, d.Limit)
@@ -269,6 +327,9 @@ func (d *Decision) sentence() string {
 	switch {
 	case d.PairsNeeded == 1:
 		more = fmt.Sprintf("about 1 more %s would settle it if the spread holds", pair)
+	case d.ReferenceTooFew:
+		more = fmt.Sprintf("more repeats of this run cannot settle it: the stored reference's own spread at n=%d is wider than the ratio's distance from the limit; "+
+			"rerun the reference with a higher -count", iv.NReference)
 	case d.PairsNeeded < 0:
 		more = fmt.Sprintf("more than %d %s would be needed: the ratio sits on the limit", MaxPairsEstimate, pairs)
 	}

@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -246,12 +247,28 @@ func TestDecideUnpairedRepeats(t *testing.T) {
 		// ν = 10, t = 2.228139, h = 0.018193: 1 (0.981971–1.018360).
 		{"identical runs pass", flat, flat, Pass,
 			"g.yaml:3: c=8/loop=open/path=one-hop: sidecar CPU per 1k req within limit: candidate/reference 1.00 (0.98–1.02, n=6 unpaired) expected ≤ 1.10", 0},
-		// e^0.05 = 1.051271 (0.838 to 1.319 with h = 0.226696) straddles 1.10; at LogSD √0.02
-		// and distance ln 1.1 - 0.05 = 0.045310, t(N-1)·0.141421/√N < 0.045310
-		// first at N = 40 (t(39) = 2.022691: 0.045229; N = 39: 0.045845),
-		// so 37 more repeats in each run.
-		{"a ratio near the limit is inconclusive", []float64{0, 0.1, 0.2}, []float64{0.05, 0.15, 0.25}, Inconclusive,
-			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: candidate/reference 1.05 (0.84–1.32, n=3 unpaired) straddles ≤ 1.10; about 37 more repeats in each run would settle it if the spread holds", 37},
+		// e^0.05 = 1.051271 (0.838 to 1.319 with h = 0.226696) straddles 1.10,
+		// 0.045310 from ln 1.1; the stored reference's own half-width,
+		// t(2)·√(0.01/3) = 0.248414, is more than that, and no number of
+		// this run's repeats up to 1000 brings Welch's below it (it is
+		// 0.194616 at its lowest, N = 6; see
+		// stats.TestCandidateRepeatsToResolveAgainstAWideReference).
+		{"a stored reference too spread for the limit", []float64{0, 0.1, 0.2}, []float64{0.05, 0.15, 0.25}, Inconclusive,
+			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: candidate/reference 1.05 (0.84–1.32, n=3 unpaired) straddles ≤ 1.10; " +
+				"more repeats of this run cannot settle it: the stored reference's own spread at n=3 is wider than the ratio's distance from the limit; rerun the reference with a higher -count", -1},
+		// 6 stored repeats (log variance 0.0002) against 3 of this run
+		// (0.01), 0.05 above ln 1.1: e^(ln 1.1 + 0.05) = 1.156403, h =
+		// 0.245007 at ν = 2.040118 (t = 4.222580): 0.905–1.477. This run's repeats
+		// alone clear 0.05 first at N = 19 (stats.TestCandidateRepeatsToResolve),
+		// so 16 more.
+		{"a ratio near the limit is inconclusive", flat, []float64{math.Log(1.1) - 0.05, math.Log(1.1) + 0.05, math.Log(1.1) + 0.15}, Inconclusive,
+			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: candidate/reference 1.16 (0.91–1.48, n=6 stored, 3 this run, unpaired) straddles ≤ 1.10; " +
+				"about 16 more repeats of this run would settle it if the spread holds", 16},
+		{"one stored repeat", flat[:1], flat, Inconclusive,
+			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: the stored reference has n=1, and an interval needs at least 2 repeats in each run; " +
+				"more repeats of this run cannot settle it: rerun the reference with a higher -count", -1},
+		{"one repeat of this run", flat, flat[:1], Inconclusive,
+			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: this run has n=1, and an interval needs at least 2 repeats in each run", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := g.Decide([]Measurement{unpaired(open8, SidecarCPUPer1kReq, tc.a, tc.b)})
@@ -259,9 +276,12 @@ func TestDecideUnpairedRepeats(t *testing.T) {
 			require.Len(t, v.Decisions, 1)
 			d := v.Decisions[0]
 			assert.Equal(t, tc.outcome, d.Outcome)
-			assert.True(t, d.Interval.Unpaired)
 			assert.Equal(t, tc.reason, d.Reason)
 			assert.Equal(t, tc.needed, d.PairsNeeded)
+			assert.Equal(t, strings.Contains(tc.reason, "rerun the reference"), d.ReferenceTooFew)
+			if len(tc.a) > 1 && len(tc.b) > 1 {
+				assert.True(t, d.Interval.Unpaired)
+			}
 		})
 	}
 }

@@ -59,10 +59,15 @@
 // at its limit is failed wrongly, or passed wrongly, at most 2.5 % of the
 // time each; an unchanged candidate, far inside the limit, far less.
 //
-// Adding pairs until the answer is conclusive ([Gate.UntilConclusive], for
-// -max-count) looks at the data several times, and each look is a chance
+// Adding pairs until the answer is conclusive (-max-count:
+// [Gate.UntilConclusive], or a caller that measures by itself with
+// [Looks], [LookConfidence], [Gate.DecideAt] and [Targets], as the suite's
+// sweep does) looks at the data several times, and each look is a chance
 // to stop on a wrong answer; it looks at most [MaxLooks] times and splits
 // the 5 % over the looks (Bonferroni), so the guarantee above still holds.
+// The same holds against a stored reference (below), where only this
+// run's repeats are added: the split does not depend on which sample
+// grows, and each look's Welch interval is at the split level.
 //
 // # Noise
 //
@@ -91,10 +96,17 @@
 // the part that needs its records.
 //
 // The stored repeats were not measured back to back with this run's, so
-// nothing pairs them: a [Measurement] marked Unpaired matches them by
-// repeat index only, and its decision rests on Welch's interval on the log
-// values (stats.UnpairedLogRatio), which counts the spread of both runs
-// and is wider than the paired interval on the same numbers. Its message
-// says "unpaired", and its pairs-needed estimate counts repeats in each
-// run.
+// nothing pairs them: a [Measurement] marked Unpaired holds the two runs'
+// repeats as two independent samples, of sizes that may differ, and its
+// decision rests on Welch's interval on the log values
+// (stats.UnpairedLogRatio), which counts the spread of both runs and is
+// wider than the paired interval on the same numbers. Its message says
+// "unpaired". The stored repeats are fixed, so its pairs-needed estimate
+// counts repeats of this run only: the smallest N at which Welch's
+// half-width t(ν)·√(var(a)/n_a + var(b)/N) clears the limit, holding both
+// spreads (stats.CandidateRepeatsToResolve). As this run adds repeats that
+// half-width tends to the reference's own, t(n_a-1)·√(var(a)/n_a); when
+// that reaches the limit and no N up to [MaxPairsEstimate] clears it, the
+// decision says so ([Decision.ReferenceTooFew]): rerun the reference with
+// a higher -count.
 package gate

@@ -16,7 +16,8 @@ import (
 const MaxLooks = 3
 
 // Pair is one more reference/candidate pair of one metric of one scenario,
-// measured back to back.
+// measured back to back. For an Unpaired measurement only Candidate is
+// used: the stored reference's repeats are fixed.
 type Pair struct {
 	Scenario             Labels
 	Metric               Metric
@@ -24,15 +25,18 @@ type Pair struct {
 }
 
 // MeasureFunc measures one more interleaved reference/candidate pair of
-// every scenario in scenarios and returns a Pair for each metric that
-// scenario measures. It should stop when ctx is done.
+// every scenario in scenarios (for unpaired measurements, one more
+// candidate repeat) and returns a Pair for each metric that scenario
+// measures. It should stop when ctx is done.
 type MeasureFunc func(ctx context.Context, scenarios []Labels) ([]Pair, error)
 
 // UntilConclusive decides like Decide and, while some decisions are
 // inconclusive, measures more pairs of their scenarios (one pair per call
 // of measure) until every decision is conclusive or each such scenario has
 // maxCount pairs (-max-count). It returns the last verdict and the
-// measurements with the pairs added; ms is not modified.
+// measurements with the pairs added; ms is not modified. Unpaired
+// measurements (a stored reference) grow by candidate repeats only, and
+// their count is what maxCount bounds (Measurement.Repeats).
 //
 // Pairs are added in batches and decided after each, at most MaxLooks
 // times in all: after the first look a scenario gets the pairs its
@@ -42,17 +46,14 @@ type MeasureFunc func(ctx context.Context, scenarios []Labels) ([]Pair, error)
 // (maxCount at most the pairs already there) it is Decide.
 func (g *Gate) UntilConclusive(ctx context.Context, ms []Measurement, maxCount int, measure MeasureFunc) (Verdict, []Measurement, error) {
 	ms = cloneMeasurements(ms)
-	looks := 1
-	if n0 := minPairs(ms); maxCount > n0 {
-		looks = min(MaxLooks, 1+maxCount-n0)
-	}
-	conf := 1 - (1-Confidence)/float64(looks)
+	looks := Looks(minPairs(ms), maxCount)
+	conf := LookConfidence(looks)
 	for look := 1; ; look++ {
 		v, err := g.decide(ms, conf)
 		if err != nil {
 			return Verdict{}, ms, err
 		}
-		targets := batchTargets(v, ms, maxCount, look == looks-1)
+		targets := Targets(v, ms, maxCount, look == looks-1)
 		if look == looks || len(targets) == 0 {
 			return v, ms, nil
 		}
@@ -62,13 +63,38 @@ func (g *Gate) UntilConclusive(ctx context.Context, ms []Measurement, maxCount i
 	}
 }
 
-// batchTargets returns, by scenario name, how many pairs each scenario with
-// an inconclusive decision should have before the next look: all of
-// maxCount when last, else its largest PairsNeeded more.
-func batchTargets(v Verdict, ms []Measurement, maxCount int, last bool) map[string]int {
+// Looks is how many times UntilConclusive decides measurements that start
+// with have repeats and may grow to maxCount: 1 when there is no budget to
+// add any, else up to MaxLooks, one per repeat added at most.
+func Looks(have, maxCount int) int {
+	if maxCount <= have {
+		return 1
+	}
+	return min(MaxLooks, 1+maxCount-have)
+}
+
+// LookConfidence is the level each of looks decisions is made at, so that
+// all of them together err at most as one decision at Confidence does
+// (Bonferroni): 1 - (1-Confidence)/looks.
+func LookConfidence(looks int) float64 {
+	return 1 - (1-Confidence)/float64(max(looks, 1))
+}
+
+// DecideAt is Decide at the confidence level conf, for a caller that runs
+// UntilConclusive's looks itself (LookConfidence).
+func (g *Gate) DecideAt(ms []Measurement, conf float64) (Verdict, error) {
+	return g.decide(ms, conf)
+}
+
+// Targets returns, by scenario name, how many repeats
+// (Measurement.Repeats) each scenario with an inconclusive decision should
+// have before the next look: all of maxCount when last, else its largest
+// PairsNeeded more (capped by maxCount). It is UntilConclusive's schedule
+// for a caller that measures by itself.
+func Targets(v Verdict, ms []Measurement, maxCount int, last bool) map[string]int {
 	pairs := map[string]int{}
 	for _, m := range ms {
-		pairs[m.Scenario.String()] = len(m.Reference)
+		pairs[m.Scenario.String()] = m.Repeats()
 	}
 	out := map[string]int{}
 	for _, d := range v.Decisions {
@@ -98,7 +124,7 @@ func (g *Gate) fill(ctx context.Context, ms []Measurement, targets map[string]in
 	for {
 		var need []Labels
 		for _, name := range sortedKeys(targets) {
-			if len(ms[index[name][0]].Reference) < targets[name] {
+			if ms[index[name][0]].Repeats() < targets[name] {
 				need = append(need, labels[name])
 			}
 		}
@@ -118,9 +144,9 @@ func (g *Gate) fill(ctx context.Context, ms []Measurement, targets map[string]in
 	}
 }
 
-// addPairs appends pairs to ms, and fails unless every measurement of every
-// scenario in need got exactly one, so that repeats stay paired across
-// metrics.
+// addPairs appends pairs to ms (only the candidate's value to an unpaired
+// measurement), and fails unless every measurement of every scenario in
+// need got exactly one, so that repeats stay paired across metrics.
 func addPairs(ms []Measurement, index map[string][]int, need []Labels, pairs []Pair) error {
 	added := map[int]int{}
 	for _, p := range pairs {
@@ -129,7 +155,9 @@ func addPairs(ms []Measurement, index map[string][]int, need []Labels, pairs []P
 			return fmt.Errorf("gate: measure returned %s of %s, which was not measured before", p.Metric, p.Scenario)
 		}
 		j := index[p.Scenario.String()][i]
-		ms[j].Reference = append(ms[j].Reference, p.Reference)
+		if !ms[j].Unpaired {
+			ms[j].Reference = append(ms[j].Reference, p.Reference)
+		}
 		ms[j].Candidate = append(ms[j].Candidate, p.Candidate)
 		added[j]++
 	}
@@ -146,7 +174,7 @@ func addPairs(ms []Measurement, index map[string][]int, need []Labels, pairs []P
 func cloneMeasurements(ms []Measurement) []Measurement {
 	out := make([]Measurement, len(ms))
 	for i, m := range ms {
-		out[i] = Measurement{Scenario: m.Scenario, Metric: m.Metric,
+		out[i] = Measurement{Scenario: m.Scenario, Metric: m.Metric, Unpaired: m.Unpaired,
 			Reference: slices.Clone(m.Reference), Candidate: slices.Clone(m.Candidate)}
 	}
 	return out
@@ -155,8 +183,8 @@ func cloneMeasurements(ms []Measurement) []Measurement {
 func minPairs(ms []Measurement) int {
 	n := -1
 	for _, m := range ms {
-		if n < 0 || len(m.Reference) < n {
-			n = len(m.Reference)
+		if n < 0 || m.Repeats() < n {
+			n = m.Repeats()
 		}
 	}
 	return max(n, 0)

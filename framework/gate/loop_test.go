@@ -108,3 +108,54 @@ func TestUntilConclusiveErrors(t *testing.T) {
 	_, _, err = g.UntilConclusive(ctx, ms, 12, (&fakeRun{next: func(int) float64 { return 0 }}).measure)
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// Against a stored reference only this run's repeats are added: the
+// reference's 6 stay as they are, and the budget counts candidate repeats.
+func TestUntilConclusiveAddsCandidateRepeatsOnlyWhenUnpaired(t *testing.T) {
+	g := testGate(t)
+	flat := []float64{0, 0.02, -0.02, 0.01, -0.01, 0}
+	onLimit := []float64{math.Log(1.1) - 0.1, math.Log(1.1) + 0.1, math.Log(1.1)}
+	ms := []Measurement{unpaired(open8, SidecarCPUPer1kReq, flat, onLimit)}
+	// Repeats right on the limit never settle it.
+	run := &fakeRun{next: func(call int) float64 { return math.Log(1.1) + 0.1*float64(call%2*2-1) }}
+	v, got, err := g.UntilConclusive(context.Background(), ms, 9, run.measure)
+	require.NoError(t, err)
+	assert.Equal(t, Inconclusive, v.Outcome)
+	assert.InDelta(t, 1-0.05/3, v.Confidence, 1e-15, "3 looks: from 3 repeats, a budget of 9")
+	assert.Equal(t, 6, run.calls)
+	assert.True(t, got[0].Unpaired)
+	assert.Len(t, got[0].Reference, 6, "the stored repeats are fixed")
+	assert.Len(t, got[0].Candidate, 9)
+	assert.Equal(t, 6, v.Decisions[0].Interval.NReference)
+	assert.Equal(t, 9, v.Decisions[0].Interval.NCandidate)
+	assert.Len(t, ms[0].Candidate, 3, "the caller's measurements are not modified")
+}
+
+// Targets asks for a decision's PairsNeeded more repeats, capped by the
+// budget, and all of the budget before the last look. The unpaired
+// decision needs 16 more of this run's repeats (TestDecideUnpairedRepeats).
+func TestTargetsOfAnUnpairedDecision(t *testing.T) {
+	g := testGate(t)
+	flat := []float64{0, 0.02, -0.02, 0.01, -0.01, 0}
+	ms := []Measurement{unpaired(open8, SidecarCPUPer1kReq, flat, []float64{math.Log(1.1) - 0.05, math.Log(1.1) + 0.05, math.Log(1.1) + 0.15})}
+	v, err := g.Decide(ms)
+	require.NoError(t, err)
+	require.Equal(t, 16, v.Decisions[0].PairsNeeded)
+	name := open8.String()
+	assert.Equal(t, map[string]int{name: 19}, Targets(v, ms, 30, false))
+	assert.Equal(t, map[string]int{name: 12}, Targets(v, ms, 12, false))
+	assert.Equal(t, map[string]int{name: 30}, Targets(v, ms, 30, true))
+	assert.Empty(t, Targets(v, ms, 3, false), "no budget left")
+	assert.Equal(t, 3, ms[0].Repeats(), "this run's repeats, not the stored 6")
+}
+
+func TestLooks(t *testing.T) {
+	assert.Equal(t, 1, Looks(6, 0))
+	assert.Equal(t, 1, Looks(6, 6))
+	assert.Equal(t, 2, Looks(6, 7))
+	assert.Equal(t, 3, Looks(6, 8))
+	assert.Equal(t, 3, Looks(3, 20))
+	assert.InDelta(t, 0.95, LookConfidence(1), 1e-15)
+	assert.InDelta(t, 0.975, LookConfidence(2), 1e-15)
+	assert.InDelta(t, 1-0.05/3, LookConfidence(3), 1e-15)
+}

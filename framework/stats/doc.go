@@ -7,7 +7,9 @@
 // a ratio, and, for gating an upgrade, the paired candidate/reference ratio
 // with a Student-t interval on log ratios (PairedLogRatio), its unpaired
 // counterpart for a stored reference run (UnpairedLogRatio, Welch), and the
-// pairs an interval needs to clear a limit (PairsToResolve).
+// pairs an interval needs to clear a limit (PairsToResolve), or against a
+// fixed stored reference the candidate repeats (CandidateRepeatsToResolve,
+// ReferenceHalfWidth).
 package stats
 
 // Summary is a set of repeated measurements of one quantity, summarised as

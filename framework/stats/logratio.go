@@ -31,6 +31,10 @@ type RatioInterval struct {
 	// measured back to back, and DF is Welch's degrees of freedom.
 	Unpaired bool    `json:"unpaired,omitempty"`
 	DF       float64 `json:"df,omitempty"`
+	// NReference and NCandidate are the sizes of the two samples of an
+	// unpaired interval, which may differ (N is the smaller).
+	NReference int `json:"nReference,omitempty"`
+	NCandidate int `json:"nCandidate,omitempty"`
 }
 
 // MinPairsForInterval is the fewest pairs PairedLogRatio accepts: one pair

@@ -200,7 +200,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Candidate, "candidate", "", "local: an upgrade gate's candidate sidecar, written like -sidecar (which is then the reference); arms baseline, reference, candidate")
 	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate or -reference (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
 	fs.StringVar(&c.Reference, "reference", "", "a stored results file (results/<run>.json) to gate this run's meshed arm against, for meshes that cannot run two versions at once; judged with -gate's fixture")
-	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate: add rounds at a point while its gate is inconclusive, up to this many (0: -count only)")
+	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate or -reference: add rounds at a point while its gate is inconclusive, up to this many in all, at least -count (0: -count only); against a stored reference the rounds add repeats of this run only")
 	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")
 	fs.StringVar(&c.Mesh, "mesh", "", "kind/remote: the meshed arm's mesh: none, linkerd, istio, istio-ambient, cilium, sidecar (default sidecar on kind; required on remote)")
 	fs.BoolVar(&c.MeshInstall, "mesh-install", false, "kind/remote: install the mesh from its Helm charts when it is missing, and uninstall it at the end")
@@ -241,6 +241,15 @@ func (c *Config) Normalize() error {
 	}
 	if _, err := report.LoadPrices(c.Prices); err != nil { // fail now, not after the sweep
 		return fmt.Errorf("-prices: %w", err)
+	}
+	return nil
+}
+
+// CheckMaxCount checks -max-count against -count (count, the rounds every
+// point gets), once -count's default is known: the budget includes them.
+func (c *Config) CheckMaxCount(count int) error {
+	if c.MaxCount > 0 && c.MaxCount < count {
+		return fmt.Errorf("-max-count=%d: must be at least -count (%d), or 0", c.MaxCount, count)
 	}
 	return nil
 }
@@ -371,7 +380,7 @@ func (c *Config) checkLoad() []error {
 		{c.ResponseSize < 0, fmt.Sprintf("-payload=%d: must be >= 0", c.ResponseSize)},
 		{c.RequestSize < 0, fmt.Sprintf("-request-size=%d: must be >= 0", c.RequestSize)},
 		{c.SidecarThreads < 0, fmt.Sprintf("-sidecar-threads=%d: must be >= 0", c.SidecarThreads)},
-		{c.MaxCount < 0 || (c.MaxCount > 0 && c.Candidate == ""), fmt.Sprintf("-max-count=%d: a number of rounds, only with -candidate", c.MaxCount)},
+		{c.MaxCount < 0 || (c.MaxCount > 0 && c.Candidate == "" && c.Reference == ""), fmt.Sprintf("-max-count=%d: a number of rounds, only with -candidate or -reference", c.MaxCount)},
 	} {
 		if bad.bad {
 			errs = append(errs, errors.New(bad.what))

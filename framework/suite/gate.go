@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"testing"
 
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/labels"
@@ -163,12 +163,17 @@ func (s *Suite) judgeGate(w io.Writer, recs []report.Record) (*gate.Verdict, err
 // figures were compared when how is set), every decision, and the
 // smallest change the run could detect, from what.
 func (s *Suite) decideGate(w io.Writer, header, how string, ms []gate.Measurement, what string, aa bool) (*gate.Verdict, error) {
-	v, err := s.gate.Decide(ms)
+	looks := s.gateLooks()
+	v, err := s.gate.DecideAt(ms, gate.LookConfidence(looks))
 	if err != nil {
 		return nil, fmt.Errorf("gate %s: %w", s.gate.File, err)
 	}
 	fmt.Fprintf(w, "%s%s: %s\n", progressPrefix, header, v.Outcome)
 	fmt.Fprint(w, how)
+	if looks > 1 {
+		fmt.Fprintf(w, "%sgate: -max-count=%d: a point was looked at up to %d times as rounds were added, so every interval is at %.1f %% (the %.0f %% error split over the looks)\n",
+			progressPrefix, s.Config.MaxCount, looks, v.Confidence*100, (1-gate.Confidence)*100)
+	}
 	for _, d := range v.Decisions {
 		fmt.Fprintf(w, "%s  %s: %s\n", progressPrefix, d.Outcome, d.Reason)
 	}
@@ -215,24 +220,85 @@ func (s *Suite) GateVerdict() *gate.Verdict { return s.gateVerdict }
 // (tests): CheckFixtures does it in TestMain.
 func (s *Suite) LoadGate() error { return s.loadGate() }
 
-// inconclusive reports whether the upgrade gate, on one point's runs so
-// far, leaves a decision inconclusive.
-func (s *Suite) inconclusive(b *testing.B, runs map[target.Arm][]report.Record) bool {
-	if s.gate == nil {
-		return false
-	}
+// gateLooks is how many times the gate looks at a point: once, or with
+// -max-count above -count up to gate.MaxLooks (gate.Looks). Every decision
+// of the run, at the points and at the end, is made at the level split
+// over them (gate.LookConfidence).
+func (s *Suite) gateLooks() int { return gate.Looks(s.reps(), s.Config.MaxCount) }
+
+// pointMeasurements are what the gate judges from runs at one point: the
+// paired reference and candidate arms (-candidate), or this run's meshed
+// arm against the stored reference (-reference).
+func (s *Suite) pointMeasurements(runs map[target.Arm][]report.Record) []gate.Measurement {
 	var recs []report.Record
-	for _, rs := range runs {
-		recs = append(recs, rs...)
+	for _, arm := range slices.Sorted(maps.Keys(runs)) {
+		recs = append(recs, runs[arm]...)
 	}
-	ms := gateMeasurements(s.gate, recs)
+	if s.ref != nil {
+		return storedMeasurements(s.gate, s.ref.results.Records, s.ref.arm, recs).ms
+	}
+	return gateMeasurements(s.gate, recs)
+}
+
+// addRounds is -max-count at one point, where runs holds -count rounds of
+// every arm: while the gate is inconclusive there it calls round(rep) to
+// run round rep of every arm, in batches decided after each, following
+// gate.UntilConclusive's schedule (gate.Targets: a decision's PairsNeeded
+// first, then all the budget), until it decides, the point has
+// -max-count rounds, or ctx is done. Against a stored reference the rounds
+// add repeats of this run only; the stored ones stay as they are.
+func (s *Suite) addRounds(ctx context.Context, where string, runs map[target.Arm][]report.Record, round func(rep int)) {
+	if s.gate == nil {
+		return
+	}
+	rounds := s.reps()
+	looks := s.gateLooks()
+	conf := gate.LookConfidence(looks)
+	for look := 1; look < looks && ctx.Err() == nil; look++ {
+		want, v, err := s.roundsWanted(runs, rounds, conf, look == looks-1)
+		if err != nil {
+			s.logf("%s: gate: %v: no more rounds", where, err)
+			return
+		}
+		if want <= rounds {
+			return
+		}
+		s.logf("%s: the gate is inconclusive after %d rounds (look %d of at most %d, at %.1f %%): %d more, of at most %d in all",
+			where, rounds, look, looks, conf*100, want-rounds, s.Config.MaxCount)
+		for _, d := range v.Decisions {
+			if d.Outcome == gate.Inconclusive {
+				s.logf("  %s", d.Reason)
+			}
+		}
+		for ; rounds < want && ctx.Err() == nil; rounds++ {
+			round(rounds)
+		}
+	}
+}
+
+// roundsWanted decides the point whose runs hold rounds rounds, at level
+// conf, and returns how many rounds it should have before the next look
+// (rounds when nothing is inconclusive there, or nothing can be judged)
+// and the verdict. Rounds whose runs were invalid give no repeat, and
+// count against the -max-count budget all the same.
+func (s *Suite) roundsWanted(runs map[target.Arm][]report.Record, rounds int, conf float64, last bool) (int, gate.Verdict, error) {
+	ms := s.pointMeasurements(runs)
 	if len(ms) == 0 {
-		return false
+		return rounds, gate.Verdict{}, nil
 	}
-	v, err := s.gate.Decide(ms)
+	v, err := s.gate.DecideAt(ms, conf)
 	if err != nil {
-		b.Logf("gate: %v", err)
-		return false
+		return rounds, v, err
 	}
-	return v.Outcome == gate.Inconclusive
+	have := map[string]int{}
+	lost := 0
+	for _, m := range ms {
+		have[m.Scenario.String()] = m.Repeats()
+		lost = max(lost, rounds-m.Repeats())
+	}
+	want := rounds
+	for name, n := range gate.Targets(v, ms, s.Config.MaxCount-lost, last) {
+		want = max(want, rounds+n-have[name])
+	}
+	return min(want, s.Config.MaxCount), v, nil
 }

@@ -40,11 +40,14 @@ func (s *Suite) Environment() env.Environment {
 		s.Config.Namespace = envCfg.Namespace()
 		err = s.Config.Normalize()
 	}
+	if err == nil {
+		s.defaultRepeats()
+		err = s.Config.CheckMaxCount(s.reps())
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "meshbench: bad flags:", err)
 		os.Exit(2)
 	}
-	s.defaultRepeats()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	s.ctx, s.started, s.stop, s.done = ctx, time.Now(), stop, make(chan struct{})
 	go s.onInterrupt(ctx)

@@ -130,9 +130,9 @@ func (s *Suite) judgeStored(w io.Writer, res *report.Results) (*gate.Verdict, er
 	header := fmt.Sprintf("gate: %s, this run's %s %s against the stored run %s (%s, sha256 %.12s, its %s arm)",
 		s.gate.File, res.Environment.Mesh.Name, res.Environment.Mesh.Version, res.Reference.RunID, ref.file, ref.sha256, ref.arm)
 	how := progressPrefix + "gate: " + sc.how() + "; unpaired: the stored repeats were not measured back to back with this run's, " +
-		"so they are matched by repeat index only and judged on Welch's interval of the log values\n"
+		"so each run's repeats are an independent sample, judged on Welch's interval of the log values\n"
 	if a, b := repeatsOf(ref.results.Records), repeatsOf(res.Records); a != b {
-		how += fmt.Sprintf("%sgate: the stored run has %d repeats per point and this run %d: only the first %d of each are matched\n", progressPrefix, a, b, min(a, b))
+		how += fmt.Sprintf("%sgate: the stored run has %d repeats per point and this run %d: all of each are used\n", progressPrefix, a, b)
 	}
 	return s.decideGate(w, header, how, sc.ms, "the spread of both runs' repeats", false)
 }
@@ -178,10 +178,12 @@ func indexRuns(recs []report.Record) (armRuns, []string) {
 	return out, order
 }
 
-// storedMeasurements matches this run's meshed arm with the stored run's
-// arm refArm, scenario by scenario and repeat by repeat index, for every
-// metric the fixture gates there. A scenario that has a baseline arm in
-// both runs is compared as overhead ratios, else directly.
+// storedMeasurements compares this run's meshed arm with the stored run's
+// arm refArm, scenario by scenario, for every metric the fixture gates
+// there: each run's valid repeats are one sample (nothing pairs repeats
+// across the runs), so this run may have more than the stored one
+// (-max-count). A scenario that has a baseline arm in both runs is
+// compared as overhead ratios, else directly.
 func storedMeasurements(g *gate.Gate, stored []report.Record, refArm target.Arm, run []report.Record) storedComparison {
 	ref, _ := indexRuns(stored)
 	cur, order := indexRuns(run)
@@ -202,33 +204,50 @@ func storedMeasurements(g *gate.Gate, stored []report.Record, refArm target.Arm,
 	return out
 }
 
-// scenarioMeasurements builds one scenario's unpaired measurements from
-// the repeats valid in both runs (and, for overhead ratios, with a valid
-// baseline run in both).
+// scenarioMeasurements builds one scenario's unpaired measurements: the
+// stored run's valid repeats of refArm are the reference sample and this
+// run's valid meshed repeats the candidate's (for overhead ratios, each
+// over a valid baseline run of the same repeat in its own run). There are
+// none unless both runs have a valid repeat.
 func scenarioMeasurements(g *gate.Gate, ref map[int]map[target.Arm]report.Record, refArm target.Arm, cur map[int]map[target.Arm]report.Record, overhead bool) []gate.Measurement {
+	refs, curs := validRepeats(ref, refArm, overhead), validRepeats(cur, target.Meshed, overhead)
+	if len(refs) == 0 || len(curs) == 0 {
+		return nil
+	}
+	l := gateLabels(curs[0][0])
 	var ms []gate.Measurement
-	for _, rep := range slices.Sorted(maps.Keys(cur)) {
-		rm, rb := ref[rep][refArm], ref[rep][target.Baseline]
-		cm, cb := cur[rep][target.Meshed], cur[rep][target.Baseline]
-		if !valid(rm) || !valid(cm) || (overhead && (!valid(rb) || !valid(cb))) {
-			continue
-		}
-		if ms == nil {
-			l := gateLabels(cm)
-			for _, met := range g.Gated(l) {
-				ms = append(ms, gate.Measurement{Scenario: l, Metric: met, Unpaired: true})
-			}
-		}
-		for i := range ms {
-			r, c := gateValue(rm, ms[i].Metric), gateValue(cm, ms[i].Metric)
-			if overhead {
-				r, c = overheadValue(rm, rb, ms[i].Metric), overheadValue(cm, cb, ms[i].Metric)
-			}
-			ms[i].Reference = append(ms[i].Reference, r)
-			ms[i].Candidate = append(ms[i].Candidate, c)
-		}
+	for _, met := range g.Gated(l) {
+		ms = append(ms, gate.Measurement{Scenario: l, Metric: met, Unpaired: true,
+			Reference: sampleOf(refs, met, overhead), Candidate: sampleOf(curs, met, overhead)})
 	}
 	return ms
+}
+
+// validRepeats returns, in repeat order, each repeat's run of arm with its
+// baseline run, where the arm's run is valid and, for overhead ratios, the
+// baseline's too.
+func validRepeats(reps map[int]map[target.Arm]report.Record, arm target.Arm, overhead bool) [][2]report.Record {
+	var out [][2]report.Record
+	for _, rep := range slices.Sorted(maps.Keys(reps)) {
+		m, b := reps[rep][arm], reps[rep][target.Baseline]
+		if valid(m) && (!overhead || valid(b)) {
+			out = append(out, [2]report.Record{m, b})
+		}
+	}
+	return out
+}
+
+// sampleOf is one run's figures of met: the meshed run's, or its overhead
+// ratio over the baseline run.
+func sampleOf(runs [][2]report.Record, met gate.Metric, overhead bool) []float64 {
+	out := make([]float64, len(runs))
+	for i, r := range runs {
+		out[i] = gateValue(r[0], met)
+		if overhead {
+			out[i] = overheadValue(r[0], r[1], met)
+		}
+	}
+	return out
 }
 
 // overheadValue is a meshed run's figure over the baseline run of the same

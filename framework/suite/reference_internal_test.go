@@ -65,6 +65,21 @@ func testGateFixture(t *testing.T) *gate.Gate {
 // printed and the results' record of the reference.
 func judgeSynthetic(t *testing.T, stored, run []report.Record) (*gate.Verdict, string, *report.StoredReference, error) {
 	t.Helper()
+	return judgeSuite(storedSuite(t, stored), run)
+}
+
+// judgeSuite gates the records run of s as judge does at the end of a run.
+func judgeSuite(s *Suite, run []report.Record) (*gate.Verdict, string, *report.StoredReference, error) {
+	res := &report.Results{Schema: report.Schema, Settings: s.Config, Environment: s.ref.results.Environment, Records: run}
+	var out bytes.Buffer
+	err := s.judge(&out, res)
+	return s.gateVerdict, out.String(), res.Reference, err
+}
+
+// storedSuite is a Suite gated against a stored run of the records stored,
+// as loadReference leaves it: nothing is measured.
+func storedSuite(t *testing.T, stored []report.Record) *Suite {
+	t.Helper()
 	cfg := &Config{Target: "local", Concurrency: []int{4}, Duration: time.Second, Protocol: load.HTTP1, ResponseSize: 128, Placement: "in-mesh", Loadgens: 1}
 	env := target.Environment{Target: "local", Cores: 2, Nodes: 1, CPUModel: "Intel(R) Xeon(R) Processor", Mesh: target.MeshInfo{Name: "sidecar/caddy", Version: "v2.11.9"}}
 	started := time.Date(2026, 11, 30, 17, 12, 26, 0, time.UTC)
@@ -72,10 +87,7 @@ func judgeSynthetic(t *testing.T, stored, run []report.Record) (*gate.Verdict, s
 	s := NewWithConfig(cfg)
 	s.gate = testGateFixture(t)
 	s.ref = &storedRef{file: "results/20261130T171226Z-local.json", results: ref, sha256: strings.Repeat("ab", 32), arm: referenceArm(stored)}
-	res := &report.Results{Schema: report.Schema, Settings: cfg, Environment: env, Records: run}
-	var out bytes.Buffer
-	err := s.judge(&out, res)
-	return s.gateVerdict, out.String(), res.Reference, err
+	return s
 }
 
 var (
@@ -113,19 +125,23 @@ func TestStoredReferenceFailsAGrossRegression(t *testing.T) {
 		Arm: target.Meshed, Overhead: []string{"BenchmarkOneHop/c=4/path=one-hop"}}, ref)
 	assert.Contains(t, out, "# meshbench: gate: ../../fixtures/gates/local.yaml, this run's sidecar/caddy v2.11.9 against the stored run 20261130T171226Z-local (results/20261130T171226Z-local.json, sha256 abababababab, its meshed arm): fail\n")
 	assert.Contains(t, out, "# meshbench: gate: compared as overhead ratios (each run's meshed arm over its own baseline arm of the same repeat")
-	assert.Contains(t, out, "unpaired: the stored repeats were not measured back to back with this run's, so they are matched by repeat index only and judged on Welch's interval of the log values\n")
-	assert.NotContains(t, out, "only the first")
+	assert.Contains(t, out, "unpaired: the stored repeats were not measured back to back with this run's, so each run's repeats are an independent sample, judged on Welch's interval of the log values\n")
+	assert.NotContains(t, out, "repeats per point")
+	assert.NotContains(t, out, "-max-count", "one look at 95 %")
 }
 
-// More repeats in this run than in the stored one: the extra ones have no
-// match, and the summary says so.
-func TestStoredReferenceMatchesRepeatsByIndex(t *testing.T) {
+// More repeats in this run than in the stored one (-count, or rounds
+// -max-count added): nothing pairs repeats across the runs, so all of each
+// run's are used, and the summary says so.
+func TestStoredReferenceUsesAllRepeatsOfEachRun(t *testing.T) {
 	v, out, _, err := judgeSynthetic(t, syntheticRun(target.Meshed, storedCPU[:2], 1, false), syntheticRun(target.Meshed, storedCPU, 1, false))
 	require.NoError(t, err)
 	for _, d := range v.Decisions {
-		assert.Equal(t, 2, d.Interval.N, d.Reason)
+		assert.Equal(t, 2, d.Interval.NReference, d.Reason)
+		assert.Equal(t, 3, d.Interval.NCandidate, d.Reason)
+		assert.Contains(t, d.Reason, "n=2 stored, 3 this run, unpaired")
 	}
-	assert.Contains(t, out, "# meshbench: gate: the stored run has 2 repeats per point and this run 3: only the first 2 of each are matched\n")
+	assert.Contains(t, out, "# meshbench: gate: the stored run has 2 repeats per point and this run 3: all of each are used\n")
 }
 
 func TestStoredReferenceIdenticalRunDoesNotFail(t *testing.T) {

@@ -82,6 +82,25 @@ func TestReferenceFlag(t *testing.T) {
 	assert.EqualError(t, err, "-reference=r.json: needs a gate fixture (-gate), and there is none for target local; pass -gate FILE")
 }
 
+// -max-count adds rounds to an upgrade gate, in this run or against a
+// stored one, and its budget includes -count's rounds.
+func TestMaxCountFlag(t *testing.T) {
+	cfg, err := normalize(t, "-reference", "r.json", "-max-count", "12")
+	require.NoError(t, err)
+	assert.Equal(t, 12, cfg.MaxCount)
+	assert.NoError(t, cfg.CheckMaxCount(6))
+	assert.NoError(t, cfg.CheckMaxCount(12))
+	assert.EqualError(t, cfg.CheckMaxCount(13), "-max-count=12: must be at least -count (13), or 0")
+	cfg, err = normalize(t)
+	require.NoError(t, err)
+	assert.NoError(t, cfg.CheckMaxCount(6), "0: -count only")
+
+	_, err = normalize(t, "-max-count", "12")
+	assert.EqualError(t, err, "-max-count=12: a number of rounds, only with -candidate or -reference")
+	_, err = normalize(t, "-reference", "r.json", "-max-count", "-1")
+	assert.EqualError(t, err, "-max-count=-1: a number of rounds, only with -candidate or -reference")
+}
+
 // TestStoredReferenceLifecycle runs one-hop at c=4 twice on the local
 // target: the first run's results file is the second's -reference. The
 // gate compares the two as unpaired overhead ratios, one decision per

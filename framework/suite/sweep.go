@@ -78,10 +78,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 				round(rep)
 			}
 			// -max-count: more rounds while the upgrade gate cannot decide.
-			for rep := reps; rep < s.Config.MaxCount && s.inconclusive(b, runs); rep++ {
-				s.logf("%s: the gate is inconclusive after %d rounds: round %d of at most %d", label(b, sc), rep, rep+1, s.Config.MaxCount)
-				round(rep)
-			}
+			s.addRounds(s.ctx, label(b, sc), runs, round)
 			for _, arm := range arms {
 				b.Run(labels.Arm+"="+string(arm), func(b *testing.B) { s.report(b, runs[arm]) })
 			}

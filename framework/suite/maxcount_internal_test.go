@@ -1,0 +1,198 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// pointRun stands for one sweep point of a stored-reference run: round(rep)
+// adds a baseline and a meshed record whose sidecar CPU is cpu(rep) (as an
+// overhead ratio, cpu(rep)/200 over the baseline app's 200 millicores);
+// throughput and RSS are the stored run's, so that CPU alone decides.
+type pointRun struct {
+	runs  map[target.Arm][]report.Record
+	cpu   func(rep int) float64
+	calls []int
+}
+
+func newPointRun(cpu func(rep int) float64) *pointRun {
+	return &pointRun{runs: map[target.Arm][]report.Record{}, cpu: cpu}
+}
+
+func (p *pointRun) round(rep int) {
+	p.calls = append(p.calls, rep)
+	p.runs[target.Baseline] = append(p.runs[target.Baseline], syntheticRecord(target.Baseline, rep, figures{appMC: 200, qps: 10000}))
+	p.runs[target.Meshed] = append(p.runs[target.Meshed], syntheticRecord(target.Meshed, rep, figures{sidecarMC: p.cpu(rep), appMC: 200, qps: 2000, rssMiB: 60}))
+}
+
+// storedPoint is a stored run of one point: sidecar CPU cpu[i] in repeat i,
+// the same baseline, throughput and RSS as pointRun's.
+func storedPoint(cpu ...float64) []report.Record {
+	p := newPointRun(func(rep int) float64 { return cpu[rep] })
+	for rep := range cpu {
+		p.round(rep)
+	}
+	return append(p.runs[target.Baseline], p.runs[target.Meshed]...)
+}
+
+// maxCountSuite is a stored-reference Suite with -count and -max-count,
+// logging into log.
+func maxCountSuite(t *testing.T, stored []report.Record, count, maxCount int, log *bytes.Buffer) *Suite {
+	t.Helper()
+	s := storedSuite(t, stored)
+	s.Config.Repeats, s.Config.MaxCount, s.Log = count, maxCount, log
+	return s
+}
+
+// addRoundsAt runs -count rounds of p, then what -max-count adds, as Sweep
+// does at one point.
+func addRoundsAt(s *Suite, p *pointRun) {
+	for rep := range s.reps() {
+		p.round(rep)
+	}
+	p.calls = nil
+	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", p.runs, p.round)
+}
+
+// records are the point's runs, as the results file holds them.
+func (p *pointRun) records() []report.Record {
+	return append(p.runs[target.Baseline], p.runs[target.Meshed]...)
+}
+
+// The stored reference has 6 repeats of sidecar CPU overhead ratios 2,
+// 2.02, 1.98, 2.01, 1.99, 2 (log variance 0.000050); -count 3 and
+// -max-count 10 give 3 looks at 1 - 0.05/3 = 98.3 % each. This run's first
+// three rounds (ratios 2.35, 2.5, 2.65, log variance 0.003610) are 1.248524
+// (0.961679–1.620928, ν = 2.027762, t = 7.499371) times the reference:
+// inconclusive, 0.126652 above ln 1.1, which Welch's half-width first
+// clears at N = 5 (0.105632; 0.144332 at N = 4), so the first look asks for
+// 2 more rounds. Every later round is right at the limit (ratio 2.2): at 5
+// rounds 1.186858 (1.028225–1.369966) is still inconclusive, and before
+// the last look the point gets the rest of the budget; at 10 rounds
+// 1.142616 (1.073266–1.216448) is inconclusive still, and the point stops
+// there: 7 rounds added, no more.
+func TestMaxCountAgainstAStoredReferenceStopsAtTheBudget(t *testing.T) {
+	var log bytes.Buffer
+	s := maxCountSuite(t, storedPoint(400, 404, 396, 402, 398, 400), 3, 10, &log)
+	p := newPointRun(func(rep int) float64 {
+		if rep < 3 {
+			return []float64{470, 500, 530}[rep]
+		}
+		return 440 // ratio 2.2, at the limit
+	})
+	addRoundsAt(s, p)
+	assert.Equal(t, []int{3, 4, 5, 6, 7, 8, 9}, p.calls)
+	assert.Len(t, p.runs[target.Meshed], 10, "-max-count rounds in all")
+	assert.Len(t, s.ref.results.Records, 12, "the stored run is not added to")
+	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+	require.Len(t, lines, 4, log.String())
+	assert.Equal(t, "# meshbench: BenchmarkOneHop/c=4: the gate is inconclusive after 3 rounds (look 1 of at most 3, at 98.3 %): 2 more, of at most 10 in all", lines[0])
+	assert.Contains(t, lines[1], "1.25 (0.96–1.62, n=6 stored, 3 this run, unpaired) straddles ≤ 1.10; about 2 more repeats of this run would settle it")
+	assert.Equal(t, "# meshbench: BenchmarkOneHop/c=4: the gate is inconclusive after 5 rounds (look 2 of at most 3, at 98.3 %): 5 more, of at most 10 in all", lines[2])
+	assert.Contains(t, lines[3], "1.19 (1.03–1.37, n=6 stored, 5 this run, unpaired)")
+
+	// The end of the run decides on the stored repeats and all ten of this
+	// run's, at the level of every look; 0.038010 above ln 1.1, Welch's
+	// half-width first clears it at N = 22 (0.037904), 12 more.
+	v, out, _, err := judgeSuite(s, p.records())
+	require.Error(t, err)
+	assert.Equal(t, gate.Inconclusive, v.Outcome)
+	assert.InDelta(t, 1-0.05/3, v.Confidence, 1e-15)
+	cpu := decisionOf(t, v, gate.SidecarCPUPer1kReq)
+	assert.Equal(t, "../../fixtures/gates/local.yaml:21: benchmark=BenchmarkOneHop/c=4/loop=closed/path=one-hop: inconclusive sidecar CPU per 1k req: "+
+		"candidate/reference 1.14 (1.07–1.22, n=6 stored, 10 this run, unpaired) straddles ≤ 1.10; about 12 more repeats of this run would settle it if the spread holds", cpu.Reason)
+	assert.Equal(t, 12, cpu.PairsNeeded)
+	assert.Contains(t, out, "# meshbench: gate: -max-count=10: a point was looked at up to 3 times as rounds were added, so every interval is at 98.3 % (the 5 % error split over the looks)\n")
+	assert.Contains(t, out, "# meshbench: gate: the stored run has 6 repeats per point and this run 10: all of each are used\n")
+}
+
+// The same stored reference; this run's first three rounds (ratios 2.4,
+// 2.5, 2.6) are 1.249359 (1.053508–1.481619, ν = 2.062715) times it,
+// 0.127320 above ln 1.1, which one more repeat clears (N = 4: 0.094930).
+// A fourth round at 2.5 makes it 1.249526 (1.157292–1.349110): a fail, and
+// no more rounds, though the budget allows 10.
+func TestMaxCountAgainstAStoredReferenceStopsWhenConclusive(t *testing.T) {
+	var log bytes.Buffer
+	s := maxCountSuite(t, storedPoint(400, 404, 396, 402, 398, 400), 3, 10, &log)
+	p := newPointRun(func(rep int) float64 { return []float64{480, 500, 520, 500}[rep] })
+	addRoundsAt(s, p)
+	assert.Equal(t, []int{3}, p.calls)
+	assert.Contains(t, log.String(), "the gate is inconclusive after 3 rounds (look 1 of at most 3, at 98.3 %): 1 more, of at most 10 in all\n")
+	v, _, _, err := judgeSuite(s, p.records())
+	require.Error(t, err)
+	assert.Equal(t, gate.Fail, v.Outcome)
+	assert.Contains(t, decisionOf(t, v, gate.SidecarCPUPer1kReq).Reason, "candidate/reference 1.25 (1.16–1.35, n=6 stored, 4 this run, unpaired) expected ≤ 1.10")
+}
+
+// Without a budget above -count nothing is added, however inconclusive.
+func TestMaxCountWithNoBudgetAddsNoRounds(t *testing.T) {
+	for _, maxCount := range []int{0, 3} {
+		var log bytes.Buffer
+		s := maxCountSuite(t, storedPoint(400, 404, 396, 402, 398, 400), 3, maxCount, &log)
+		p := newPointRun(func(rep int) float64 { return []float64{470, 500, 530}[rep] })
+		addRoundsAt(s, p)
+		assert.Empty(t, p.calls, "-max-count=%d", maxCount)
+		assert.Empty(t, log.String())
+	}
+}
+
+// A cancelled run adds no rounds.
+func TestMaxCountStopsWhenCancelled(t *testing.T) {
+	var log bytes.Buffer
+	s := maxCountSuite(t, storedPoint(400, 404, 396, 402, 398, 400), 3, 10, &log)
+	p := newPointRun(func(rep int) float64 { return []float64{470, 500, 530}[rep] })
+	for rep := range 3 {
+		p.round(rep)
+	}
+	p.calls = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.addRounds(ctx, "BenchmarkOneHop/c=4", p.runs, p.round)
+	assert.Empty(t, p.calls)
+}
+
+// With -candidate the same schedule adds interleaved pairs: a candidate
+// that alternates 10 % ± e^0.1 around the limit against a steady reference
+// (log ratios ln 1.1 ± 0.1: mean ln 1.1 + 0.1/3 at 3 pairs, sd 0.115470)
+// is inconclusive at 3 pairs; t(0.99167, N-1)·0.115470/√N < 0.033333
+// first at N = 73 (t = 2.451199: 0.033127; N = 72: 0.033368), far beyond
+// the budget of 8, so the first look asks for all of it, and the point
+// stops there, still inconclusive.
+func TestMaxCountWithACandidateStopsAtTheBudget(t *testing.T) {
+	var log bytes.Buffer
+	s := NewWithConfig(&Config{Candidate: "caddy+no-keepalive", Repeats: 3, MaxCount: 8})
+	s.gate, s.Log = testGateFixture(t), &log
+	runs := map[target.Arm][]report.Record{}
+	var calls []int
+	round := func(rep int) {
+		calls = append(calls, rep)
+		up := 1.1 * math.Exp(0.1*float64(1-rep%2*2))
+		runs[target.Reference] = append(runs[target.Reference], syntheticRecord(target.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60}))
+		runs[target.Candidate] = append(runs[target.Candidate], syntheticRecord(target.Candidate, rep, figures{sidecarMC: 400 * up, appMC: 200, qps: 2000, rssMiB: 60}))
+	}
+	for rep := range 3 {
+		round(rep)
+	}
+	calls = nil
+	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", runs, round)
+	assert.Equal(t, []int{3, 4, 5, 6, 7}, calls)
+	assert.Contains(t, log.String(), "the gate is inconclusive after 3 rounds (look 1 of at most 3, at 98.3 %): 5 more, of at most 8 in all\n")
+	var recs []report.Record
+	for _, arm := range []target.Arm{target.Reference, target.Candidate} {
+		recs = append(recs, runs[arm]...)
+	}
+	v, err := s.gate.DecideAt(gateMeasurements(s.gate, recs), gate.LookConfidence(s.gateLooks()))
+	require.NoError(t, err)
+	assert.Equal(t, gate.Inconclusive, v.Outcome)
+	assert.Equal(t, 8, decisionOf(t, &v, gate.SidecarCPUPer1kReq).Interval.N)
+}
