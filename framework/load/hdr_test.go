@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"fortio.org/fortio/fhttp"
 	"fortio.org/fortio/periodic"
 	flog "fortio.org/log"
 	"github.com/stretchr/testify/assert"
@@ -214,41 +213,39 @@ func (s *spy) Report(ctx context.Context, id periodic.ThreadID, iter int64, at t
 	s.Recorder.Report(ctx, id, iter, at, latency, ok, details)
 }
 
-// TestRecorderMatchesFortiosSchedule runs fortio's own runner with the
-// Recorder and checks the order of events the correction relies on: the
-// schedule's start lies between fortio's start and its first request, no
-// request is sent before the time the Recorder computes for it, and no
-// iteration lies beyond the Recorder's count.
+// TestRecorderMatchesFortiosSchedule runs fortio's periodic engine, as
+// runHTTP drives it, with the Recorder and checks the order of events the
+// correction relies on: the schedule's start lies between fortio's start
+// and its first request, no request is sent before the time the Recorder
+// computes for it, and no iteration lies beyond the Recorder's count.
 func TestRecorderMatchesFortiosSchedule(t *testing.T) {
 	fortioLog.Do(func() { flog.SetLogLevelQuiet(flog.Error) })
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	ro := &fhttp.HTTPRunnerOptions{
-		RunnerOptions: periodic.RunnerOptions{QPS: 300, Duration: 500 * time.Millisecond, NumThreads: 3,
-			NoCatchUp: true, Resolution: 1e-5, Out: discard{}, Stop: periodic.NewAborter()},
-		HTTPOptions: fhttp.HTTPOptions{URL: srv.URL + "/", NumConnections: 1},
-	}
-	rec := NewRecorder(&ro.RunnerOptions)
+	o := Options{URL: srv.URL + "/", Concurrency: 3, QPS: 300, Duration: 500 * time.Millisecond, Resolution: stats.Resolution{Divider: 1e-5}}
+	require.NoError(t, o.Normalize())
+	ro := runnerOptions(o, o.Duration)
+	rec := NewRecorder(&ro)
 	s := &spy{Recorder: rec, sends: map[periodic.ThreadID][]sendAt{}}
 	ro.AccessLogger = s
-	fr, err := fhttp.RunHTTPTest(ro)
+	fr, err := runHTTP(context.Background(), o, ro)
 	require.NoError(t, err)
 	require.Len(t, s.sends, 3)
 	origin := rec.base.Add(time.Duration(rec.anchor.Load()))
-	assert.False(t, origin.Before(fr.StartTime), "the schedule starts after fortio's start")
+	assert.False(t, origin.Before(fr.start), "the schedule starts after fortio's start")
 	for id, sends := range s.sends {
 		require.NotEmpty(t, sends)
 		assert.Zero(t, sends[0].iter)
 		assert.False(t, sends[0].at.Before(origin), "thread %d: its first request follows the schedule's start", id)
 		for _, x := range sends {
 			assert.Less(t, x.iter, rec.sched.calls, "thread %d", id)
-			intended := fr.StartTime.Add(time.Duration(rec.sched.offset(x.iter)))
+			intended := fr.start.Add(time.Duration(rec.sched.offset(x.iter)))
 			assert.False(t, x.at.Before(intended), "thread %d iteration %d sent %v before its time", id, x.iter, intended.Sub(x.at))
 		}
 	}
-	l, err := rec.Latencies(fr.StartTime)
+	l, err := rec.Latencies(fr.start)
 	require.NoError(t, err)
-	assert.Equal(t, fr.DurationHistogram.Count, l.Uncorrected.Count())
+	assert.Equal(t, fr.latency.Count, l.Uncorrected.Count())
 	var upToLast int64
 	for _, sends := range s.sends {
 		upToLast += sends[len(sends)-1].iter + 1
@@ -256,10 +253,6 @@ func TestRecorderMatchesFortiosSchedule(t *testing.T) {
 	assert.GreaterOrEqual(t, l.Corrected.Count(), upToLast, "every iteration up to each thread's last request")
 	assert.LessOrEqual(t, l.Corrected.Count(), 3*rec.sched.calls, "no more than scheduled")
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // TestCoordinatedOmissionWithAStallingServer: the server stalls one request
 // for 200 ms in an open-loop run at 200 req/s over 2 connections. Measured

@@ -1,5 +1,5 @@
-// Package load drives fortio's runners in-process, HTTP (fhttp) or gRPC
-// (fgrpc's ping client on fortio's periodic engine): a thrown-away warm-up,
+// Package load drives fortio's periodic engine in-process with fhttp's
+// HTTP clients or fgrpc's gRPC ping client: a thrown-away warm-up,
 // then one measured window, closed loop at maximum rate or open loop at a
 // fixed rate; or a user flow (Flow), Locust-style users ramped up at a
 // spawn rate, each looping over the flow's steps with think time. Its
@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"fortio.org/fortio/fhttp"
 	"fortio.org/fortio/periodic"
 	fstats "fortio.org/fortio/stats"
 	flog "fortio.org/log"
@@ -481,7 +480,7 @@ func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline, hd
 	if o.Protocol == GRPC {
 		w, err = runGRPC(ctx, o, ro)
 	} else {
-		w, err = runHTTP(o, ro)
+		w, err = runHTTP(ctx, o, ro)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -497,34 +496,6 @@ func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline, hd
 		return nil, nil, fmt.Errorf("load against %s: %w", o.URL, err)
 	}
 	return w, lat, nil
-}
-
-// runHTTP runs fortio's HTTP runner (h2c with prior knowledge for h2).
-func runHTTP(o Options, ro periodic.RunnerOptions) (*window, error) {
-	hro := &fhttp.HTTPRunnerOptions{
-		RunnerOptions: ro,
-		HTTPOptions: fhttp.HTTPOptions{
-			URL:            o.URL,
-			H2:             o.Protocol == H2,
-			NumConnections: 1,
-			HTTPReqTimeOut: o.Timeout,
-		},
-		AllowInitialErrors: true,
-	}
-	for k, v := range o.Headers {
-		if err := hro.AddAndValidateExtraHeader(k + ":" + v); err != nil {
-			return nil, fmt.Errorf("header %q: %w", k, err)
-		}
-	}
-	if o.RequestSize > 0 {
-		hro.Payload = make([]byte, o.RequestSize)
-		hro.ContentType = "application/octet-stream"
-	}
-	fr, err := fhttp.RunHTTPTest(hro)
-	if err != nil {
-		return nil, fmt.Errorf("fortio run against %s: %w", o.URL, err)
-	}
-	return &window{start: fr.StartTime, elapsed: fr.ActualDuration, qps: fr.ActualQPS, codes: fr.RetCodes, latency: fr.DurationHistogram}, nil
 }
 
 // accessLoggers hands every request to several access loggers, in order
