@@ -102,7 +102,7 @@ func (s *Suite) loadImagesInto(ctx context.Context, cl kind.Cluster, loaded *boo
 		return nil
 	}
 	*loaded = true
-	local := localImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage)
+	local := localImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage, s.Config.candidateImage())
 	if len(local) == 0 {
 		return nil
 	}
@@ -127,6 +127,10 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 	if err != nil {
 		return nil, fmt.Errorf("-placement: %w", err)
 	}
+	cand, err := c.kubeCandidate()
+	if err != nil {
+		return nil, err
+	}
 	var nodeExec kube.NodeExec
 	if s.cl.kind != nil {
 		nodeExec = kindNodeExec(s.cl.kind.Name())
@@ -135,6 +139,7 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 		Name:            c.Target,
 		NodeExec:        nodeExec,
 		Mesh:            m,
+		Candidate:       cand,
 		Placement:       placement,
 		Loadgens:        c.Loadgens,
 		NamespacePrefix: c.Namespace,

@@ -3,6 +3,7 @@ package suite_test
 import (
 	"flag"
 	"io"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -96,4 +97,25 @@ func TestClusterWideMeshFlags(t *testing.T) {
 	assert.EqualError(t, err, `-cilium-encryption=none: only used with -mesh=cilium (got -mesh="istio")`)
 	_, err = normalize(t, "-target", "kind", "-mesh", "cilium", "-mesh-install", "-cilium-encryption", "tls")
 	assert.ErrorContains(t, err, "-cilium-encryption=tls: want one of ipsec, wireguard, none")
+}
+
+// On a cluster -candidate is a sidecar image and/or configuration of the
+// bring-your-own sidecar mesh; any other mesh, or something that is no
+// image, is refused before a cluster is made, naming the flag.
+func TestCandidateFlagsOnClusters(t *testing.T) {
+	for _, spec := range []string{"+no-keepalive", "meshbench/nginx:next", "registry.local:5000/nginx:1.27+no-keepalive"} {
+		cfg, err := normalize(t, "-target", "kind", "-candidate", spec)
+		require.NoError(t, err, spec)
+		assert.Equal(t, "sidecar", cfg.Mesh)
+		assert.Equal(t, "kind.yaml", filepath.Base(cfg.Gate), "%s: the kind gate fixture by default", spec)
+	}
+	_, err := normalize(t, "-target", "kind", "-mesh", "istio", "-candidate", "nginx:1.27")
+	assert.EqualError(t, err, "-candidate=nginx:1.27: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=istio (for another mesh, gate against a stored run with -reference)")
+	t.Setenv("KUBECONFIG", "a.yaml")
+	_, err = normalize(t, "-mesh", "linkerd", "-candidate", "+no-keepalive")
+	assert.ErrorContains(t, err, "-candidate=+no-keepalive: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar)")
+	_, err = normalize(t, "-target", "kind", "-candidate", "caddy@v2.11.9")
+	assert.ErrorContains(t, err, `-candidate=caddy@v2.11.9: "caddy@v2.11.9" is not an image reference`)
+	_, err = normalize(t, "-target", "kind", "-candidate", "nginx:1.27+keepalive-off")
+	assert.ErrorContains(t, err, `-candidate=nginx:1.27+keepalive-off: "nginx:1.27+keepalive-off" is not an image reference`)
 }

@@ -150,12 +150,13 @@ func (s *Suite) judgeGate(w io.Writer, recs []report.Record) (*gate.Verdict, err
 	if len(ms) == 0 {
 		return nil, fmt.Errorf("gate %s: no scenario has valid reference and candidate pairs to judge", s.gate.File)
 	}
-	aa := s.Config.Candidate == s.Config.Sidecar
+	ref, cand := s.Config.gateArms()
+	aa := cand == ref
 	what := "the spread of this run's pairs"
 	if aa {
 		what = "this A/A run (candidate = reference)"
 	}
-	header := fmt.Sprintf("gate: %s, candidate %s against reference %s", s.gate.File, s.Config.Candidate, s.Config.Sidecar)
+	header := fmt.Sprintf("gate: %s, candidate %s against reference %s", s.gate.File, cand, ref)
 	return s.decideGate(w, header, "", ms, what, aa)
 }
 

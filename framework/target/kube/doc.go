@@ -13,6 +13,14 @@
 // then verifies both arms with the mesh adapter: proxies in every meshed
 // pod, none in the baseline.
 //
+// With a candidate sidecar (Options.Candidate, candidate.go: the
+// bring-your-own sidecar mesh only) the meshed arm is two: reference and
+// candidate, each in its own namespace with its own workloads, whose
+// sidecars differ in image and/or configuration (keep-alive between
+// sidecars off). The target then reports the arms baseline, reference and
+// candidate (target.Armed), which the suite interleaves and an upgrade
+// gate judges; both meshed arms are verified and prove their path.
+//
 // Run drives the loadgen replicas through client-go port-forwards and
 // fortio's REST API (cmd/mbloadgen): N replicas share the connections and
 // the rate, run concurrently, and their histograms are merged bucket by

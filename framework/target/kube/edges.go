@@ -129,7 +129,7 @@ func pathEdges(a *arm, p target.Path, c counted, mtls []mesh.Edge) []target.Edge
 	}
 	edge := func(src, dst string, n int64) target.Edge {
 		e := target.Edge{Src: src, Dst: dst, Requests: n}
-		if a.name != target.Meshed {
+		if !a.name.IsMeshed() {
 			return e
 		}
 		for _, m := range mtls {

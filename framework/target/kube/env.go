@@ -135,6 +135,7 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 			cfg["nodes."+string(name)] = where
 		}
 	}
+	t.armsConfig(cfg)
 	e.Mesh.Config = cfg
 
 	ni, err := t.loadgenNetInfo(ctx)
@@ -159,7 +160,7 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 // summary of what was read.
 func (t *Target) meshThreads(configured mesh.Threads) (int, string) {
 	t.mu.Lock()
-	measured, n := measuredThreads(t.verified[target.Meshed])
+	measured, n := measuredThreads(t.verified[t.meshedArms()[0].name])
 	t.mu.Unlock()
 	if n == 0 && configured.Mode == "fixed" {
 		n = configured.N
@@ -244,7 +245,7 @@ func (t *Target) placement(ctx context.Context, a *arm) string {
 
 // loadgenNetInfo asks one meshed-arm loadgen for its pod's interfaces.
 func (t *Target) loadgenNetInfo(ctx context.Context) (netInfo, error) {
-	a := t.arms[target.Meshed]
+	a := t.meshedArms()[0]
 	pods, err := t.readyPods(ctx, a.loadgenNS, manifests.Loadgen)
 	if err != nil {
 		return netInfo{}, err

@@ -329,7 +329,7 @@ func (t *Target) newKiller(ctx context.Context) (killer, string) {
 	if t.restCfg == nil {
 		return nil, "faults need node access (Options.NodeExec) or a rest.Config to exec with"
 	}
-	ns := t.arms[target.Meshed].ns
+	ns := t.meshedArms()[0].ns
 	ok, err := canExec(ctx, t.c, ns)
 	switch {
 	case err != nil:

@@ -29,8 +29,9 @@ import (
 	"github.com/meshbench/meshbench/framework/target"
 )
 
-// Target runs both arms in namespaces of one cluster. It implements
-// target.Target.
+// Target runs both arms in namespaces of one cluster, or, with a
+// candidate sidecar (Options.Candidate), the baseline, reference and
+// candidate arms. It implements target.Target and target.Armed.
 type Target struct {
 	o   Options
 	c   kubernetes.Interface
@@ -82,6 +83,12 @@ type arm struct {
 	// sidecar; in the mesh, the loadgen calls its own sidecar's outbound
 	// listeners, out of it, the callee sidecar's plain (permissive) port.
 	sidecar bool
+	// proxy is the arm's sidecar wiring when the harness wires it (the
+	// candidate's differs from the reference's); image, when set, the
+	// image of the mesh's injected proxy container instead of the mesh's
+	// own (an unwired candidate).
+	proxy *manifests.Sidecar
+	image string
 }
 
 // url is what the loadgen calls for path p in protocol proto: the
@@ -252,13 +259,16 @@ func (t *Target) preflight(ctx context.Context) error {
 	return nil
 }
 
-// newArms names both arms' namespaces and, for the bring-your-own sidecar
-// mesh, makes the meshed arm's wiring (permissive, so that a loadgen out
-// of the mesh can call it).
+// newArms names the arms' namespaces and, for the bring-your-own sidecar
+// mesh, makes the meshed arms' wiring (permissive, so that a loadgen out
+// of the mesh can call it): the candidate's is the reference's with the
+// candidate's image and configuration.
 func (t *Target) newArms() error {
-	base := &arm{name: target.Baseline, ns: t.ns("baseline")}
-	meshed := &arm{name: target.Meshed, ns: t.ns("meshed")}
-	t.arms[target.Baseline], t.arms[target.Meshed] = base, meshed
+	t.arms[target.Baseline] = &arm{name: target.Baseline, ns: t.ns("baseline")}
+	meshed := t.newMeshedArms()
+	for _, a := range meshed {
+		t.arms[a.name] = a
+	}
 	for _, a := range t.arms {
 		a.placement, a.loadgenNS = t.o.Placement, a.ns
 		if t.o.Placement == OutOfMesh {
@@ -267,6 +277,7 @@ func (t *Target) newArms() error {
 	}
 	sp, ok := t.o.Mesh.(mesh.SidecarProxy)
 	if !ok || !sp.Wired() {
+		t.wireCandidate(nil)
 		return nil
 	}
 	var err error
@@ -274,7 +285,10 @@ func (t *Target) newArms() error {
 		return err
 	}
 	t.sidecar.Permissive = true
-	meshed.sidecar = true
+	for _, a := range meshed {
+		a.sidecar, a.proxy = true, t.sidecar
+	}
+	t.wireCandidate(t.sidecar)
 	return nil
 }
 
@@ -283,7 +297,7 @@ func (t *Target) sharedNS() string { return t.ns("loadgen") }
 
 // createArmNamespaces creates the arms' namespaces (and the out-of-mesh
 // loadgen's, when that is the default placement) and turns the mesh on
-// in the meshed one. The restricted standard is enforced in the meshed
+// in the meshed ones. The restricted standard is enforced in the meshed
 // namespace only when the mesh adds nothing to it: injected sidecars come
 // with privileged init containers (istio-init, linkerd-init without their
 // CNI), and waypoints are the mesh's own pods. Otherwise it is warned
@@ -291,13 +305,12 @@ func (t *Target) sharedNS() string { return t.ns("loadgen") }
 // too.
 func (t *Target) createArmNamespaces(ctx context.Context) error {
 	m := t.o.Mesh
-	base, meshed := t.arms[target.Baseline], t.arms[target.Meshed]
 	_, injector := m.(mesh.Injector)
 	roles := m.Roles()
 	enforceMeshed := len(roles.Sidecars) == 0 && len(roles.Waypoints) == 0 && !injector || t.sidecar != nil && len(t.sidecar.Args) == 0
-	nss := []*corev1.Namespace{
-		manifests.Namespace(base.ns, string(target.Baseline), t.run, true),
-		manifests.Namespace(meshed.ns, string(target.Meshed), t.run, enforceMeshed),
+	nss := []*corev1.Namespace{manifests.Namespace(t.arms[target.Baseline].ns, string(target.Baseline), t.run, true)}
+	for _, a := range t.meshedArms() {
+		nss = append(nss, manifests.Namespace(a.ns, string(a.name), t.run, enforceMeshed))
 	}
 	if t.o.Placement == OutOfMesh {
 		nss = append(nss, manifests.Namespace(t.sharedNS(), manifests.ArmShared, t.run, true))
@@ -307,8 +320,10 @@ func (t *Target) createArmNamespaces(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := m.Enable(ctx, t.c, meshed.ns); err != nil {
-		return fmt.Errorf("kube target: %s: enable injection in %s: %w", m.Name(), meshed.ns, err)
+	for _, a := range t.meshedArms() {
+		if err := m.Enable(ctx, t.c, a.ns); err != nil {
+			return fmt.Errorf("kube target: %s: enable injection in %s: %w", m.Name(), a.ns, err)
+		}
 	}
 	return nil
 }
@@ -320,7 +335,7 @@ func (t *Target) deployArms(ctx context.Context) error {
 	if t.o.Placement == OutOfMesh {
 		shared = t.sharedNS()
 	}
-	sets, wants, err := t.render(t.arms[target.Baseline], t.arms[target.Meshed], shared)
+	sets, wants, err := t.render(append([]*arm{t.arms[target.Baseline]}, t.meshedArms()...), shared)
 	if err != nil {
 		return err
 	}
@@ -444,15 +459,16 @@ type renderJob struct {
 	replicas     int
 }
 
-// render builds every namespace's objects and what readiness waits for.
-func (t *Target) render(base, meshed *arm, shared string) ([]*manifests.Set, []want, error) {
+// render builds every namespace's objects (the arms', in order, and the
+// out-of-mesh loadgen's in shared when set) and what readiness waits for.
+func (t *Target) render(arms []*arm, shared string) ([]*manifests.Set, []want, error) {
 	apps := []manifests.Component{manifests.Backend, manifests.Frontend}
 	if shared == "" {
 		apps = manifests.Components
 	}
-	jobs := []renderJob{
-		{base.ns, string(target.Baseline), apps, false, t.o.Loadgens},
-		{meshed.ns, string(target.Meshed), apps, true, t.o.Loadgens},
+	var jobs []renderJob
+	for _, a := range arms {
+		jobs = append(jobs, renderJob{a.ns, string(a.name), apps, a.name.IsMeshed(), t.o.Loadgens})
 	}
 	if shared != "" {
 		jobs = append(jobs, renderJob{shared, manifests.ArmShared, []manifests.Component{manifests.Loadgen}, false, t.o.Loadgens})
@@ -470,12 +486,14 @@ func (t *Target) render(base, meshed *arm, shared string) ([]*manifests.Set, []w
 }
 
 // renderOne builds one namespace's objects, with the mesh injected (or
-// the bring-your-own sidecar wired) where the job says.
+// the bring-your-own sidecar wired, as the namespace's arm wires it) where
+// the job says.
 func (t *Target) renderOne(j renderJob) (*manifests.Set, []want, error) {
 	p := t.o.Workloads
 	p.Namespace, p.Arm, p.Run, p.Components, p.LoadgenReplicas = j.ns, j.armLabel, t.run, j.comps, j.replicas
-	if j.inject && t.sidecar != nil {
-		p.Sidecar = t.sidecar
+	a := t.armOf(j.ns)
+	if j.inject && a != nil && a.proxy != nil {
+		p.Sidecar = a.proxy
 	}
 	s, err := manifests.Render(p)
 	if err != nil {
@@ -483,7 +501,7 @@ func (t *Target) renderOne(j renderJob) (*manifests.Set, []want, error) {
 	}
 	if inj, ok := t.o.Mesh.(mesh.Injector); ok && j.inject {
 		for _, d := range s.Deployments {
-			if err := inj.Inject(&d.Spec.Template); err != nil {
+			if err := t.inject(inj, a, &d.Spec.Template); err != nil {
 				return nil, nil, fmt.Errorf("kube target: %s: inject into %s/%s: %w", t.o.Mesh.Name(), d.Namespace, d.Name, err)
 			}
 		}
@@ -493,6 +511,20 @@ func (t *Target) renderOne(j renderJob) (*manifests.Set, []want, error) {
 		wants = append(wants, want{Namespace: j.ns, Component: manifests.Component(d.Labels[manifests.LabelComponent]), Replicas: int(*d.Spec.Replicas)})
 	}
 	return s, wants, nil
+}
+
+// inject injects the mesh into a pod template of arm a, with the arm's
+// own proxy image when it has one (an unwired candidate).
+func (t *Target) inject(inj mesh.Injector, a *arm, tmpl *corev1.PodTemplateSpec) error {
+	if err := inj.Inject(tmpl); err != nil {
+		return err
+	}
+	sp, ok := t.o.Mesh.(mesh.SidecarProxy)
+	if a == nil || a.image == "" || !ok {
+		return nil
+	}
+	name, _, _ := sp.Proxy()
+	return setProxyImage(tmpl, name, a.image)
 }
 
 // apply creates every set's objects, the namespaces concurrently, each in
@@ -544,12 +576,12 @@ func (t *Target) create(ctx context.Context, o runtime.Object) error {
 	return nil
 }
 
-// verify checks, with the mesh adapter, that the meshed arm's pods carry
+// verify checks, with the mesh adapter, that the meshed arms' pods carry
 // the mesh and that the baseline's (and the out-of-mesh loadgen's) do not.
 func (t *Target) verify(ctx context.Context) error {
 	var errs []error
-	for _, a := range []*arm{t.arms[target.Baseline], t.arms[target.Meshed]} {
-		v, err := t.o.Mesh.Verify(ctx, t.c, a.ns, a.name == target.Meshed)
+	for _, a := range append([]*arm{t.arms[target.Baseline]}, t.meshedArms()...) {
+		v, err := t.o.Mesh.Verify(ctx, t.c, a.ns, a.name.IsMeshed())
 		t.mu.Lock()
 		t.verified[a.name] = v
 		t.mu.Unlock()
@@ -560,8 +592,8 @@ func (t *Target) verify(ctx context.Context) error {
 			t.o.Logf("kube target: %s arm: %s", a.name, n)
 		}
 	}
-	if sh := t.arms[target.Meshed].loadgenNS; sh != t.arms[target.Meshed].ns {
-		if _, err := t.o.Mesh.Verify(ctx, t.c, sh, false); err != nil {
+	if m := t.meshedArms()[0]; m.loadgenNS != m.ns {
+		if _, err := t.o.Mesh.Verify(ctx, t.c, m.loadgenNS, false); err != nil {
 			errs = append(errs, fmt.Errorf("out-of-mesh loadgen: %w", err))
 		}
 	}

@@ -39,9 +39,9 @@ func (t *Target) loadgenJobs(p Placement, replicas int) []renderJob {
 		return []renderJob{{t.sharedNS(), manifests.ArmShared, only, false, replicas}}
 	}
 	var jobs []renderJob
-	for _, name := range target.Arms {
+	for _, name := range t.Arms() {
 		a := t.arms[name]
-		jobs = append(jobs, renderJob{a.ns, string(name), only, name == target.Meshed, replicas})
+		jobs = append(jobs, renderJob{a.ns, string(name), only, name.IsMeshed(), replicas})
 	}
 	return jobs
 }
@@ -195,7 +195,7 @@ func withIdleLoadgens(roleOf kubelet.RoleOf, pods, used []corev1.Pod) kubelet.Ro
 
 // placementNote is the run's warning about its placement, "" in the mesh.
 func placementNote(a *arm, p target.Path) string {
-	if a.placement != OutOfMesh || a.name != target.Meshed {
+	if a.placement != OutOfMesh || !a.name.IsMeshed() {
 		return ""
 	}
 	hop := target.Hops(p)[0].Dst

@@ -48,6 +48,12 @@ type Options struct {
 	// not find it, if the adapter can (mesh.Installer), and uninstalls it
 	// when the target closes. Default false: a missing mesh is an error.
 	InstallMesh bool
+	// Candidate, when set, is an upgrade gate's candidate sidecar: the
+	// arms are then baseline, reference (Mesh's sidecar) and candidate, in
+	// namespaces of their own. Only the bring-your-own sidecar mesh runs
+	// one; New refuses it with any other before touching the cluster.
+	// Default nil: the arms baseline and meshed.
+	Candidate *Candidate
 	// Install says which release to install and with which registry.
 	Install mesh.InstallOptions
 	// ChartDir, when set, is where the charts are looked for (by their
@@ -115,6 +121,11 @@ func (o *Options) normalize() error {
 			return err
 		}
 		o.Mesh = m
+	}
+	if o.Candidate != nil {
+		if err := o.Candidate.check(o.Mesh); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	p, err := ParsePlacement(string(o.Placement))
 	if err != nil {

@@ -301,7 +301,7 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *target.Run) error
 		checkArm = target.Baseline // an A/A run: both arms must be unmeshed
 		run.Warn(validity.SecondBaseline, "mesh none: the meshed arm is a second baseline (an A/A run)")
 	}
-	if why != "" && checkArm == target.Meshed {
+	if why != "" && checkArm.IsMeshed() {
 		run.Invalidate(validity.MeshNotOn, "mTLS not verified: %s", why)
 	}
 	outOfMesh := rs.a.placement == OutOfMesh
@@ -420,10 +420,10 @@ func runShards(ctx context.Context, lgs []*loadgen, opts []load.Options, d time.
 	return out, nil
 }
 
-// mtls reads the meshed arm's mTLS evidence from the mesh, and keeps it
+// mtls reads a meshed arm's mTLS evidence from the mesh, and keeps it
 // for Evidence. It returns why there is none, when there is none.
 func (t *Target) mtls(ctx context.Context, a *arm) ([]mesh.Edge, string) {
-	if a.name != target.Meshed {
+	if !a.name.IsMeshed() {
 		return nil, ""
 	}
 	var edges []mesh.Edge
@@ -444,7 +444,7 @@ func (t *Target) mtls(ctx context.Context, a *arm) ([]mesh.Edge, string) {
 
 // verifyArm repeats the mesh adapter's check of one arm's pods.
 func (t *Target) verifyArm(ctx context.Context, a *arm) error {
-	v, err := t.o.Mesh.Verify(ctx, t.c, a.ns, a.name == target.Meshed)
+	v, err := t.o.Mesh.Verify(ctx, t.c, a.ns, a.name.IsMeshed())
 	t.mu.Lock()
 	t.verified[a.name] = v
 	t.mu.Unlock()

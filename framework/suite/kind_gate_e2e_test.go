@@ -1,0 +1,122 @@
+package suite_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/suite"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// kindGateRounds is how many interleaved rounds each gate point runs.
+const kindGateRounds = 4
+
+// TestKindCandidateGateE2E is the upgrade gate on a real 3-node kind
+// cluster built offline, with the bring-your-own sidecar mesh and only the
+// one locally built nginx image: baseline, reference and candidate arms
+// interleaved at c=8 on one hop, judged by fixtures/gates/kind.yaml. An
+// A/A gate (the candidate is the reference's image and configuration), at
+// maximum rate then at half the slower meshed arm's capacity, must not
+// fail; a candidate with keep-alive between its sidecars off (the same
+// image, a new mTLS connection per request) must fail on sidecar CPU per
+// 1k requests. Both gates share the cluster, deleted at the end. Run it
+// like `make e2e` runs TestKindE2E, with -run TestKindCandidateGateE2E
+// (about 15 minutes on 2 cores once the images are built).
+func TestKindCandidateGateE2E(t *testing.T) {
+	if os.Getenv("MESHBENCH_KIND_E2E") == "" {
+		t.Skip("set MESHBENCH_KIND_E2E=1 and build the images as `make e2e` does (see the README's \"Candidate against reference on kind\")")
+	}
+	name := envOr("MESHBENCH_KIND_CLUSTER", fmt.Sprintf("meshbench-gate-%d", time.Now().Unix()%100000))
+	deleteClusters(t, name)
+	image := envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9")
+
+	t.Run("A/A", func(t *testing.T) {
+		v := kindGateRun(t, name, image, suite.GateLoad(0.5))
+		assert.NotEqual(t, gate.Fail, v.Outcome, "an A/A gate never fails")
+		for _, d := range v.Decisions {
+			assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("no keep-alive between sidecars", func(t *testing.T) {
+		v := kindGateRun(t, name, "+no-keepalive")
+		assert.Equal(t, gate.Fail, v.Outcome)
+		var cpu *gate.Decision
+		for i, d := range v.Decisions {
+			if d.Metric == gate.SidecarCPUPer1kReq {
+				cpu = &v.Decisions[i]
+			}
+		}
+		require.NotNil(t, cpu, "sidecar CPU per 1k requests was gated")
+		assert.Equal(t, gate.Fail, cpu.Outcome, cpu.Reason)
+		assert.Greater(t, cpu.Interval.Lo, cpu.Limit, "the whole interval is beyond the limit")
+		assert.Contains(t, cpu.Reason, "too high sidecar CPU per 1k req: candidate/reference")
+	})
+}
+
+// kindGateRun runs one upgrade gate on the kind cluster (made by the first
+// run and kept for the next; deleteClusters deletes it): one hop at c=8,
+// kindGateRounds interleaved rounds of baseline, reference and candidate
+// at each point of axes, and returns the gate's verdict.
+func kindGateRun(t *testing.T, cluster, candidate string, axes ...suite.Axis) *gate.Verdict {
+	t.Helper()
+	start := time.Now()
+	defer func() { t.Logf("e2e gate -candidate=%s: %.0fs", candidate, time.Since(start).Seconds()) }()
+	fixture, err := filepath.Abs("../../fixtures/gates/kind.yaml")
+	require.NoError(t, err)
+	s, _ := kindSuite(t, "-kind-cluster", cluster, "-keep-cluster", "-mesh", "sidecar", "-candidate", candidate,
+		"-gate", fixture, "-thresholds", "none", "-concurrency", "8")
+	s.Config.Repeats = kindGateRounds
+	require.NoError(t, s.LoadGate())
+	testing.Benchmark(func(b *testing.B) {
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkGate", Path: target.OneHop, Axes: axes})
+	})
+	points := 1
+	for _, a := range axes {
+		points *= len(a.Values)
+	}
+	checkGateRecords(t, s.Records(), kindGateRounds*points)
+	err = s.Finish() // a failed gate is an error too: the verdict says which
+	t.Logf("finish: %v", err)
+	v := s.GateVerdict()
+	require.NotNil(t, v, "the gate decided")
+	for _, d := range v.Decisions {
+		t.Logf("%s: %s", d.Outcome, d.Reason)
+	}
+	return v
+}
+
+// checkGateRecords: n runs of each of the three arms, labelled by arm,
+// valid, with the path proved (secured in the meshed arms, plain in the
+// baseline) and sidecar CPU in the meshed arms only.
+func checkGateRecords(t *testing.T, recs []report.Record, n int) {
+	t.Helper()
+	arms := map[target.Arm]int{}
+	for _, r := range recs {
+		arms[r.Arm]++
+		name := r.Name()
+		assert.Contains(t, name, "arm="+string(r.Arm))
+		assert.True(t, r.Valid(), "%s invalid: %v", name, r.Invalid)
+		require.NotEmpty(t, r.Edges, name)
+		for _, e := range r.Edges {
+			assert.Equal(t, r.Arm.IsMeshed(), e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
+		}
+		u, sidecars := r.Resources.Role(measure.RoleSidecar)
+		assert.Equal(t, r.Arm.IsMeshed(), sidecars, "%s: sidecar containers only in the meshed arms", name)
+		if sidecars {
+			assert.Positive(t, u.MilliCores, "%s: sidecar CPU measured", name)
+		}
+	}
+	assert.Equal(t, map[target.Arm]int{target.Baseline: n, target.Reference: n, target.Candidate: n}, arms, "three arms interleaved")
+}
