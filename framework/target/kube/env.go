@@ -159,8 +159,12 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 // number, else the configured fixed number (0 when not fixed); and the
 // summary of what was read.
 func (t *Target) meshThreads(configured mesh.Threads) (int, string) {
+	name := target.Meshed // before the arms are made
+	if as := t.meshedArms(); len(as) > 0 && as[0] != nil {
+		name = as[0].name
+	}
 	t.mu.Lock()
-	measured, n := measuredThreads(t.verified[t.meshedArms()[0].name])
+	measured, n := measuredThreads(t.verified[name])
 	t.mu.Unlock()
 	if n == 0 && configured.Mode == "fixed" {
 		n = configured.N
