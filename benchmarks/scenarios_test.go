@@ -24,6 +24,12 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every scenario against real processes")
 	}
+	if b := flag.Lookup("test.bench"); b != nil && b.Value.String() != "" {
+		// go test ./benchmarks -bench . is the main job: it runs every
+		// scenario in full, -count times; this short pass would only add
+		// minutes to it.
+		t.Skip("the main job (-bench) runs the scenarios themselves; run this test with `go test ./benchmarks`")
+	}
 	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
 	cfg := suite.RegisterFlags(fs)
 	require.NoError(t, fs.Parse([]string{"-target", "local", "-concurrency", "2", "-duration", "2s", "-warmup", "100ms",
