@@ -40,7 +40,12 @@ func TestKindCandidateGateE2E(t *testing.T) {
 	image := envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9")
 
 	t.Run("A/A", func(t *testing.T) {
-		v := kindGateRun(t, name, image, suite.GateLoad(0.5))
+		// 0.3, not the local 0.5: on kind half of the closed-loop capacity
+		// (3205 of 6411 req/s) missed its rate in every open-loop run
+		// (2480-2800 req/s): 8 connections at 400 req/s each leave 2.5 ms
+		// per request, about the meshed arm's mean latency through the
+		// nodes' bridge, so each connection was near saturation.
+		v := kindGateRun(t, name, image, suite.GateLoad(0.3))
 		assert.NotEqual(t, gate.Fail, v.Outcome, "an A/A gate never fails")
 		for _, d := range v.Decisions {
 			assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)
