@@ -3,7 +3,9 @@ package measure
 import (
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,10 +56,9 @@ func TestProcRecorderCountsChildren(t *testing.T) {
 func TestProcRecorderSelf(t *testing.T) {
 	rec, err := StartProcs([]Proc{{Name: "self", Role: RoleLoadgen, PID: os.Getpid()}})
 	require.NoError(t, err)
-	x := 0
-	for i := range 50_000_000 {
-		x += i
-	}
+	// Burn 50 ms of this process's CPU time, as the kernel counts it (a
+	// fixed loop may finish within one 10 ms tick on a fast machine).
+	x := burnCPU(t, 50*time.Millisecond)
 	w, err := rec.Stop()
 	require.NoError(t, err)
 	require.Len(t, w.Usage, 1, "%d", x)
@@ -69,4 +70,22 @@ func TestProcRecorderSelf(t *testing.T) {
 	lg, ok := w.Role(RoleLoadgen)
 	assert.True(t, ok)
 	assert.Equal(t, 1, lg.Count)
+}
+
+// burnCPU spins until the process's user+system CPU time, from
+// getrusage, has grown by d, and returns a value that keeps the loop.
+func burnCPU(t *testing.T, d time.Duration) int {
+	t.Helper()
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	x, start := 0, cpu()
+	for cpu()-start < d {
+		for i := range 1_000_000 {
+			x += i
+		}
+	}
+	return x
 }
