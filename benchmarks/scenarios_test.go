@@ -24,12 +24,7 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every scenario against real processes")
 	}
-	if b := flag.Lookup("test.bench"); b != nil && b.Value.String() != "" {
-		// go test ./benchmarks -bench . is the main job: it runs every
-		// scenario in full, -count times; this short pass would only add
-		// minutes to it.
-		t.Skip("the main job (-bench) runs the scenarios themselves; run this test with `go test ./benchmarks`")
-	}
+	skipInMainJob(t)
 	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
 	cfg := suite.RegisterFlags(fs)
 	require.NoError(t, fs.Parse([]string{"-target", "local", "-concurrency", "2", "-duration", "2s", "-warmup", "100ms",
@@ -103,5 +98,14 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 	}
 	for _, r := range got["BenchmarkPayload"] {
 		assert.Equal(t, map[string]int{"128B": 128, "1KiB": 1 << 10, "16KiB": 16 << 10, "100KiB": 100 << 10}[r.Labels.Value("payload")], r.Workload.ResponseSize)
+	}
+}
+
+// skipInMainJob skips a test under -bench: go test ./benchmarks -bench . is
+// the main job, which runs every scenario in full, -count times (and would
+// run the test -count times too); a short pass would only add minutes.
+func skipInMainJob(t *testing.T) {
+	if b := flag.Lookup("test.bench"); b != nil && b.Value.String() != "" {
+		t.Skip("the main job (-bench) runs the scenarios themselves; run this test with `go test ./benchmarks`")
 	}
 }

@@ -68,20 +68,7 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	if v, err := serverVersion(ctx, t.c); err == nil {
 		e.Kubernetes = v
 	}
-	var kernels, images, runtimes, models []string
-	for i, n := range t.nodes {
-		kernels, images, runtimes, models = appendNew(kernels, n.Kernel), appendNew(images, n.OSImage),
-			appendNew(runtimes, n.Runtime), appendNew(models, n.CPUModel)
-		cores := int(n.AllocatableCores)
-		if i == 0 || cores < e.Cores {
-			e.Cores = cores
-		}
-		if i == 0 || n.AllocatableMiB < e.MemoryMiB {
-			e.MemoryMiB = n.AllocatableMiB
-		}
-	}
-	e.Kernel, e.OSImage, e.Runtime, e.CPUModel = strings.Join(kernels, ", "), strings.Join(images, ", "),
-		strings.Join(runtimes, ", "), strings.Join(models, ", ")
+	t.nodeEnvironment(&e)
 
 	info := t.meshInfo
 	e.Mesh.Name = t.o.Mesh.Name()
@@ -115,21 +102,7 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		cfg["nginxWorkers"] = strconv.Itoa(p.NginxWorkers)
 	}
 	cfg["namespaces"] = strings.Join(t.Namespaces(), ",")
-	if inst := t.Installed(); len(inst) > 0 {
-		// Installed by this run: which charts, from where, with which values
-		// (certificates shown by their length only).
-		cfg["installedBy"] = "meshbench"
-		for _, r := range inst {
-			src := r.Repo
-			if r.From != "" {
-				src = r.From
-			}
-			cfg["helm."+r.Release] = r.Loaded + " from " + src
-			if vs := mesh.FlattenValues(r.Values); len(vs) > 0 {
-				cfg["helm."+r.Release+".values"] = strings.Join(vs, " ")
-			}
-		}
-	}
+	t.installedConfig(cfg)
 	for name, a := range t.arms {
 		if where := t.placement(ctx, a); where != "" {
 			cfg["nodes."+string(name)] = where
@@ -152,6 +125,46 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	}
 	e.Loadgen = fmt.Sprintf("%d× mbloadgen (%s REST API over port-forward) %s", t.o.Loadgens, fortio, where)
 	return e
+}
+
+// nodeEnvironment puts the nodes on e: their kernels, OS images, runtimes
+// and CPU models (each once), and the smallest node's cores and memory.
+func (t *Target) nodeEnvironment(e *target.Environment) {
+	var kernels, images, runtimes, models []string
+	for i, n := range t.nodes {
+		kernels, images, runtimes, models = appendNew(kernels, n.Kernel), appendNew(images, n.OSImage),
+			appendNew(runtimes, n.Runtime), appendNew(models, n.CPUModel)
+		cores := int(n.AllocatableCores)
+		if i == 0 || cores < e.Cores {
+			e.Cores = cores
+		}
+		if i == 0 || n.AllocatableMiB < e.MemoryMiB {
+			e.MemoryMiB = n.AllocatableMiB
+		}
+	}
+	e.Kernel, e.OSImage, e.Runtime, e.CPUModel = strings.Join(kernels, ", "), strings.Join(images, ", "),
+		strings.Join(runtimes, ", "), strings.Join(models, ", ")
+}
+
+// installedConfig records what this run installed, if anything: which
+// charts, from where, with which values (certificates shown by their
+// length only).
+func (t *Target) installedConfig(cfg map[string]string) {
+	inst := t.Installed()
+	if len(inst) == 0 {
+		return
+	}
+	cfg["installedBy"] = "meshbench"
+	for _, r := range inst {
+		src := r.Repo
+		if r.From != "" {
+			src = r.From
+		}
+		cfg["helm."+r.Release] = r.Loaded + " from " + src
+		if vs := mesh.FlattenValues(r.Values); len(vs) > 0 {
+			cfg["helm."+r.Release+".values"] = strings.Join(vs, " ")
+		}
+	}
 }
 
 // meshThreads is the proxies' worker threads for the environment: what
