@@ -23,11 +23,8 @@ func TestInvalidReasonsStored(t *testing.T) {
 	run.Load.Invalid.Add(validity.MissedRate, "missed target rate: achieved %.1f req/s of %.1f", 940.0, 1000.0)
 	run.Invalid = append(run.Invalid, run.Load.Invalid...)
 	run.Invalidate(validity.Restart, "restart during the window: %s", "meshed/backend")
-	path, err := report.Write(dir, &report.Results{Schema: report.Schema, Records: []report.Record{{Benchmark: "BenchmarkOneHop", Run: run}}})
-	require.NoError(t, err)
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Contains(t, string(data), `
+	data, back := writeOne(t, dir, run)
+	assert.Contains(t, data, `
    "invalid": [
     {
      "kind": "missed-rate",
@@ -38,18 +35,38 @@ func TestInvalidReasonsStored(t *testing.T) {
      "detail": "restart during the window: meshed/backend"
     }
    ]`)
+	assert.Equal(t, run.Invalid, back.Invalid)
+	assert.Equal(t, run.Load.Invalid, back.Load.Invalid)
+
+	old := readOldRecord(t, dir, `"load":{"requests":1,"invalid":["no request completed"]},"invalid":["no request completed","mTLS not verified: no proxy"]`)
+	assert.Equal(t, validity.Reasons{{Kind: validity.Unknown, Detail: "no request completed"}, {Kind: validity.Unknown, Detail: "mTLS not verified: no proxy"}}, old.Invalid)
+	assert.Equal(t, validity.Reasons{{Kind: validity.Unknown, Detail: "no request completed"}}, old.Load.Invalid)
+}
+
+// writeOne writes a results file holding one record of run and returns
+// the file's text and the record read back from it.
+func writeOne(t *testing.T, dir string, run *target.Run) (string, report.Record) {
+	t.Helper()
+	path, err := report.Write(dir, &report.Results{Schema: report.Schema, Records: []report.Record{{Benchmark: "BenchmarkOneHop", Run: run}}})
+	require.NoError(t, err)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
 	back, err := report.Read(path)
 	require.NoError(t, err)
 	require.Len(t, back.Records, 1)
-	assert.Equal(t, run.Invalid, back.Records[0].Invalid)
-	assert.Equal(t, run.Load.Invalid, back.Records[0].Load.Invalid)
+	return string(data), back.Records[0]
+}
 
+// readOldRecord reads a results file, as files were written before reasons
+// and warnings were typed, whose one meshed one-hop record ends in fields
+// (JSON members, without braces), and returns that record.
+func readOldRecord(t *testing.T, dir, fields string) report.Record {
+	t.Helper()
 	old := filepath.Join(dir, "old.json")
 	require.NoError(t, os.WriteFile(old, []byte(`{"schema":"meshbench.results/v2","records":[{"benchmark":"BenchmarkOneHop","concurrency":1,"repeat":0,"arm":"meshed","path":"one-hop",`+
-		`"load":{"requests":1,"invalid":["no request completed"]},"invalid":["no request completed","mTLS not verified: no proxy"]}]}`), 0o644))
-	back, err = report.Read(old)
+		fields+`}]}`), 0o644))
+	back, err := report.Read(old)
 	require.NoError(t, err)
 	require.Len(t, back.Records, 1)
-	assert.Equal(t, validity.Reasons{{Kind: validity.Unknown, Detail: "no request completed"}, {Kind: validity.Unknown, Detail: "mTLS not verified: no proxy"}}, back.Records[0].Invalid)
-	assert.Equal(t, validity.Reasons{{Kind: validity.Unknown, Detail: "no request completed"}}, back.Records[0].Load.Invalid)
+	return back.Records[0]
 }

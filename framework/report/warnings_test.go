@@ -22,11 +22,8 @@ func TestWarningsStored(t *testing.T) {
 	run := &target.Run{Arm: target.Meshed, Path: target.OneHop, Load: &load.Result{Requests: 1}}
 	run.Warn(validity.NodeSaturated, "node %s CPU at %.0f%% of %d cores: the machine, not only the mesh, is the ceiling", "local", 97.0, 2)
 	run.Warn(validity.CPUIncomplete, "CPU not measured: %s", "node: samples are not in time order or not refreshed")
-	path, err := report.Write(dir, &report.Results{Schema: report.Schema, Records: []report.Record{{Benchmark: "BenchmarkOneHop", Run: run}}})
-	require.NoError(t, err)
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Contains(t, string(data), `
+	data, back := writeOne(t, dir, run)
+	assert.Contains(t, data, `
    "warnings": [
     {
      "kind": "node-saturated",
@@ -37,28 +34,20 @@ func TestWarningsStored(t *testing.T) {
      "detail": "CPU not measured: node: samples are not in time order or not refreshed"
     }
    ]`)
-	back, err := report.Read(path)
-	require.NoError(t, err)
-	require.Len(t, back.Records, 1)
-	assert.Equal(t, run.Warnings, back.Records[0].Warnings)
-	assert.True(t, back.Records[0].Warnings.Has(validity.CPUIncomplete))
+	assert.Equal(t, run.Warnings, back.Warnings)
+	assert.True(t, back.Warnings.Has(validity.CPUIncomplete))
 
-	old := filepath.Join(dir, "old.json")
-	require.NoError(t, os.WriteFile(old, []byte(`{"schema":"meshbench.results/v2","records":[{"benchmark":"BenchmarkOneHop","concurrency":1,"repeat":0,"arm":"meshed","path":"one-hop",`+
-		`"load":{"requests":1},"warnings":["the fault failed no request","pinned thread: sidecar (sidecar): one thread at 950m of 1000m"]}]}`), 0o644))
-	back, err = report.Read(old)
-	require.NoError(t, err)
-	require.Len(t, back.Records, 1)
+	old := readOldRecord(t, dir, `"load":{"requests":1},"warnings":["the fault failed no request","pinned thread: sidecar (sidecar): one thread at 950m of 1000m"]`)
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.Unknown, Detail: "the fault failed no request"},
 		{Kind: validity.Unknown, Detail: "pinned thread: sidecar (sidecar): one thread at 950m of 1000m"},
-	}, back.Records[0].Warnings)
-	assert.False(t, back.Records[0].Warnings.Has(validity.FaultNoFailures), "an old file's warning has no kind but unknown")
-	assert.Empty(t, back.Records[0].Invalid)
+	}, old.Warnings)
+	assert.False(t, old.Warnings.Has(validity.FaultNoFailures), "an old file's warning has no kind but unknown")
+	assert.Empty(t, old.Invalid)
 
 	bad := filepath.Join(dir, "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"schema":"meshbench.results/v2","records":[{"benchmark":"BenchmarkOneHop","warnings":[7]}]}`), 0o644))
-	_, err = report.Read(bad)
+	_, err := report.Read(bad)
 	assert.EqualError(t, err, bad+`: decode results: invalid reason: want a string or {"kind","detail"}: json: cannot unmarshal number into Go value of type validity.plain`)
 }
 
