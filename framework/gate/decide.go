@@ -100,6 +100,14 @@ func (m Measurement) interval(conf float64) (stats.RatioInterval, error) {
 	return stats.PairedLogRatio(m.Reference, m.Candidate, conf)
 }
 
+// MinPairsToDecide is the fewest pairs (or, against a stored reference,
+// repeats in each run) the gate decides on. Two pairs make an interval
+// (stats.MinPairsForInterval), but its spread rests on one degree of
+// freedom: two pairs that agree by chance, or share a bias, give a narrow
+// interval that a third pair would have widened. Under contention an A/A
+// gate with two valid open-loop pairs failed p99 at ×1.31 (1.24–1.39).
+const MinPairsToDecide = 3
+
 // Decision is the gate's answer for one metric of one scenario. It is an
 // error, so a failing or inconclusive one can travel in a joined error
 // while the verdict keeps them all.
@@ -109,7 +117,7 @@ type Decision struct {
 	Rule     Rule    // the rule applied
 	Limit    float64 // Rule.Limit(): the limit on candidate/reference
 	// Interval is the candidate/reference ratio with its confidence
-	// interval; zero when fewer than stats.MinPairsForInterval pairs.
+	// interval; zero when fewer than MinPairsToDecide pairs.
 	Interval stats.RatioInterval
 	Outcome  Outcome
 	// PairsNeeded is, for an inconclusive decision, how many more pairs
@@ -254,7 +262,7 @@ func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 // tooFew fills in d for a measurement with too few repeats for an
 // interval, and returns its message and false; true when there are enough.
 func (d *Decision) tooFew(m Measurement) (string, bool) {
-	least := stats.MinPairsForInterval
+	least := MinPairsToDecide
 	label := m.Metric.Label()
 	switch {
 	case m.Unpaired && len(m.Reference) < least:

@@ -129,8 +129,17 @@ func TestDecideTooFewPairsAndALimitItCannotLeave(t *testing.T) {
 	require.NoError(t, err)
 	d := v.Decisions[0]
 	assert.Equal(t, Inconclusive, d.Outcome)
+	assert.Equal(t, 2, d.PairsNeeded)
+	assert.Equal(t, "g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: n=1, and an interval needs at least 3 pairs", d.Reason)
+
+	// Two pairs that agree far past the limit (×1.65 and ×1.66) make a
+	// narrow interval on one degree of freedom; the gate wants a third.
+	v, err = g.Decide([]Measurement{measure(open8, SidecarCPUPer1kReq, 0.5, 0.51)})
+	require.NoError(t, err)
+	d = v.Decisions[0]
+	assert.Equal(t, Inconclusive, d.Outcome)
 	assert.Equal(t, 1, d.PairsNeeded)
-	assert.Equal(t, "g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: n=1, and an interval needs at least 2 pairs", d.Reason)
+	assert.Equal(t, "g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: n=2, and an interval needs at least 3 pairs", d.Reason)
 
 	// Ratios around 1.10 itself: no number of pairs moves the interval off
 	// it. sd = √(6·0.05²/5) = 0.054772, h = 2.570582·0.054772/√6 = 0.057480,
@@ -196,7 +205,7 @@ func TestDecideRejectsWhatItCannotJudge(t *testing.T) {
 		{"gated but missing", []Measurement{cpu}, "gate: c=8/loop=closed/path=one-hop: throughput is gated by g.yaml:6 but was not measured"},
 		{"unpaired", []Measurement{cpu, {Scenario: closed8, Metric: Throughput, Reference: []float64{1, 2}, Candidate: []float64{1}}},
 			"gate: c=8/loop=closed/path=one-hop: throughput: 2 reference repeats but 1 candidate: repeats must come in pairs"},
-		{"zero", []Measurement{cpu, {Scenario: closed8, Metric: Throughput, Reference: []float64{1, 2}, Candidate: []float64{1, 0}}},
+		{"zero", []Measurement{cpu, {Scenario: closed8, Metric: Throughput, Reference: []float64{1, 2, 3}, Candidate: []float64{1, 0, 3}}},
 			"gate: c=8/loop=closed/path=one-hop: throughput: stats: pair 1: candidate is 0; a ratio on the log scale needs finite values > 0"},
 		{"not gated, and a gated one missing", []Measurement{measure(open8, P99, same...)}, "gate: c=8/loop=open/path=one-hop: sidecarCPUPer1kReq is gated by g.yaml:3 but was not measured"},
 		{"nothing", nil, "g.yaml: no measurement is gated by any rule"},
@@ -265,10 +274,10 @@ func TestDecideUnpairedRepeats(t *testing.T) {
 			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: candidate/reference 1.16 (0.91–1.48, n=6 stored, 3 this run, unpaired) straddles ≤ 1.10; " +
 				"about 16 more repeats of this run would settle it if the spread holds", 16},
 		{"one stored repeat", flat[:1], flat, Inconclusive,
-			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: the stored reference has n=1, and an interval needs at least 2 repeats in each run; " +
+			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: the stored reference has n=1, and an interval needs at least 3 repeats in each run; " +
 				"more repeats of this run cannot settle it: rerun the reference with a higher -count", -1},
 		{"one repeat of this run", flat, flat[:1], Inconclusive,
-			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: this run has n=1, and an interval needs at least 2 repeats in each run", 1},
+			"g.yaml:3: c=8/loop=open/path=one-hop: inconclusive sidecar CPU per 1k req: this run has n=1, and an interval needs at least 3 repeats in each run", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := g.Decide([]Measurement{unpaired(open8, SidecarCPUPer1kReq, tc.a, tc.b)})

@@ -38,8 +38,8 @@ func syntheticRecord(arm target.Arm, rep int, f figures) report.Record {
 	}}
 }
 
-// syntheticRun returns three repeats of baseline and meshed (unless
-// meshedOnly); the meshed sidecar's CPU is sidecarMC[i] in repeat i, and
+// syntheticRun returns len(sidecarMC) repeats of baseline and meshed
+// (unless meshedOnly); the meshed sidecar's CPU is sidecarMC[i] in repeat i, and
 // every CPU figure is scaled by slow (a slower machine), every rate
 // divided by it.
 func syntheticRun(meshedArm target.Arm, sidecarMC []float64, slow float64, meshedOnly bool) []report.Record {
@@ -48,7 +48,7 @@ func syntheticRun(meshedArm target.Arm, sidecarMC []float64, slow float64, meshe
 		if !meshedOnly {
 			recs = append(recs, syntheticRecord(target.Baseline, i, figures{appMC: 200 * slow, qps: 10000 / slow}))
 		}
-		recs = append(recs, syntheticRecord(meshedArm, i, figures{sidecarMC: mc * slow, appMC: 200 * slow, qps: []float64{2000, 2010, 1990}[i] / slow, rssMiB: 60}))
+		recs = append(recs, syntheticRecord(meshedArm, i, figures{sidecarMC: mc * slow, appMC: 200 * slow, qps: []float64{2000, 2010, 1990, 2005}[i%4] / slow, rssMiB: 60}))
 	}
 	return recs
 }
@@ -134,14 +134,14 @@ func TestStoredReferenceFailsAGrossRegression(t *testing.T) {
 // -max-count added): nothing pairs repeats across the runs, so all of each
 // run's are used, and the summary says so.
 func TestStoredReferenceUsesAllRepeatsOfEachRun(t *testing.T) {
-	v, out, _, err := judgeSynthetic(t, syntheticRun(target.Meshed, storedCPU[:2], 1, false), syntheticRun(target.Meshed, storedCPU, 1, false))
+	v, out, _, err := judgeSynthetic(t, syntheticRun(target.Meshed, storedCPU, 1, false), syntheticRun(target.Meshed, append(storedCPU, 405), 1, false))
 	require.NoError(t, err)
 	for _, d := range v.Decisions {
-		assert.Equal(t, 2, d.Interval.NReference, d.Reason)
-		assert.Equal(t, 3, d.Interval.NCandidate, d.Reason)
-		assert.Contains(t, d.Reason, "n=2 stored, 3 this run, unpaired")
+		assert.Equal(t, 3, d.Interval.NReference, d.Reason)
+		assert.Equal(t, 4, d.Interval.NCandidate, d.Reason)
+		assert.Contains(t, d.Reason, "n=3 stored, 4 this run, unpaired")
 	}
-	assert.Contains(t, out, "# meshbench: gate: the stored run has 2 repeats per point and this run 3: all of each are used\n")
+	assert.Contains(t, out, "# meshbench: gate: the stored run has 3 repeats per point and this run 4: all of each are used\n")
 }
 
 func TestStoredReferenceIdenticalRunDoesNotFail(t *testing.T) {

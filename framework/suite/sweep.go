@@ -16,8 +16,9 @@ import (
 
 // Sweep runs sc: its axes, outermost first, as nested sub-benchmarks
 // (payload=16KiB/…), then every concurrency. At each point it runs -count
-// interleaved rounds of the arms (A B A B …), so that drift of the
-// machine hits every arm alike; then the sub-benchmarks c=N/arm=… report
+// interleaved rounds of the arms, in ABBA order (A B, B A, A B, …; see
+// target.RoundOrder), so that drift of the machine and the cost of going
+// first hit every arm alike; then the sub-benchmarks c=N/arm=… report
 // one round per -count iteration, which is what benchstat expects. A
 // scenario the target cannot serve is skipped with the reason. Sweep may
 // be called inside the caller's own b.Run sweeps: records are keyed by the
@@ -63,7 +64,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			}
 			runs := map[target.Arm][]report.Record{}
 			round := func(rep int) {
-				for _, arm := range arms {
+				for _, arm := range target.RoundOrder(arms, rep) {
 					done++
 					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, reps, done, total,
 						(time.Duration(max(total-done+1, 1)) * per).Round(time.Second))

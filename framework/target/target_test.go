@@ -135,3 +135,12 @@ func TestMeasured(t *testing.T) {
 	}, r.Invalid)
 	assert.Equal(t, validity.Reasons{{Kind: validity.CPUDiluted, Detail: "node n1: the kubelet's counters span 20s"}}, r.Warnings)
 }
+
+func TestRoundOrderIsABBA(t *testing.T) {
+	arms := []Arm{Baseline, Reference, Candidate}
+	assert.Equal(t, arms, RoundOrder(arms, 0))
+	assert.Equal(t, []Arm{Candidate, Reference, Baseline}, RoundOrder(arms, 1))
+	assert.Equal(t, arms, RoundOrder(arms, 2))
+	assert.Equal(t, []Arm{Meshed, Baseline}, RoundOrder(Arms, 3))
+	assert.Equal(t, []Arm{Baseline, Meshed}, Arms, "the shared list is not reordered")
+}
