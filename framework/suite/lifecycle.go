@@ -96,7 +96,11 @@ func (s *Suite) Run(testenv env.Environment, m *testing.M) int {
 		code = v.ExitCode()
 	}
 	if v := s.gateVerdict; v != nil {
-		fmt.Fprintf(os.Stdout, "meshbench: upgrade gate: %s (exit code %d)\n", strings.ToUpper(v.Outcome.String()), code)
+		why := ""
+		if code != v.ExitCode() {
+			why = ": the run itself failed (invalid runs or errors, above), whatever the gate decided"
+		}
+		fmt.Fprintf(os.Stdout, "meshbench: upgrade gate: %s (exit code %d%s)\n", strings.ToUpper(v.Outcome.String()), code, why)
 	}
 	// A stored reference that is not comparable decides nothing: 2, as for
 	// a bad fixture, not 1 (a regression).

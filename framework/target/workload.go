@@ -224,18 +224,35 @@ type Fault struct {
 	Workload string `json:"workload"`
 	// Sidecar hits the workload's proxy rather than its app.
 	Sidecar bool `json:"sidecar"`
+	// NodeProxy hits the mesh's per-node proxy (ztunnel, cilium-envoy, a
+	// Cilium agent: mesh.Roles.NodeProxies) on the node that runs the
+	// workload's pod, rather than the workload: every pod of that node
+	// loses its proxy at once. Only a cluster with such a mesh has one.
+	NodeProxy bool `json:"nodeProxy,omitempty"`
 	// After is how far into the measured window the fault happens.
 	After time.Duration `json:"after"`
 }
 
 // String reads like the scenario: "kill backend's sidecar after 1s",
-// "restart backend's sidecar after 1s".
+// "restart the node proxy of backend after 1s".
 func (f Fault) String() string {
 	what := f.Workload
-	if f.Sidecar {
+	switch {
+	case f.NodeProxy:
+		what = "the node proxy of " + what
+	case f.Sidecar:
 		what += "'s sidecar"
 	}
 	return fmt.Sprintf("%s %s after %v", f.Action, what, f.After)
+}
+
+// Check refuses a fault that names two things to hit, or an unknown
+// action; what a target can hit is its own Supports.
+func (f Fault) Check() error {
+	if f.Sidecar && f.NodeProxy {
+		return fmt.Errorf("fault %s: Sidecar and NodeProxy are both set; a fault hits one container", f)
+	}
+	return f.Action.Validate()
 }
 
 // Spec is one run: an arm, the workload, the load and an optional fault.

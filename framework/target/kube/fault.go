@@ -2,10 +2,12 @@ package kube
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/validity"
 )
@@ -91,6 +95,14 @@ func (t *Target) planFault(ctx context.Context, a *arm, f *target.Fault) (*fault
 		return nil, fmt.Errorf("fault %s: no ready %s pod in %s", f, f.Workload, a.ns)
 	}
 	fr := &faultRun{f: *f, pod: pods[0], container: f.Workload}
+	if f.NodeProxy {
+		if !a.name.IsMeshed() {
+			return nil, nil // the baseline's pods go through no node proxy
+		}
+		if fr.pod, fr.container, err = t.nodeProxy(ctx, pods[0].Spec.NodeName); err != nil {
+			return nil, fmt.Errorf("fault %s: %w", f, err)
+		}
+	}
 	if f.Sidecar {
 		fr.container, fr.logs = t.sidecarContainer(a, &fr.pod), a.sidecar
 		if fr.container == "" {
@@ -108,6 +120,43 @@ func (t *Target) planFault(ctx context.Context, a *arm, f *target.Fault) (*fault
 	}
 	fr.fire, fr.how, fr.aimErr = t.killer.aim(ctx, &fr.pod, fr.container, f.Action)
 	return fr, nil
+}
+
+// nodeProxy finds the mesh's per-node proxy on node (the first ready pod
+// that a mesh.Roles.NodeProxies selector matches there) and the container
+// to hit: the selector's, else the pod's first.
+func (t *Target) nodeProxy(ctx context.Context, node string) (corev1.Pod, string, error) {
+	sels := t.o.Mesh.Roles().NodeProxies
+	for _, w := range sels {
+		l, err := t.c.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: labels.SelectorFromSet(w.Labels).String(), FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			return corev1.Pod{}, "", fmt.Errorf("list the %s mesh's node proxies on %s: %w", t.o.Mesh.Name(), node, err)
+		}
+		sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
+		for _, p := range l.Items {
+			if p.Spec.NodeName != node || p.DeletionTimestamp != nil || !podReady(&p) || len(p.Spec.Containers) == 0 {
+				continue
+			}
+			c := cmp.Or(w.Container, p.Spec.Containers[0].Name)
+			if _, ok := containerStatus(&p, c); ok {
+				return p, c, nil
+			}
+		}
+	}
+	if len(sels) == 0 {
+		return corev1.Pod{}, "", fmt.Errorf("the %s mesh runs no per-node proxy", t.o.Mesh.Name())
+	}
+	return corev1.Pod{}, "", fmt.Errorf("no ready node proxy of the %s mesh on node %s (selectors %s)", t.o.Mesh.Name(), node, describeSelectors(sels))
+}
+
+// describeSelectors prints node-proxy selectors as namespace/labels.
+func describeSelectors(ws []mesh.Workload) string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = cmp.Or(w.Namespace, "*") + "/" + labels.SelectorFromSet(w.Labels).String()
+	}
+	return strings.Join(out, ", ")
 }
 
 // sidecarContainer names the proxy container of pod in arm a: the

@@ -11,10 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/util/exec"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/validity"
 )
@@ -247,4 +249,60 @@ func TestNewKiller(t *testing.T) {
 	k, why = tg.newKiller(context.Background())
 	assert.Nil(t, k)
 	assert.Equal(t, "faults need node access (Options.NodeExec) or a rest.Config to exec with", why)
+}
+
+// TestPlanNodeProxyFault: a fault on the node proxy hits the mesh's ready
+// per-node proxy on the node that runs the workload's pod (ztunnel for
+// istio-ambient), not one on another node nor a pod that is not ready;
+// the baseline goes through none; a node without one is an error naming
+// the node and the selector; a mesh without node proxies is refused
+// before anything runs.
+func TestPlanNodeProxyFault(t *testing.T) {
+	ambient, err := mesh.New("istio-ambient")
+	require.NoError(t, err)
+	backend := runPod("meshed-ns", "backend-0", manifests.Backend, "r")
+	markReady(backend)
+	ztunnel := func(name, node string, ready bool) *corev1.Pod {
+		p := runPod("istio-system", name, "ztunnel", "")
+		p.Labels = map[string]string{"app": "ztunnel"}
+		p.Spec.NodeName = node
+		p.Spec.Containers[0].Name, p.Status.ContainerStatuses[0].Name = "istio-proxy", "istio-proxy"
+		if ready {
+			markReady(p)
+		}
+		return p
+	}
+	c := fake.NewClientset(backend, ztunnel("ztunnel-aaaa", "node-b", true), ztunnel("ztunnel-bbbb", "node-a", false), ztunnel("ztunnel-cccc", "node-a", true))
+	tg := &Target{c: c, run: "r", o: Options{Mesh: ambient}}
+	tg.killer = fakeKiller{signals: new([]string)}
+	meshed := &arm{name: target.Meshed, ns: "meshed-ns"}
+	f := &target.Fault{Action: target.Restart, Workload: "backend", NodeProxy: true, After: time.Second}
+	assert.Equal(t, "restart the node proxy of backend after 1s", f.String())
+
+	fr, err := tg.planFault(context.Background(), meshed, f)
+	require.NoError(t, err)
+	require.NotNil(t, fr)
+	assert.Equal(t, "istio-proxy of istio-system/ztunnel-cccc", fr.who())
+	assert.False(t, fr.logs)
+	assert.NoError(t, fr.aimErr)
+
+	fr, err = tg.planFault(context.Background(), &arm{name: target.Baseline, ns: "meshed-ns"}, f)
+	require.NoError(t, err)
+	assert.Nil(t, fr, "the baseline's pods go through no node proxy")
+
+	backend.Spec.NodeName = "node-c"
+	_, err = c.CoreV1().Pods("meshed-ns").Update(context.Background(), backend, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = tg.planFault(context.Background(), meshed, f)
+	assert.EqualError(t, err, "fault restart the node proxy of backend after 1s: no ready node proxy of the istio-ambient mesh on node node-c (selectors istio-system/app=ztunnel)")
+
+	linkerd, err := mesh.New("linkerd")
+	require.NoError(t, err)
+	tg.o.Mesh = linkerd
+	assert.Contains(t, tg.faultUnsupported(target.Workload{Path: target.OneHop}, *f),
+		"fault on the node proxy of backend: the linkerd mesh runs no per-node proxy (istio-ambient's ztunnel and cilium's agent and envoy are)")
+	both := *f
+	both.Sidecar = true
+	assert.Contains(t, tg.faultUnsupported(target.Workload{Path: target.OneHop}, both),
+		"fault restart the node proxy of backend after 1s: Sidecar and NodeProxy are both set; a fault hits one container")
 }

@@ -91,7 +91,7 @@ func (t *Target) placementUnsupported(w target.Workload) []string {
 // faultUnsupported says why f cannot happen during a run of w.
 func (t *Target) faultUnsupported(w target.Workload, f target.Fault) []string {
 	var why []string
-	if err := f.Action.Validate(); err != nil {
+	if err := f.Check(); err != nil {
 		why = append(why, err.Error())
 	}
 	switch {
@@ -101,7 +101,10 @@ func (t *Target) faultUnsupported(w target.Workload, f target.Fault) []string {
 		why = append(why, fmt.Sprintf("fault on %q: not on the %s path (%s)", f.Workload, w.Path, strings.Join(target.Workloads(w.Path), ", ")))
 	}
 	if f.Sidecar && t.sidecar == nil && len(t.o.Mesh.Roles().Sidecars) == 0 {
-		why = append(why, fmt.Sprintf("fault on %s's sidecar: the %s mesh runs no sidecar (killing ztunnel or a node proxy is not implemented)", f.Workload, t.o.Mesh.Name()))
+		why = append(why, fmt.Sprintf("fault on %s's sidecar: the %s mesh runs no sidecar; its node proxy is Fault.NodeProxy", f.Workload, t.o.Mesh.Name()))
+	}
+	if f.NodeProxy && len(t.o.Mesh.Roles().NodeProxies) == 0 {
+		why = append(why, fmt.Sprintf("fault on the node proxy of %s: the %s mesh runs no per-node proxy (istio-ambient's ztunnel and cilium's agent and envoy are)", f.Workload, t.o.Mesh.Name()))
 	}
 	if t.faultWhyNot != "" {
 		why = append(why, "fault "+f.String()+": "+t.faultWhyNot)

@@ -237,9 +237,12 @@ func (t *Target) Supports(w target.Workload, f *target.Fault) error {
 		}
 	}
 	if f != nil {
-		if err := f.Action.Validate(); err != nil {
+		if err := f.Check(); err != nil {
 			why = append(why, err.Error())
 		}
+	}
+	if f != nil && f.NodeProxy {
+		why = append(why, "fault on a node proxy: the local target runs a sidecar per workload and no per-node proxy; use -target=kind or a cluster with istio-ambient or cilium")
 	}
 	if f != nil && f.Workload != "loadgen" && !slices.Contains(target.Workloads(w.Path), f.Workload) {
 		why = append(why, fmt.Sprintf("fault on %q: not on the %s path (%s)", f.Workload, w.Path, strings.Join(target.Workloads(w.Path), ", ")))

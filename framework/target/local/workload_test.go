@@ -164,4 +164,6 @@ func TestWorkloadsPerScenario(t *testing.T) {
 		`fault on "frontend": not on the one-hop path (backend)`)
 	assert.EqualError(t, tg.Supports(target.Workload{}, &target.Fault{Action: "pause", Workload: "backend"}),
 		`fault action "pause" is unknown: want kill or restart`)
+	assert.EqualError(t, tg.Supports(target.Workload{}, &target.Fault{Action: target.Kill, Workload: "backend", NodeProxy: true}),
+		"fault on a node proxy: the local target runs a sidecar per workload and no per-node proxy; use -target=kind or a cluster with istio-ambient or cilium")
 }
