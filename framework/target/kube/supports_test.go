@@ -77,6 +77,9 @@ func TestSupportsFaults(t *testing.T) {
 
 	ambient := supportsTarget(t, "istio-ambient")
 	assert.EqualError(t, ambient.Supports(target.Workload{}, kill("backend", true)),
-		"fault on backend's sidecar: the istio-ambient mesh runs no sidecar (killing ztunnel or a node proxy is not implemented)")
+		"fault on backend's sidecar: the istio-ambient mesh runs no sidecar; its node proxy is Fault.NodeProxy")
 	assert.NoError(t, ambient.Supports(target.Workload{}, kill("backend", false)), "the app can be killed")
+	assert.NoError(t, ambient.Supports(target.Workload{}, &target.Fault{Action: target.Kill, Workload: "backend", NodeProxy: true}), "ztunnel can be killed")
+	assert.EqualError(t, supportsTarget(t, "sidecar").Supports(target.Workload{}, &target.Fault{Action: target.Kill, Workload: "backend", NodeProxy: true}),
+		"fault on the node proxy of backend: the sidecar mesh runs no per-node proxy (istio-ambient's ztunnel and cilium's agent and envoy are)")
 }
