@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ const (
 	istioRev            = "istio.io/rev"
 	istioProxyConfig    = "proxy.istio.io/config"
 	istioSidecarInject  = "sidecar.istio.io/inject"
+	istioStatus         = "sidecar.istio.io/status"
 	istioEnvoyStatsPort = 15090
 )
 
@@ -61,6 +63,28 @@ func newIstio(cfg config) *istio {
 }
 
 func (i *istio) Name() string { return "istio" }
+
+// Revisioned is a mesh whose control plane runs in revisions side by side
+// (Istio's istio.io/rev), each injecting the namespaces labelled for it:
+// the way to run two versions' data planes in one cluster at once.
+type Revisioned interface {
+	Mesh
+	// Revision is the revision that injects the adapter's namespaces; ""
+	// is the default injector (istio-injection=enabled).
+	Revision() string
+	// AtRevision is the same adapter, with its settings, for revision rev.
+	AtRevision(rev string) Mesh
+}
+
+// Revision implements Revisioned.
+func (i *istio) Revision() string { return i.rev }
+
+// AtRevision implements Revisioned.
+func (i *istio) AtRevision(rev string) Mesh {
+	j := *i
+	j.rev = rev
+	return &j
+}
 
 // istioMeshConfig is the part of the istio ConfigMap's "mesh" document that
 // matters to a benchmark.
@@ -160,7 +184,7 @@ func istiod(ctx context.Context, c kubernetes.Interface, ns, rev string) ([]Comp
 	}
 	var comps []Component
 	version := ""
-	for _, d := range deps.Items {
+	for _, d := range defaultRevision(deps.Items, rev) {
 		if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 { // discovery is the first container
 			comps = append(comps, Component{Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, Image: cs[0].Image})
 			if version == "" {
@@ -169,6 +193,26 @@ func istiod(ctx context.Context, c kubernetes.Interface, ns, rev string) ([]Comp
 		}
 	}
 	return comps, version, nil
+}
+
+// defaultRevision keeps, when no revision was asked for (rev ""), the
+// istiods of the default revision (istio.io/rev unset or "default") if
+// there are any beside revisioned ones: a canary istiod installed beside
+// the default one is not the default injector.
+func defaultRevision(deps []appsv1.Deployment, rev string) []appsv1.Deployment {
+	if rev != "" {
+		return deps
+	}
+	var def []appsv1.Deployment
+	for _, d := range deps {
+		if r := d.Labels[istioRev]; r == "" || r == "default" {
+			def = append(def, d)
+		}
+	}
+	if len(def) == 0 {
+		return deps
+	}
+	return def
 }
 
 // istioMesh reads the mesh config of a revision: ConfigMap istio, or
@@ -238,7 +282,52 @@ func (i *istio) Verify(ctx context.Context, c kubernetes.Interface, namespace st
 		return v, errors.Join(err, lerr)
 	}
 	v.Notes = append(v.Notes, i.checkSidecars(ctx, c, pods, v.Pods)...)
-	return v, err
+	return v, withProblems(err, &v, i.checkRevisions(pods, v.Pods))
+}
+
+// checkRevisions records in checks the revision that injected each
+// meshed pod's sidecar and, when the adapter has a revision, returns a
+// problem for every sidecar another revision (or an unknown one) injected.
+func (i *istio) checkRevisions(pods []corev1.Pod, checks []PodCheck) []string {
+	var problems []string
+	for k := range pods {
+		p := &pods[k]
+		if _, ok := proxyContainer(p, istioProxy); !ok {
+			continue
+		}
+		got, from := PodRevision(p)
+		for j := range checks {
+			if checks[j].Pod == p.Name {
+				checks[j].Revision = got
+			}
+		}
+		switch {
+		case i.rev == "" || got == i.rev:
+		case got == "":
+			problems = append(problems, fmt.Sprintf("pod %s: its sidecar names no revision (no %s annotation, no %s label), so it is not known to come from revision %s", p.Name, istioStatus, istioRev, i.rev))
+		default:
+			problems = append(problems, fmt.Sprintf("pod %s: its sidecar was injected by Istio revision %s (%s), not by revision %s, the one its namespace is labelled for (%s=%s)",
+				p.Name, got, from, i.rev, istioRev, i.rev))
+		}
+	}
+	return problems
+}
+
+// PodRevision is the Istio revision whose injector made pod p's sidecar,
+// and where it was read: the revision in the sidecar.istio.io/status
+// annotation the injector writes, else the pod's istio.io/rev label (which
+// the injection template sets too); "" when the pod says neither.
+func PodRevision(p *corev1.Pod) (rev, from string) {
+	var st struct {
+		Revision string `json:"revision"`
+	}
+	if a, ok := p.Annotations[istioStatus]; ok && json.Unmarshal([]byte(a), &st) == nil && st.Revision != "" {
+		return st.Revision, "annotation " + istioStatus
+	}
+	if r := p.Labels[istioRev]; r != "" {
+		return r, "label " + istioRev
+	}
+	return "", ""
 }
 
 // checkSidecars compares each meshed pod's sidecar with the settings

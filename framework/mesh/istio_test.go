@@ -34,6 +34,45 @@ func TestIstioDetect(t *testing.T) {
 	assert.EqualError(t, err, "istio is not installed: no Deployment labelled app=istiod in istio-system with istio.io/rev=canary")
 }
 
+// With a canary istiod beside the default one, the default injector is
+// the default revision's istiod, and the canary is found by its revision.
+func TestIstioDetectRevisionsSideBySide(t *testing.T) {
+	objs := load(t, "istio/istiod.yaml")
+	var canary *appsv1.Deployment
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			canary = d.DeepCopy()
+		}
+	}
+	require.NotNil(t, canary)
+	canary.Name, canary.Labels["istio.io/rev"] = "istiod-canary", "canary"
+	canary.Spec.Template.Spec.Containers[0].Image = "registry.istio.io/release/pilot:1.2.0"
+	c := clientset(append(objs, canary)...)
+
+	info, err := newMesh(t, "istio").Detect(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, "1.1.4", info.Version)
+	require.Len(t, info.Components, 1, "only the default revision's istiod")
+	assert.Equal(t, "istiod", info.Components[0].Name)
+
+	m := newMesh(t, "istio", WithSidecarConcurrency(4))
+	rm, ok := m.(Revisioned)
+	require.True(t, ok, "istio is Revisioned")
+	assert.Equal(t, "", rm.Revision())
+	cm := rm.AtRevision("canary")
+	assert.Equal(t, "canary", cm.(Revisioned).Revision())
+	assert.Equal(t, "", rm.Revision(), "the reference adapter keeps its revision")
+	info, err = cm.Detect(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, "1.2.0", info.Version)
+	assert.Equal(t, "canary", info.Config["revision"])
+	assert.Equal(t, 4, info.Threads.N, "the canary adapter keeps the reference's settings")
+	assert.Equal(t, []Component{{Kind: "Deployment", Namespace: "istio-system", Name: "istiod-canary",
+		Image: "registry.istio.io/release/pilot:1.2.0"}}, info.Components)
+	_, ok = newMesh(t, "istio-ambient").(Revisioned)
+	assert.False(t, ok, "ambient's ztunnel serves every revision")
+}
+
 func TestIstioEnable(t *testing.T) {
 	c := clientset(namespace("mb-meshed", nil, nil))
 	require.NoError(t, newMesh(t, "istio").Enable(ctx, c, "mb-meshed"))
@@ -59,6 +98,34 @@ func TestIstioVerify(t *testing.T) {
 		// The recorded template sets concurrency 0 in proxy.istio.io/config.
 		assert.Equal(t, &Threads{Mode: "all-cores", Source: "pod annotation proxy.istio.io/config concurrency=0: " +
 			"one Envoy worker per core of the node"}, v.Pods[0].Threads)
+	})
+	t.Run("the revision that injected each sidecar is recorded", func(t *testing.T) {
+		v, err := i.Verify(ctx, clientset(labelled, injected), "mb", true)
+		require.NoError(t, err)
+		assert.Equal(t, "default", v.Pods[0].Revision)
+		rev, from := PodRevision(injected)
+		assert.Equal(t, "default", rev)
+		assert.Equal(t, "annotation sidecar.istio.io/status", from)
+	})
+	canaryNS := namespace("mb", map[string]string{"istio.io/rev": "canary"}, nil)
+	canary := newMesh(t, "istio", WithRevision("canary"))
+	t.Run("a sidecar of another revision fails a revisioned arm", func(t *testing.T) {
+		v, err := canary.Verify(ctx, clientset(canaryNS, injected), "mb", true)
+		assert.EqualError(t, err, `istio: meshed namespace "mb" failed verification: pod traffic-7d9c5-abcde: its sidecar was injected by `+
+			`Istio revision default (annotation sidecar.istio.io/status), not by revision canary, the one its namespace is labelled for (istio.io/rev=canary)`)
+		assert.Equal(t, "default", v.Pods[0].Revision)
+	})
+	t.Run("the pod's istio.io/rev label names the revision without the status annotation", func(t *testing.T) {
+		p := injected.DeepCopy()
+		delete(p.Annotations, "sidecar.istio.io/status")
+		p.Labels["istio.io/rev"] = "canary"
+		v, err := canary.Verify(ctx, clientset(canaryNS, p), "mb", true)
+		require.NoError(t, err)
+		assert.Equal(t, "canary", v.Pods[0].Revision)
+		delete(p.Labels, "istio.io/rev")
+		_, err = canary.Verify(ctx, clientset(canaryNS, p), "mb", true)
+		assert.EqualError(t, err, `istio: meshed namespace "mb" failed verification: pod traffic-7d9c5-abcde: its sidecar names no revision `+
+			`(no sidecar.istio.io/status annotation, no istio.io/rev label), so it is not known to come from revision canary`)
 	})
 	t.Run("meshed arm without sidecars fails", func(t *testing.T) {
 		_, err := i.Verify(ctx, clientset(labelled, plain), "mb", true)

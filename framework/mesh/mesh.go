@@ -161,6 +161,9 @@ type PodCheck struct {
 	Proxies []string `json:"proxies,omitempty"`
 	// Threads is read from the proxy container, when it has one.
 	Threads *Threads `json:"threads,omitempty"`
+	// Revision is the control-plane revision that injected the pod's
+	// proxy, when the mesh has revisions (Istio's istio.io/rev).
+	Revision string `json:"revision,omitempty"`
 }
 
 // VerifyError is a failed Verify: each problem names a pod or the namespace
@@ -178,6 +181,24 @@ func (e *VerifyError) Error() string {
 		arm = "meshed"
 	}
 	return fmt.Sprintf("%s: %s namespace %q failed verification: %s", e.Mesh, arm, e.Namespace, strings.Join(e.Problems, "; "))
+}
+
+// withProblems adds problems to err, the VerifyError (or nil) of the
+// namespace v verified.
+func withProblems(err error, v *Verification, problems []string) error {
+	if len(problems) == 0 {
+		return err
+	}
+	var ve *VerifyError
+	if errors.As(err, &ve) {
+		ve.Problems = append(ve.Problems, problems...)
+		return err
+	}
+	ve = &VerifyError{Mesh: v.Mesh, Namespace: v.Namespace, Meshed: v.Meshed, Problems: problems}
+	if err == nil {
+		return ve
+	}
+	return errors.Join(err, ve)
 }
 
 // NotInstalledError says a mesh was not found and what was looked for.
