@@ -2,14 +2,17 @@ package suite
 
 import (
 	"cmp"
+	"fmt"
+	"strings"
 
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target/kube"
 )
 
 // checkClusterCandidate checks -candidate on a cluster: an image and/or a
-// configuration variant of the bring-your-own sidecar mesh's sidecar, the
-// only mesh whose two sidecars run side by side there so far.
+// configuration variant of the bring-your-own sidecar mesh's sidecar, or
+// an Istio revision (rev=NAME) with -mesh=istio: the meshes whose two
+// data planes run side by side there.
 func (c *Config) checkClusterCandidate() []error {
 	if c.Candidate == "" {
 		return nil
@@ -20,6 +23,15 @@ func (c *Config) checkClusterCandidate() []error {
 	}
 	if _, err := kube.CheckCandidate(m, c.Candidate); err != nil {
 		return []error{err}
+	}
+	return nil
+}
+
+// checkLocalCandidate refuses an Istio revision candidate on the local
+// target.
+func (c *Config) checkLocalCandidate() error {
+	if strings.HasPrefix(c.Candidate, kube.RevisionPrefix) {
+		return fmt.Errorf("-candidate=%s: an Istio revision runs on a cluster only (-target=kind or -target=remote, with -mesh=istio)", c.Candidate)
 	}
 	return nil
 }
@@ -44,11 +56,19 @@ func (c *Config) candidateImage() string {
 
 // gateArms names the upgrade gate's reference and candidate: on the local
 // target -sidecar and -candidate; on a cluster the sidecar mesh's image
-// (-nginx-image) and the candidate's, with its configuration variant.
+// (-nginx-image) and the candidate's, with its configuration variant, or
+// the Istio revisions (-mesh-revision and -candidate=rev=NAME).
 func (c *Config) gateArms() (reference, candidate string) {
 	cand, err := c.kubeCandidate()
 	if err != nil || cand == nil {
 		return c.Sidecar, c.Candidate
+	}
+	if cand.Revision != "" {
+		reference = "the default injector (istio-injection=enabled)"
+		if c.MeshRevision != "" {
+			reference = kube.RevisionPrefix + c.MeshRevision
+		}
+		return reference, cand.String()
 	}
 	candidate = cmp.Or(cand.Image, c.NginxImage)
 	if cand.NoKeepAlive {

@@ -197,7 +197,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.ResponseSize, "payload", 128, "response body size in bytes")
 	fs.IntVar(&c.RequestSize, "request-size", 0, "request body size in bytes (non-zero sends POSTs)")
 	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or envoy, nginx or haproxy when on PATH; caddy@VERSION builds that release; a +no-keepalive suffix turns keep-alive between sidecars off")
-	fs.StringVar(&c.Candidate, "candidate", "", "an upgrade gate's candidate sidecar; arms baseline, reference, candidate. local: written like -sidecar, which is then the reference (caddy@v2.11.9, caddy+no-keepalive); kind/remote, -mesh=sidecar only: IMAGE, IMAGE+no-keepalive, or +no-keepalive for the reference's image (-nginx-image) with keep-alive between sidecars off")
+	fs.StringVar(&c.Candidate, "candidate", "", "an upgrade gate's candidate sidecar; arms baseline, reference, candidate. local: written like -sidecar, which is then the reference (caddy@v2.11.9, caddy+no-keepalive); kind/remote: with -mesh=sidecar, IMAGE, IMAGE+no-keepalive, or +no-keepalive for the reference's image (-nginx-image) with keep-alive between sidecars off; with -mesh=istio, rev=NAME: the Istio revision that injects the candidate arm (the reference's is -mesh-revision, or the default injector)")
 	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate or -reference (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
 	fs.StringVar(&c.Reference, "reference", "", "a stored results file (results/<run>.json) to gate this run's meshed arm against, for meshes that cannot run two versions at once; judged with -gate's fixture")
 	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate or -reference: add rounds at a point while its gate is inconclusive, up to this many in all, at least -count (0: -count only); against a stored reference the rounds add repeats of this run only")
@@ -393,6 +393,9 @@ func (c *Config) checkLoad() []error {
 func (c *Config) checkSidecars() []error {
 	if c.Target != "local" {
 		return c.checkClusterCandidate()
+	}
+	if err := c.checkLocalCandidate(); err != nil {
+		return []error{err}
 	}
 	if err := local.CheckSidecars(c.Sidecar, c.Candidate); err != nil {
 		return []error{fmt.Errorf("-sidecar/-candidate: %w", err)}

@@ -99,6 +99,44 @@ func TestClusterWideMeshFlags(t *testing.T) {
 	assert.ErrorContains(t, err, "-cilium-encryption=tls: want one of ipsec, wireguard, none")
 }
 
+// -candidate=rev=NAME is an Istio canary upgrade on a cluster: a revision
+// name, with -mesh=istio only, refused before anything runs (the local
+// target, ambient, any other mesh, a bad name), naming the flag.
+func TestCandidateRevisionFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-target", "kind", "-mesh", "istio", "-candidate", "rev=canary"},
+		{"-target", "kind", "-mesh", "istio", "-mesh-install", "-mesh-revision", "stable", "-candidate", "rev=canary"},
+		{"-target", "kind", "-mesh", "istio", "-mesh-revision", "canary", "-candidate", "rev=canary"},
+	} {
+		cfg, err := normalize(t, args...)
+		require.NoError(t, err, args)
+		assert.Equal(t, "rev=canary", cfg.Candidate)
+		assert.Equal(t, "kind.yaml", filepath.Base(cfg.Gate), args)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-target", "kind", "-mesh", "istio-ambient", "-candidate", "rev=canary"},
+			"-candidate=rev=canary: Istio ambient runs one ztunnel per node for every revision, so two revisions' data planes cannot run side by side; " +
+				"gate an ambient upgrade against a stored run with -reference (a run before the upgrade)"},
+		{[]string{"-target", "kind", "-mesh", "linkerd", "-candidate", "rev=canary"},
+			"-candidate=rev=canary: a revision is an Istio control plane (istio.io/rev), only with -mesh=istio, not -mesh=linkerd (for another mesh, gate against a stored run with -reference)"},
+		{[]string{"-target", "kind", "-candidate", "rev=canary"},
+			"-candidate=rev=canary: a revision is an Istio control plane (istio.io/rev), only with -mesh=istio, not -mesh=sidecar (for another mesh, gate against a stored run with -reference)"},
+		{[]string{"-target", "kind", "-mesh", "istio", "-candidate", "rev=Canary"},
+			`-candidate=rev=Canary: "Canary" is not a revision name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', ` +
+				`and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
+		{[]string{"-target", "kind", "-mesh", "istio", "-candidate", "rev="},
+			"-candidate=rev=: no revision name (want e.g. rev=canary, the revision istioctl install --revision=canary installs)"},
+		{[]string{"-candidate", "rev=canary"},
+			"-candidate=rev=canary: an Istio revision runs on a cluster only (-target=kind or -target=remote, with -mesh=istio)"},
+	} {
+		_, err := normalize(t, tc.args...)
+		assert.EqualError(t, err, tc.want, tc.args)
+	}
+}
+
 // On a cluster -candidate is a sidecar image and/or configuration of the
 // bring-your-own sidecar mesh; any other mesh, or something that is no
 // image, is refused before a cluster is made, naming the flag.
@@ -110,7 +148,8 @@ func TestCandidateFlagsOnClusters(t *testing.T) {
 		assert.Equal(t, "kind.yaml", filepath.Base(cfg.Gate), "%s: the kind gate fixture by default", spec)
 	}
 	_, err := normalize(t, "-target", "kind", "-mesh", "istio", "-candidate", "nginx:1.27")
-	assert.EqualError(t, err, "-candidate=nginx:1.27: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=istio (for another mesh, gate against a stored run with -reference)")
+	assert.EqualError(t, err, "-candidate=nginx:1.27: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=istio "+
+		"(with -mesh=istio, gate another revision with -candidate=rev=NAME; for another mesh, gate against a stored run with -reference)")
 	t.Setenv("KUBECONFIG", "a.yaml")
 	_, err = normalize(t, "-mesh", "linkerd", "-candidate", "+no-keepalive")
 	assert.ErrorContains(t, err, "-candidate=+no-keepalive: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar)")

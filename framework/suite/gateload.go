@@ -79,6 +79,6 @@ func (s *Suite) UpgradeGateRun() Requirement {
 		if a, ok := tg.(target.Armed); ok && slices.Contains(a.Arms(), target.Candidate) {
 			return nil
 		}
-		return fmt.Errorf("an upgrade-gate scenario: run it with -candidate (e.g. -sidecar=caddy@v2.10.2 -candidate=caddy@v2.11.9; on kind -candidate=IMAGE or -candidate=+no-keepalive) or -reference results/<file>.json")
+		return fmt.Errorf("an upgrade-gate scenario: run it with -candidate (e.g. -sidecar=caddy@v2.10.2 -candidate=caddy@v2.11.9; on kind -candidate=IMAGE or -candidate=+no-keepalive, with -mesh=istio -candidate=rev=NAME) or -reference results/<file>.json")
 	})
 }

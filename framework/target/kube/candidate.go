@@ -8,19 +8,26 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
-// Candidate is an upgrade gate's candidate sidecar on the bring-your-own
-// sidecar mesh (-mesh=sidecar). With one, the target's arms are baseline,
-// reference and candidate: the reference is the mesh's sidecar as
-// configured, the candidate the same sidecar with another image and/or
-// configuration, each meshed arm in its own namespace with its own
-// workloads, run interleaved like the ordinary arms.
+// Candidate is an upgrade gate's candidate: a sidecar on the bring-your-own
+// sidecar mesh (-mesh=sidecar), or an Istio revision (-mesh=istio). With
+// one, the target's arms are baseline, reference and candidate: the
+// reference is the mesh's sidecar as configured (with Istio, injected by
+// the reference revision), the candidate the same sidecar with another
+// image and/or configuration (or injected by the candidate revision), each
+// meshed arm in its own namespace with its own workloads, run interleaved
+// like the ordinary arms.
 type Candidate struct {
+	// Revision is the Istio revision (istio.io/rev) that injects the
+	// candidate arm; "" for a sidecar candidate. A revision candidate has
+	// no Image and no NoKeepAlive.
+	Revision string
 	// Image is the candidate sidecar's image; "" is the reference's.
 	Image string
 	// NoKeepAlive turns keep-alive between the candidate's sidecars off
@@ -45,12 +52,27 @@ var imageRef = func() *regexp.Regexp {
 	return regexp.MustCompile(`^(?:` + host + `/)?` + path + `(?:/` + path + `)*(?::` + tag + `)?(?:@` + digest + `)?$`)
 }()
 
+// RevisionPrefix starts a candidate that is an Istio revision
+// ("rev=canary"). An image reference has no "=", so the two cannot be
+// confused.
+const RevisionPrefix = "rev="
+
 // ParseCandidate reads a candidate as -candidate writes it on a cluster:
 // IMAGE, IMAGE+no-keepalive, or +no-keepalive (the reference's image with
-// keep-alive between sidecars off). "" is no candidate (nil).
+// keep-alive between sidecars off), or rev=NAME (an Istio revision). ""
+// is no candidate (nil).
 func ParseCandidate(spec string) (*Candidate, error) {
 	if spec == "" {
 		return nil, nil
+	}
+	if rev, ok := strings.CutPrefix(spec, RevisionPrefix); ok {
+		if rev == "" {
+			return nil, fmt.Errorf("-candidate=%s: no revision name (want e.g. %scanary, the revision istioctl install --revision=canary installs)", spec, RevisionPrefix)
+		}
+		if msgs := validation.IsDNS1123Label(rev); len(msgs) > 0 {
+			return nil, fmt.Errorf("-candidate=%s: %q is not a revision name: %s", spec, rev, strings.Join(msgs, "; "))
+		}
+		return &Candidate{Revision: rev}, nil
 	}
 	c := &Candidate{Image: spec}
 	if img, ok := strings.CutSuffix(spec, NoKeepAliveVariant); ok {
@@ -65,10 +87,12 @@ func ParseCandidate(spec string) (*Candidate, error) {
 
 // String is the candidate as -candidate writes it.
 func (c *Candidate) String() string {
-	if c == nil {
+	switch {
+	case c == nil:
 		return ""
-	}
-	if c.NoKeepAlive {
+	case c.Revision != "":
+		return RevisionPrefix + c.Revision
+	case c.NoKeepAlive:
 		return c.Image + NoKeepAliveVariant
 	}
 	return c.Image
@@ -86,10 +110,17 @@ func CheckCandidate(m mesh.Mesh, spec string) (*Candidate, error) {
 
 // check refuses a candidate mesh m cannot run beside its reference.
 func (c *Candidate) check(m mesh.Mesh) error {
+	if c.Revision != "" {
+		return c.checkRevision(m)
+	}
 	sp, ok := m.(mesh.SidecarProxy)
 	if !ok {
-		return fmt.Errorf("-candidate=%s: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=%s (for another mesh, gate against a stored run with -reference)",
-			c, m.Name())
+		also := ""
+		if _, ok := m.(mesh.Revisioned); ok {
+			also = "with -mesh=" + m.Name() + ", gate another revision with -candidate=" + RevisionPrefix + "NAME; "
+		}
+		return fmt.Errorf("-candidate=%s: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=%s (%sfor another mesh, gate against a stored run with -reference)",
+			c, m.Name(), also)
 	}
 	_, _, args := sp.Proxy()
 	switch {
@@ -99,6 +130,20 @@ func (c *Candidate) check(m mesh.Mesh) error {
 		return fmt.Errorf("-candidate=%s: %s is a variant of the nginx configuration meshbench renders, which the sidecar's own arguments %q replace", c, NoKeepAliveVariant, args)
 	}
 	return nil
+}
+
+// checkRevision refuses a revision candidate on a mesh without revisions
+// that run side by side.
+func (c *Candidate) checkRevision(m mesh.Mesh) error {
+	if _, ok := m.(mesh.Revisioned); ok {
+		return nil
+	}
+	if m.Name() == "istio-ambient" {
+		return fmt.Errorf("-candidate=%s: Istio ambient runs one ztunnel per node for every revision, so two revisions' data planes cannot run side by side; "+
+			"gate an ambient upgrade against a stored run with -reference (a run before the upgrade)", c)
+	}
+	return fmt.Errorf("-candidate=%s: a revision is an Istio control plane (istio.io/rev), only with -mesh=istio, not -mesh=%s (for another mesh, gate against a stored run with -reference)",
+		c, m.Name())
 }
 
 // describe says what the candidate runs, against reference image ref.
@@ -138,6 +183,9 @@ func (t *Target) newMeshedArms() []*arm {
 	for i, n := range names {
 		out[i] = &arm{name: n, ns: t.ns(string(n))}
 	}
+	if cm := t.candidateMesh(); cm != nil {
+		out[1].mesh = cm
+	}
 	return out
 }
 
@@ -174,7 +222,11 @@ func (t *Target) referenceImage() string {
 // armsConfig describes the meshed arms of an upgrade gate for the
 // environment: arm.reference and arm.candidate.
 func (t *Target) armsConfig(cfg map[string]string) {
-	if t.o.Candidate == nil {
+	switch {
+	case t.o.Candidate == nil:
+		return
+	case t.o.Candidate.Revision != "":
+		t.revisionsConfig(cfg)
 		return
 	}
 	ref := t.referenceImage()

@@ -27,6 +27,8 @@ func TestKubeParseCandidate(t *testing.T) {
 		"meshbench/nginx:1.27":               {Image: "meshbench/nginx:1.27"},
 		"localhost:5000/a/b:v1+no-keepalive": {Image: "localhost:5000/a/b:v1", NoKeepAlive: true},
 		"+no-keepalive":                      {NoKeepAlive: true},
+		"rev=canary":                         {Revision: "canary"},
+		"rev=1-28-0":                         {Revision: "1-28-0"},
 		"nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef": {
 			Image: "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
 	} {
@@ -34,6 +36,18 @@ func TestKubeParseCandidate(t *testing.T) {
 		require.NoError(t, err, spec)
 		assert.Equal(t, want, c, spec)
 		assert.Equal(t, spec, c.String(), "written back as the flag wrote it")
+	}
+	// A revision is a DNS label, as -mesh-revision's; an image reference
+	// has no "=".
+	for spec, want := range map[string]string{
+		"rev=":       "-candidate=rev=: no revision name (want e.g. rev=canary, the revision istioctl install --revision=canary installs)",
+		"rev=1.28":   `-candidate=rev=1.28: "1.28" is not a revision name: must not contain dots`,
+		"rev=Canary": `-candidate=rev=Canary: "Canary" is not a revision name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+		"nginx=1.27": `-candidate=nginx=1.27: "nginx=1.27" is not an image reference (want e.g. registry.local/nginx:1.27, optionally ending in +no-keepalive, or +no-keepalive alone for the reference's image)`,
+		"revision=a": `-candidate=revision=a: "revision=a" is not an image reference (want e.g. registry.local/nginx:1.27, optionally ending in +no-keepalive, or +no-keepalive alone for the reference's image)`,
+	} {
+		_, err := ParseCandidate(spec)
+		assert.EqualError(t, err, want, spec)
 	}
 	for _, spec := range []string{"Nginx:1.27", "nginx:1.27+fast", "caddy@v2.11.9", "nginx 1.27", "-nginx"} {
 		_, err := ParseCandidate(spec)
@@ -59,7 +73,17 @@ func TestKubeCandidateRefusedBeforeAnythingRuns(t *testing.T) {
 		want string
 	}{
 		{"istio", newMesh("istio"), Candidate{Image: "nginx:1.27"},
-			"-candidate=nginx:1.27: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=istio"},
+			"-candidate=nginx:1.27: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=istio " +
+				"(with -mesh=istio, gate another revision with -candidate=rev=NAME; for another mesh, gate against a stored run with -reference)"},
+		{"ambient revision", newMesh("istio-ambient"), Candidate{Revision: "canary"},
+			"-candidate=rev=canary: Istio ambient runs one ztunnel per node for every revision, so two revisions' data planes cannot run side by side; " +
+				"gate an ambient upgrade against a stored run with -reference (a run before the upgrade)"},
+		{"ambient waypoint revision", newMesh("istio-ambient", mesh.WithWaypoint(mesh.DefaultWaypoint)), Candidate{Revision: "canary"},
+			"-candidate=rev=canary: Istio ambient runs one ztunnel per node for every revision"},
+		{"linkerd revision", newMesh("linkerd"), Candidate{Revision: "canary"},
+			"-candidate=rev=canary: a revision is an Istio control plane (istio.io/rev), only with -mesh=istio, not -mesh=linkerd (for another mesh, gate against a stored run with -reference)"},
+		{"sidecar revision", newMesh("sidecar"), Candidate{Revision: "canary"},
+			"-candidate=rev=canary: a revision is an Istio control plane (istio.io/rev), only with -mesh=istio, not -mesh=sidecar"},
 		{"none", newMesh("none"), Candidate{NoKeepAlive: true}, "-candidate=+no-keepalive: on a cluster only"},
 		{"own wiring", newMesh("sidecar", mesh.WithMTLSEvidence(noEvidence)), Candidate{NoKeepAlive: true},
 			"-candidate=+no-keepalive: +no-keepalive is a variant of the nginx configuration meshbench renders, and this sidecar brings its own wiring"},
@@ -85,6 +109,9 @@ func TestKubeCandidateRefusedBeforeAnythingRuns(t *testing.T) {
 		{newMesh("sidecar", mesh.WithSidecar("proxy", "envoy:v1", "-c", "/etc/envoy.yaml")), "envoy:v2"},
 		{newMesh("sidecar"), "+no-keepalive"},
 		{newMesh("sidecar"), "meshbench/nginx:next+no-keepalive"},
+		{newMesh("istio"), "rev=canary"},
+		{newMesh("istio", mesh.WithRevision("stable")), "rev=canary"},
+		{newMesh("istio", mesh.WithRevision("canary")), "rev=canary"}, // A/A
 	} {
 		_, err := CheckCandidate(tc.m, tc.spec)
 		assert.NoError(t, err, tc.spec)

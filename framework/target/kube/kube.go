@@ -49,6 +49,7 @@ type Target struct {
 	arms       map[target.Arm]*arm
 	env        target.Environment
 	meshInfo   mesh.Info
+	candInfo   mesh.Info // the candidate revision's, in a revision gate
 	nodes      []NodeInfo
 	idle       map[kubelet.ContainerKey]float64 // working set before any load
 	verified   map[target.Arm]mesh.Verification
@@ -89,6 +90,9 @@ type arm struct {
 	// own (an unwired candidate).
 	proxy *manifests.Sidecar
 	image string
+	// mesh is the arm's own mesh adapter (the candidate revision's), nil
+	// for the target's (Target.meshOf).
+	mesh mesh.Mesh
 }
 
 // url is what the loadgen calls for path p in protocol proto: the
@@ -250,6 +254,9 @@ func (t *Target) preflight(ctx context.Context) error {
 		return err
 	}
 	t.meshInfo = info
+	if err := t.detectCandidate(ctx); err != nil {
+		return err
+	}
 	if t.nodes, err = t.readNodes(ctx); err != nil {
 		return err
 	}
@@ -321,7 +328,7 @@ func (t *Target) createArmNamespaces(ctx context.Context) error {
 		}
 	}
 	for _, a := range t.meshedArms() {
-		if err := m.Enable(ctx, t.c, a.ns); err != nil {
+		if err := t.meshOf(a).Enable(ctx, t.c, a.ns); err != nil {
 			return fmt.Errorf("kube target: %s: enable injection in %s: %w", m.Name(), a.ns, err)
 		}
 	}
@@ -581,7 +588,7 @@ func (t *Target) create(ctx context.Context, o runtime.Object) error {
 func (t *Target) verify(ctx context.Context) error {
 	var errs []error
 	for _, a := range append([]*arm{t.arms[target.Baseline]}, t.meshedArms()...) {
-		v, err := t.o.Mesh.Verify(ctx, t.c, a.ns, a.name.IsMeshed())
+		v, err := t.meshOf(a).Verify(ctx, t.c, a.ns, a.name.IsMeshed())
 		t.mu.Lock()
 		t.verified[a.name] = v
 		t.mu.Unlock()
@@ -592,6 +599,7 @@ func (t *Target) verify(ctx context.Context) error {
 			t.o.Logf("kube target: %s arm: %s", a.name, n)
 		}
 	}
+	errs = append(errs, t.revisionsApart())
 	if m := t.meshedArms()[0]; m.loadgenNS != m.ns {
 		if _, err := t.o.Mesh.Verify(ctx, t.c, m.loadgenNS, false); err != nil {
 			errs = append(errs, fmt.Errorf("out-of-mesh loadgen: %w", err))

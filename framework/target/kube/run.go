@@ -444,7 +444,7 @@ func (t *Target) mtls(ctx context.Context, a *arm) ([]mesh.Edge, string) {
 
 // verifyArm repeats the mesh adapter's check of one arm's pods.
 func (t *Target) verifyArm(ctx context.Context, a *arm) error {
-	v, err := t.o.Mesh.Verify(ctx, t.c, a.ns, a.name.IsMeshed())
+	v, err := t.meshOf(a).Verify(ctx, t.c, a.ns, a.name.IsMeshed())
 	t.mu.Lock()
 	t.verified[a.name] = v
 	t.mu.Unlock()
