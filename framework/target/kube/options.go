@@ -48,11 +48,12 @@ type Options struct {
 	// not find it, if the adapter can (mesh.Installer), and uninstalls it
 	// when the target closes. Default false: a missing mesh is an error.
 	InstallMesh bool
-	// Candidate, when set, is an upgrade gate's candidate sidecar: the
-	// arms are then baseline, reference (Mesh's sidecar) and candidate, in
-	// namespaces of their own. Only the bring-your-own sidecar mesh runs
-	// one; New refuses it with any other before touching the cluster.
-	// Default nil: the arms baseline and meshed.
+	// Candidate, when set, is an upgrade gate's candidate sidecar or Istio
+	// revision: the arms are then baseline, reference (Mesh's sidecar, or
+	// Mesh's revision) and candidate, in namespaces of their own. Only the
+	// bring-your-own sidecar mesh runs a candidate sidecar, and only Istio
+	// (mesh.Revisioned) a candidate revision; New refuses any other before
+	// touching the cluster. Default nil: the arms baseline and meshed.
 	Candidate *Candidate
 	// Install says which release to install and with which registry.
 	Install mesh.InstallOptions
