@@ -26,10 +26,11 @@ test: tools
 ## builds or reuses the kind node, nginx and loadgen images (cold: about
 ## 35 minutes on 2 cores; cached in $$MESHBENCH_CACHE after), creates a 3-node
 ## cluster, sweeps both paths at c=1 and c=8, baseline against the
-## bring-your-own sidecar mesh, then the loadgen placements and the sidecar
-## killed mid-window, checks fixtures/thresholds/kind.yaml and
-## deletes the cluster; then, on a one-node cluster, installs and uninstalls
-## a stand-in mesh chart and Istio's own charts with the Helm installer.
+## bring-your-own sidecar mesh, then the loadgen placements, the backend's
+## sidecar killed and the frontend's stopped (restart) mid-window, checks
+## fixtures/thresholds/kind.yaml and deletes the cluster; then, on a
+## one-node cluster, installs and uninstalls a stand-in mesh chart and
+## Istio's own charts with the Helm installer.
 e2e:
 	@start=$$(date +%s); set -e; \
 	hack/offline/docker.sh; \

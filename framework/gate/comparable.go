@@ -98,6 +98,8 @@ func ComparableSettings(ref, run *report.Results) (warnings []string, err error)
 		{"environment.goVersion", re.GoVersion, ce.GoVersion},
 		{"environment.osImage", re.OSImage, ce.OSImage},
 		{"environment.memoryMiB", fmt.Sprint(re.MemoryMiB), fmt.Sprint(ce.MemoryMiB)},
+		// The kubelet's cached counters dilute a short window's CPU.
+		{"environment.cpuCounters", re.CPUCounters, ce.CPUCounters},
 	} {
 		if w.a != w.b {
 			warnings = append(warnings, fmt.Sprintf("%s differs: reference %s, this run %s; figures may shift with it", w.field, orNone(w.a), orNone(w.b)))

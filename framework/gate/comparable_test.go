@@ -120,12 +120,14 @@ func TestComparableWarnsOnTheMachine(t *testing.T) {
 		r.Environment.CPUModel = "AMD EPYC 7B13"
 		r.Environment.Kernel = "6.1.0-21-amd64"
 		r.Environment.Kubernetes = "v1.34.0"
+		r.Environment.CPUCounters = "on demand"
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		"environment.cpuModel differs: reference Intel(R) Xeon(R) Processor, this run AMD EPYC 7B13; figures may shift with it",
 		"environment.kernel differs: reference 6.1.0-18-amd64, this run 6.1.0-21-amd64; figures may shift with it",
 		"environment.kubernetes differs: reference (none), this run v1.34.0; figures may shift with it",
+		"environment.cpuCounters differs: reference (none), this run on demand; figures may shift with it",
 	}, warnings)
 }
 

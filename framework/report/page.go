@@ -242,6 +242,9 @@ func envRows(res *Results) [][2]string {
 	if e.MTU > 0 {
 		rows = append(rows, [2]string{"MTU", fmt.Sprint(e.MTU)})
 	}
+	if e.CPUCounters != "" {
+		rows = append(rows, [2]string{"CPU counters", e.CPUCounters})
+	}
 	if e.Baseline != "" {
 		rows = append(rows, [2]string{"baseline arm", e.Baseline})
 	}

@@ -20,6 +20,10 @@ type Environment struct {
 	Kubernetes string `json:"kubernetes,omitempty"`
 	Runtime    string `json:"containerRuntime,omitempty"`
 	MTU        int    `json:"mtu,omitempty"`
+	// CPUCounters says where the CPU and memory counters came from and
+	// when they were read: on a cluster, the kubelet's cached stats or an
+	// on-demand read on each node. "" for the local target's /proc.
+	CPUCounters string `json:"cpuCounters,omitempty"`
 	// Mesh describes the meshed arm's proxies.
 	Mesh MeshInfo `json:"mesh"`
 	// Loadgen says where the load generator sits and what it is.

@@ -21,6 +21,8 @@ type CounterResetError struct {
 	Before, After float64
 	// StartBefore and StartAfter are the container start times, when known.
 	StartBefore, StartAfter time.Time
+	// IDBefore and IDAfter are the runtime's container IDs, when known.
+	IDBefore, IDAfter string
 }
 
 func (e *CounterResetError) Error() string {
@@ -29,6 +31,10 @@ func (e *CounterResetError) Error() string {
 		return fmt.Sprintf("container %s: present in the first read but missing from the second "+
 			"(restarted, evicted or deleted during the window); mark the run invalid", e.Container)
 	case "restarted":
+		if e.StartBefore.IsZero() || e.StartAfter.IsZero() {
+			return fmt.Sprintf("container %s: its ID changed from %.12s to %.12s (restarted during the window); mark the run invalid",
+				e.Container, e.IDBefore, e.IDAfter)
+		}
 		return fmt.Sprintf("container %s: start time changed from %s to %s (restarted during the window); mark the run invalid",
 			e.Container, e.StartBefore.Format(time.RFC3339), e.StartAfter.Format(time.RFC3339))
 	default:
@@ -149,14 +155,8 @@ func Delta(before, after Snapshot) (Usage, error) {
 			errs = append(errs, &CounterResetError{Container: k, Reason: "missing", Before: b.CPUSeconds.Value})
 			continue
 		}
-		if !b.StartTime.IsZero() && !a.StartTime.IsZero() && !b.StartTime.Equal(a.StartTime) {
-			errs = append(errs, &CounterResetError{Container: k, Reason: "restarted",
-				Before: b.CPUSeconds.Value, After: a.CPUSeconds.Value, StartBefore: b.StartTime, StartAfter: a.StartTime})
-			continue
-		}
-		if a.CPUSeconds.Value < b.CPUSeconds.Value {
-			errs = append(errs, &CounterResetError{Container: k, Reason: "decreased",
-				Before: b.CPUSeconds.Value, After: a.CPUSeconds.Value})
+		if cr := reset(k, b, a); cr != nil {
+			errs = append(errs, cr)
 			continue
 		}
 		w, err := window(k.String(), b.CPUSeconds, a.CPUSeconds)
@@ -198,6 +198,22 @@ func Delta(before, after Snapshot) (Usage, error) {
 		}
 	}
 	return u, errors.Join(errs...)
+}
+
+// reset is why container k's counters cannot be differenced from b to a
+// (it restarted), or nil.
+func reset(k ContainerKey, b, a Container) *CounterResetError {
+	switch {
+	case !b.StartTime.IsZero() && !a.StartTime.IsZero() && !b.StartTime.Equal(a.StartTime):
+		return &CounterResetError{Container: k, Reason: "restarted",
+			Before: b.CPUSeconds.Value, After: a.CPUSeconds.Value, StartBefore: b.StartTime, StartAfter: a.StartTime}
+	case b.ID != "" && a.ID != "" && b.ID != a.ID:
+		return &CounterResetError{Container: k, Reason: "restarted",
+			Before: b.CPUSeconds.Value, After: a.CPUSeconds.Value, IDBefore: b.ID, IDAfter: a.ID}
+	case a.CPUSeconds.Value < b.CPUSeconds.Value:
+		return &CounterResetError{Container: k, Reason: "decreased", Before: b.CPUSeconds.Value, After: a.CPUSeconds.Value}
+	}
+	return nil
 }
 
 func window(what string, b, a Sample) (time.Duration, error) {

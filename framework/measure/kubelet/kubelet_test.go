@@ -193,6 +193,25 @@ func TestDeltaRestartSeenByStartTime(t *testing.T) {
 	assert.Len(t, u.Containers, 11)
 }
 
+func TestDeltaRestartSeenByContainerID(t *testing.T) {
+	before := parseResource(t, "resource_eks_stable.txt")
+	k := ContainerKey{"kube-system", "aws-node-7k649", "aws-node"}
+	after := advance(before, 10*time.Second, 5, map[ContainerKey]float64{k: 2})
+	b, a := before.Containers[k], after.Containers[k]
+	b.ID, a.ID = "0123456789abcdef", "fedcba9876543210" // a read on the node knows the IDs
+	b.StartTime, a.StartTime = time.Time{}, time.Time{}
+	before.Containers[k], after.Containers[k] = b, a
+
+	u, err := Delta(before, after)
+	var cr *CounterResetError
+	require.True(t, errors.As(err, &cr))
+	assert.Equal(t, &CounterResetError{Container: k, Reason: "restarted", Before: b.CPUSeconds.Value, After: a.CPUSeconds.Value,
+		IDBefore: "0123456789abcdef", IDAfter: "fedcba9876543210"}, cr)
+	assert.EqualError(t, cr, "container kube-system/aws-node-7k649/aws-node: its ID changed from 0123456789ab to fedcba987654 "+
+		"(restarted during the window); mark the run invalid")
+	assert.Len(t, u.Containers, 11)
+}
+
 func TestDeltaThrottling(t *testing.T) {
 	th, err := ParseCadvisor(open(t, "cadvisor_throttling.txt"))
 	require.NoError(t, err)

@@ -57,6 +57,10 @@ type Sample struct {
 
 // Container holds one container's counters from one read.
 type Container struct {
+	// ID is the runtime's container ID, when the read knows it (the
+	// kubelet's endpoints do not say it; a read on the node does). A
+	// change between two reads means a restart.
+	ID string `json:"id,omitempty"`
 	// CPUSeconds is container_cpu_usage_seconds_total (core-seconds, cumulative).
 	CPUSeconds Sample `json:"cpuSeconds"`
 	// WorkingSetBytes is container_memory_working_set_bytes (bytes, gauge).

@@ -25,9 +25,11 @@
 // fortio's REST API (cmd/mbloadgen): N replicas share the connections and
 // the rate, run concurrently, and their histograms are merged bucket by
 // bucket (never averaged). Around the measured window it reads every node's
-// kubelet through the API server's node proxy and turns the counter deltas
-// into CPU and memory per role: app, sidecar, node proxy, control plane,
-// loadgen. The path is proved with the nginx request counters of the
+// CPU, memory and CFS counters — on the node itself at the moment of the
+// read when it can run commands there (Options.NodeExec, kind:
+// framework/measure/nodestats), else from the kubelet through the API
+// server's node proxy — and turns the counter deltas into CPU and memory
+// per role: app, sidecar, node proxy, control plane, loadgen. The path is proved with the nginx request counters of the
 // arm's frontend and backend and, in the meshed arm, the mesh's own mTLS
 // telemetry.
 //

@@ -64,6 +64,8 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		Target:    t.o.Name,
 		GoVersion: runtime.Version(),
 		Nodes:     len(t.nodes),
+
+		CPUCounters: t.counterSource,
 	}
 	if v, err := serverVersion(ctx, t.c); err == nil {
 		e.Kubernetes = v

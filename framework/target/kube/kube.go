@@ -25,6 +25,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/measure/nodestats"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 )
@@ -40,8 +41,13 @@ type Target struct {
 	// Seams to the cluster, replaced in tests.
 	fwd   forwarder
 	fetch func(ctx context.Context, node string) (kubelet.Snapshot, error)
-	hc    *http.Client
-	now   func() time.Time
+	// counterSource says where fetch reads (the environment's CPUCounters);
+	// onDemand: its samples are taken at the read, so there is no
+	// refresh to wait for.
+	counterSource string
+	onDemand      bool
+	hc            *http.Client
+	now           func() time.Time
 
 	mu         sync.Mutex
 	created    []string // namespaces to delete, in creation order
@@ -156,7 +162,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Target, error) {
 	}
 	t.restCfg = cfg
 	t.fwd = spdyForwarder(cfg, c)
-	t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) { return kubelet.Fetch(ctx, c, node) }
+	t.useCounters(c)
 	if _, err := serverVersion(ctx, c); err != nil {
 		return nil, apiError(cfg.Host, err)
 	}
@@ -164,6 +170,29 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Target, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// kubeletCounters names the kubelet's counters in the environment.
+const kubeletCounters = "the kubelets' /metrics/resource and /metrics/cadvisor through the API server (cached, refreshed every 10-15 s)"
+
+// useCounters picks where CPU and memory are read: on the nodes, at the
+// moment of the read, when the target can run commands there (kind);
+// else from the kubelets.
+func (t *Target) useCounters(c kubernetes.Interface) {
+	if t.o.NodeExec == nil {
+		t.counterSource = kubeletCounters
+		t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) { return kubelet.Fetch(ctx, c, node) }
+		return
+	}
+	t.counterSource, t.onDemand = nodestats.Source, true
+	t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) {
+		s, err := nodestats.Fetch(ctx, nodestats.Exec(t.o.NodeExec), node)
+		missing, err := nodestats.Missing(err)
+		for _, m := range missing {
+			t.o.Logf("CPU counters: %v", m)
+		}
+		return s, err
+	}
 }
 
 // newTarget builds a Target around a clientset without touching the cluster.

@@ -8,7 +8,8 @@ import (
 )
 
 // kubeletMeasurement is the kube target's target.Measurement: every
-// node's kubelet read as the window opens and again as it closes.
+// node's counters (its kubelet's, or read on the node: Target.fetch) read
+// as the window opens and again as it closes.
 type kubeletMeasurement struct {
 	t *Target
 	// rs is the run: its arm and loadgens give the containers' roles, its
@@ -17,29 +18,39 @@ type kubeletMeasurement struct {
 	before map[string]kubelet.Snapshot
 }
 
-// Start reads every node's kubelet.
+// Start reads every node's counters.
 func (m *kubeletMeasurement) Start(ctx context.Context) error {
 	var err error
 	m.before, err = m.t.snapshots(ctx)
 	return err
 }
 
-// Stop reads the kubelets again, once they have refreshed the counters of
-// the run's containers, and turns the two reads into the window: a
-// restart other than the fault's, or a throttled proxy or loadgen,
-// invalidates it.
+// Stop reads the counters again, on the nodes at once or, from the
+// kubelets, once they have refreshed the counters of the run's
+// containers, and turns the two reads into the window: a restart other
+// than the fault's, or a throttled proxy or loadgen, invalidates it.
 func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) {
 	rs := m.rs
+	var after map[string]kubelet.Snapshot
+	var err error
+	if m.t.onDemand {
+		// The window ends now, not after the pods are listed.
+		if after, err = m.t.snapshots(ctx); err != nil {
+			return target.Measured{}, err
+		}
+	}
 	pods, err := m.t.allPods(ctx)
 	if err != nil {
 		return target.Measured{}, err
 	}
 	roleOf := withIdleLoadgens(m.t.roleOf(rs.a, pods), pods, rs.lgPods)
-	after, err := m.t.snapshotsAfter(ctx, m.before, func(k kubelet.ContainerKey) bool {
-		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
-	})
-	if err != nil {
-		return target.Measured{}, err
+	if after == nil {
+		after, err = m.t.snapshotsAfter(ctx, m.before, func(k kubelet.ContainerKey) bool {
+			return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
+		})
+		if err != nil {
+			return target.Measured{}, err
+		}
 	}
 	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
 	return target.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: wr.Warnings}, nil

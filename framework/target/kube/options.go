@@ -77,7 +77,10 @@ type Options struct {
 	// A fault then kills its container's main process with SIGKILL, as a
 	// crash does. Without it, the fault execs a kill inside the container
 	// (pods/exec), where a process can only ask the container's PID 1 to
-	// stop (SIGTERM). Default nil.
+	// stop (SIGTERM). With it, CPU, memory and CFS counters are read on
+	// the nodes at the moment of the read (crictl stats and the cgroup
+	// files: framework/measure/nodestats) instead of from the kubelets'
+	// cached /metrics/resource and /metrics/cadvisor. Default nil.
 	NodeExec NodeExec
 	// RestartTimeout bounds the wait, after a fault's window, for the
 	// kubelet to restart the killed container and for its pod to be ready
@@ -94,7 +97,8 @@ type Options struct {
 	// DeleteTimeout bounds the wait for the namespaces to go. Default 3m.
 	DeleteTimeout time.Duration
 	// CounterWait bounds how long Run waits after the window for every
-	// kubelet to refresh its counters, so that the counter window covers
+	// kubelet to refresh its counters (not with NodeExec: those are read
+	// at once), so that the counter window covers
 	// the whole measured window. Default 30s; negative: do not wait.
 	CounterWait time.Duration
 	// ProbeFailures is the number of failed probes of one pod that fails

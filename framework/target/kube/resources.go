@@ -54,7 +54,7 @@ func (t *Target) snapshotNodes(ctx context.Context, nodes []string) (map[string]
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("kubelet metrics: %w", err)
+		return nil, fmt.Errorf("CPU counters: %w", err)
 	}
 	m := make(map[string]kubelet.Snapshot, len(nodes))
 	for i, n := range nodes {
@@ -214,8 +214,7 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 			from := b.NodeCPUSeconds.Time
 			to := from.Add(u.NodeWindow)
 			if c := coverage(from, to, loadedFrom, loadedTo); c < minCoverage {
-				rep.Warnings.Add(validity.CPUDiluted, "node %s: the kubelet's counters span %v, of which %.0f%% were under load: per-role CPU is diluted by idle time; use a window and a warm-up longer than the kubelet's refresh interval (10-15 s)",
-					n, u.NodeWindow.Round(100*time.Millisecond), c*100)
+				rep.Warnings.Add(validity.CPUDiluted, "%s", t.diluted(n, u.NodeWindow, c))
 			}
 		}
 	}
@@ -252,6 +251,17 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 		}
 	}
 	return rep
+}
+
+// diluted says that node n's counter window, span, was only part c under
+// load.
+func (t *Target) diluted(n string, span time.Duration, c float64) string {
+	if t.onDemand {
+		return fmt.Sprintf("node %s: the counters read on the node span %v, of which %.0f%% were under load: per-role CPU is diluted by idle time around the window",
+			n, span.Round(100*time.Millisecond), c*100)
+	}
+	return fmt.Sprintf("node %s: the kubelet's counters span %v, of which %.0f%% were under load: per-role CPU is diluted by idle time; use a window and a warm-up longer than the kubelet's refresh interval (10-15 s)",
+		n, span.Round(100*time.Millisecond), c*100)
 }
 
 // containerKey parses kubelet.ContainerKey.String().

@@ -2,6 +2,10 @@ package kube
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/measure/nodestats"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/validity"
@@ -199,4 +204,50 @@ func TestResourceWindowWarnings(t *testing.T) {
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.CPUIncomplete, Detail: "CPU: node n1: node_cpu_usage_seconds_total went from 10 to 5 (the kubelet restarted or the node rebooted); mark the run invalid"},
 	}, rep.Warnings)
+}
+
+// With node access (kind), the counters are read on the node at the
+// moment of the read, and the environment says so; without, from the
+// kubelets.
+func TestCountersOnDemandWithNodeAccess(t *testing.T) {
+	capture, err := os.ReadFile(filepath.Join("..", "..", "measure", "nodestats", "testdata", "kind_cgroupv1_read1.txt"))
+	require.NoError(t, err)
+	var logged []string
+	var ran []string
+	tg, err := newTarget(fake.NewClientset(), Options{
+		NodeExec: func(_ context.Context, node string, cmd ...string) ([]byte, error) {
+			ran = append([]string{node}, cmd...)
+			if node == "gone" {
+				return []byte("Error: No such container: gone"), errors.New("exit status 1")
+			}
+			// The runtime lists spin without its CPU counter.
+			return []byte(strings.Replace(string(capture), `"cpu": {
+        "timestamp": "1796090380945273112"`, `"cpuGone": {
+        "timestamp": "1796090380945273112"`, 1)), nil
+		},
+		Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) },
+	})
+	require.NoError(t, err)
+	tg.useCounters(fake.NewClientset())
+	assert.True(t, tg.onDemand)
+	assert.Equal(t, nodestats.Source, tg.counterSource)
+
+	s, err := tg.fetch(context.Background(), "mbprobe-control-plane")
+	require.NoError(t, err, "a container left out is logged, not an error")
+	assert.Equal(t, []string{"mbprobe-control-plane", "sh", "-c", nodestats.Script}, ran)
+	assert.Len(t, s.Containers, 8)
+	assert.Equal(t, []string{"CPU counters: node mbprobe-control-plane: container mbprobe/burner/spin (id 56d942770047): " +
+		"the runtime listed it without a CPU counter (stopped during the read?): left out of this read"}, logged)
+
+	_, err = tg.snapshotNodes(context.Background(), []string{"gone"})
+	assert.EqualError(t, err, "CPU counters: node gone: read the container counters (crictl stats, cgroup files): exit status 1: Error: No such container: gone")
+
+	assert.Equal(t, "node n1: the counters read on the node span 10.2s, of which 85% were under load: per-role CPU is diluted by idle time around the window",
+		tg.diluted("n1", 10234*time.Millisecond, 0.85))
+
+	remote, err := newTarget(fake.NewClientset(), Options{})
+	require.NoError(t, err)
+	remote.useCounters(fake.NewClientset())
+	assert.False(t, remote.onDemand)
+	assert.Equal(t, kubeletCounters, remote.counterSource)
 }
