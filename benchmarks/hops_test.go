@@ -18,13 +18,14 @@ func BenchmarkTwoHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: target.Two
 
 // BenchmarkUpgradeGate is the default upgrade gate: the candidate against
 // the reference at c=8, first at maximum rate (throughput and CPU per
-// request), then open loop at half the capacity the baseline just showed,
+// request), then open loop at a quarter of the capacity the slower meshed
+// arm just showed (suite.DefaultGateFraction),
 // where p99 is the proxies' and not a queue's. It runs in a gate only
 // (-candidate or -reference); fixtures/gates says what each point gates.
 func BenchmarkUpgradeGate(b *testing.B) {
 	mb.Sweep(b, suite.Scenario{
 		Concurrency: []int{8},
-		Axes:        []suite.Axis{suite.GateLoad(0.5)},
+		Axes:        []suite.Axis{suite.GateLoad(suite.DefaultGateFraction)},
 		Requires:    []suite.Requirement{mb.UpgradeGateRun()},
 	})
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // Overhead compares a meshed arm to its baseline over interleaved repeats
-// (A B A B …): baseline[i] and meshed[i] were measured back to back, so drift
+// (A B, B A, …): baseline[i] and meshed[i] were measured back to back, so drift
 // in the machine cancels out within each pair.
 //
 // Baseline and Meshed are in the unit of the inputs (e.g. seconds of p99

@@ -35,7 +35,7 @@ func gateRun(t *testing.T, candidate string, axes ...suite.Axis) *gate.Verdict {
 	}
 	assert.Equal(t, map[target.Arm]int{target.Baseline: n, target.Reference: n, target.Candidate: n}, arms, "three arms interleaved")
 	if len(axes) > 0 {
-		checkHalfCapacity(t, s.Records())
+		checkOpenRate(t, s.Records())
 	}
 	_ = s.Finish()
 	v := s.GateVerdict()
@@ -46,9 +46,10 @@ func gateRun(t *testing.T, candidate string, axes ...suite.Axis) *gate.Verdict {
 	return v
 }
 
-// checkHalfCapacity: the gate's open-loop point runs at half the rate
-// the slower meshed arm achieved at maximum rate (median of its runs).
-func checkHalfCapacity(t *testing.T, recs []report.Record) {
+// checkOpenRate: the gate's open-loop point runs at
+// suite.DefaultGateFraction of the rate the slower meshed arm achieved at
+// maximum rate (median of its runs).
+func checkOpenRate(t *testing.T, recs []report.Record) {
 	t.Helper()
 	mesh := map[target.Arm][]float64{}
 	open := map[float64]int{}
@@ -66,15 +67,15 @@ func checkHalfCapacity(t *testing.T, recs []report.Record) {
 	capacity := min(stats.Summarize(mesh[target.Reference]).Median, stats.Summarize(mesh[target.Candidate]).Median)
 	require.Len(t, open, 1, "one fixed rate for every arm and round")
 	for q := range open {
-		assert.InDelta(t, capacity/2, q, 1e-9)
+		assert.InDelta(t, capacity*suite.DefaultGateFraction, q, 1e-9)
 	}
 }
 
 // An A/A gate (candidate = reference) never fails: pass or inconclusive,
-// on the default gate's load: maximum rate, then half the baseline's
+// on the default gate's load: maximum rate, then a quarter of the meshed arms'
 // capacity, open loop.
 func TestGateAANeverFails(t *testing.T) {
-	v := gateRun(t, "caddy", suite.GateLoad(0.5))
+	v := gateRun(t, "caddy", suite.GateLoad(suite.DefaultGateFraction))
 	assert.NotEqual(t, gate.Fail, v.Outcome)
 	for _, d := range v.Decisions {
 		assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)

@@ -10,6 +10,19 @@ import (
 	"github.com/meshbench/meshbench/framework/target"
 )
 
+// DefaultGateFraction is the default gate's open-loop rate, as a fraction
+// of the slower meshed arm's capacity at maximum rate. At c connections
+// and capacity C, each connection ran one request per c/C at maximum rate
+// (Little's law), and has one per c/(fraction·C) at the open point: a
+// quarter gives it four times the mean time a request took at maximum
+// rate. fortio's open loop skips the slot of a response that comes late,
+// so less headroom misses the rate: at a half, on the 2-core machine, every
+// meshed open-loop run of an A/A gate at c=8 missed it by 5-8 % (1761-1824
+// of 1924 req/s, one request per 4.2 ms on each connection against a
+// p99 of 7-10 ms), and the gate had no valid pair; at a quarter all 12 ran
+// at 830-833 of 833 req/s.
+const DefaultGateFraction = 0.25
+
 // GateLoad is the upgrade gate's load as an axis, key "load": first at
 // maximum rate ("max", closed loop: throughput, and CPU per request), then
 // at a fixed open-loop rate of fraction of the capacity the slower meshed
