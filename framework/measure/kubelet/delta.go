@@ -241,3 +241,20 @@ func sortedKeys(m map[ContainerKey]Container) []ContainerKey {
 	sort.Slice(ks, func(i, j int) bool { return keyLess(ks[i], ks[j]) })
 	return ks
 }
+
+// Flatten is the errors err holds, depth first through errors.Join (any
+// error with Unwrap() []error); nil for nil. Delta and the on-node reads
+// return joined typed errors that callers sort by kind.
+func Flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, Flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}

@@ -246,3 +246,10 @@ func TestDeltaAcrossNodes(t *testing.T) {
 	_, err := Delta(Snapshot{Node: "a"}, Snapshot{Node: "b"})
 	assert.EqualError(t, err, `delta across different nodes: "a" and "b"`)
 }
+
+func TestFlatten(t *testing.T) {
+	a, b, c := errors.New("a"), errors.New("b"), errors.New("c")
+	assert.Nil(t, Flatten(nil))
+	assert.Equal(t, []error{a}, Flatten(a))
+	assert.Equal(t, []error{a, b, c}, Flatten(errors.Join(a, errors.Join(b, nil, c))))
+}

@@ -80,7 +80,7 @@ func Fetch(ctx context.Context, exec Exec, node string) (kubelet.Snapshot, error
 // measure and the rest: a nil rest means the Snapshot is good.
 func Missing(err error) (missing []*MissingError, rest error) {
 	var others []error
-	for _, e := range flatten(err) {
+	for _, e := range kubelet.Flatten(err) {
 		var me *MissingError
 		if errors.As(e, &me) {
 			missing = append(missing, me)
@@ -89,20 +89,6 @@ func Missing(err error) (missing []*MissingError, rest error) {
 		}
 	}
 	return missing, errors.Join(others...)
-}
-
-func flatten(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // tail is the last n bytes of out, trimmed.

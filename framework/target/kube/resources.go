@@ -296,7 +296,7 @@ func coverage(from, to, lf, lt time.Time) float64 {
 // the one a fault killed.
 func restartsOf(err error, relevant func(kubelet.ContainerKey) bool, killed kubelet.ContainerKey) validity.Reasons {
 	var out validity.Reasons
-	for _, e := range flatten(err) {
+	for _, e := range kubelet.Flatten(err) {
 		var cr *kubelet.CounterResetError
 		if errors.As(e, &cr) && relevant(cr.Container) && cr.Container != killed {
 			out.Add(validity.Restart, "restart during the window: %v", cr)
@@ -309,7 +309,7 @@ func restartsOf(err error, relevant func(kubelet.ContainerKey) bool, killed kube
 // refreshed, a node counter that went backwards.
 func windowProblems(err error, relevant func(kubelet.ContainerKey) bool) validity.Reasons {
 	var out validity.Reasons
-	for _, e := range flatten(err) {
+	for _, e := range kubelet.Flatten(err) {
 		var cr *kubelet.CounterResetError
 		var we *kubelet.WindowError
 		switch {
@@ -323,20 +323,6 @@ func windowProblems(err error, relevant func(kubelet.ContainerKey) bool) validit
 		}
 	}
 	return out
-}
-
-func flatten(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // allPods lists the pods the roles are read from: the whole cluster, or,
