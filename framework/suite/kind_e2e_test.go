@@ -170,22 +170,30 @@ func restartRun(t *testing.T, s *suite.Suite, short func(*load.Options)) {
 // shutdown on SIGTERM drops the connections through it), the load
 // recovered within the window, and the kubelet restarted it.
 func checkRestart(t *testing.T, r *target.Run) {
-	assert.True(t, r.Valid(), "restart run invalid: %v", r.Invalid)
-	require.NotNil(t, r.Fault)
-	require.NotNil(t, r.Recovery, "recovery measured")
-	rec := r.Recovery
-	t.Logf("restart: %s: %s", r.Fault, rec)
-	t.Logf("restart figures: failed requests %d, time to first success %v, time to recovery %v (errors in the run %d of %d)",
-		rec.Failed, rec.FirstSuccess.Round(time.Millisecond), rec.Recovered.Round(time.Millisecond), r.Load.Errors, r.Load.Requests)
-	assert.Positive(t, rec.Failed, "the stop failed requests")
-	assert.GreaterOrEqual(t, rec.FirstSuccess, time.Duration(0), "a success after the stop")
-	assert.GreaterOrEqual(t, rec.Recovered, time.Duration(0), "recovered within the window")
+	checkRecovered(t, r, "restart", "stop")
 	assert.Regexp(t, `mb-sidecar of \S+/frontend-\S+ was restarted \d+(\.\d+)?s into the window \(SIGTERM to its main process, through node `,
 		r.Warnings.Of(validity.FaultKilled).String())
 	assert.Regexp(t, `the kubelet restarted mb-sidecar of \S+/frontend-\S+ \(restarts 0 → 1\)`, r.Warnings.Of(validity.FaultRestarted).String())
 	for _, line := range r.Warnings {
 		t.Logf("restart run: warning: %s", line)
 	}
+}
+
+// checkRecovered: the fault run (what: "fault" or "restart", done by
+// act: "kill" or "stop") is valid, failed requests, and recovered within
+// the window; it logs the figures.
+func checkRecovered(t *testing.T, r *target.Run, what, act string) {
+	t.Helper()
+	assert.True(t, r.Valid(), "%s run invalid: %v", what, r.Invalid)
+	require.NotNil(t, r.Fault)
+	require.NotNil(t, r.Recovery, "recovery measured")
+	rec := r.Recovery
+	t.Logf("%s: %s: %s", what, r.Fault, rec)
+	t.Logf("%s figures: failed requests %d, time to first success %v, time to recovery %v (errors in the run %d of %d)",
+		what, rec.Failed, rec.FirstSuccess.Round(time.Millisecond), rec.Recovered.Round(time.Millisecond), r.Load.Errors, r.Load.Requests)
+	assert.Positive(t, rec.Failed, "the %s failed requests", act)
+	assert.GreaterOrEqual(t, rec.FirstSuccess, time.Duration(0), "a success after the %s", act)
+	assert.GreaterOrEqual(t, rec.Recovered, time.Duration(0), "recovered within the window")
 }
 
 // checkPlacements: every placement's runs are valid and error-free; out
@@ -213,17 +221,8 @@ func checkPlacements(t *testing.T, recs []report.Record) {
 // checkFault: the killed sidecar failed requests, the load recovered
 // within the window, and the run says the kubelet restarted it.
 func checkFault(t *testing.T, r *target.Run) {
-	assert.True(t, r.Valid(), "fault run invalid: %v", r.Invalid)
-	require.NotNil(t, r.Fault)
-	require.NotNil(t, r.Recovery, "recovery measured")
-	rec := r.Recovery
-	t.Logf("fault: %s: %s", r.Fault, rec)
-	t.Logf("fault figures: failed requests %d, time to first success %v, time to recovery %v (errors in the run %d of %d)",
-		rec.Failed, rec.FirstSuccess.Round(time.Millisecond), rec.Recovered.Round(time.Millisecond), r.Load.Errors, r.Load.Requests)
-	assert.Positive(t, rec.Failed, "the kill failed requests")
+	checkRecovered(t, r, "fault", "kill")
 	assert.Positive(t, r.Load.Errors)
-	assert.GreaterOrEqual(t, rec.FirstSuccess, time.Duration(0), "a success after the kill")
-	assert.GreaterOrEqual(t, rec.Recovered, time.Duration(0), "recovered within the window")
 	assert.Regexp(t, `mb-sidecar of \S+/backend-\S+ was killed \d+(\.\d+)?s into the window \(SIGKILL to its main process, through node `,
 		r.Warnings.Of(validity.FaultKilled).String())
 	assert.Regexp(t, `the kubelet restarted mb-sidecar of \S+ \(restarts 0 → 1\)`, r.Warnings.Of(validity.FaultRestarted).String())
