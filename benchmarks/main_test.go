@@ -14,8 +14,8 @@ import (
 // mb is the suite every scenario in this package runs in.
 var mb = suite.New()
 
-// TestMain is the run's lifecycle as e2e-framework env funcs: Setup in
-// order, Finish in reverse, with the logs exported before the cluster goes.
+// TestMain is the run's lifecycle as e2e-framework env funcs: Setup, then
+// Finish, in order, with the logs exported before the cluster goes.
 func TestMain(m *testing.M) {
 	testenv := mb.Environment() // the flags, checked before anything is made; Ctrl-C tears down
 	testenv.Setup(
@@ -24,10 +24,10 @@ func TestMain(m *testing.M) {
 		mb.LoadImages,    // kind: the local workload images into the nodes
 		mb.SetUpTarget,   // install the mesh if asked, then deploy the baseline and meshed arms
 	)
-	testenv.Finish(
-		mb.Report,              // the summary, the results file, the thresholds' verdict
-		mb.ExportLogsOnFailure, // kind: the cluster's logs next to the results when anything failed
-		mb.TearDown,            // the namespaces, a mesh this run installed, a cluster this run created
-	)
+	// One Finish each: e2e-framework stops a Finish's funcs at the first
+	// error, and a failed verdict must not skip the logs or the teardown.
+	testenv.Finish(mb.Report)              // the summary, the results file, the thresholds' verdict
+	testenv.Finish(mb.ExportLogsOnFailure) // kind: the cluster's logs next to the results when anything failed
+	testenv.Finish(mb.TearDown)            // the namespaces, a mesh this run installed, a cluster this run created
 	os.Exit(mb.Run(testenv, m))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/e2e-framework/pkg/env"
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
@@ -67,4 +68,35 @@ func TestFinishFailsOnInvalidRuns(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not a valid result: invalid runs in BenchmarkOneHop/c=1 (1)")
 	assert.NotContains(t, err.Error(), "c=2")
+}
+
+// closeCounter is a target whose Close is counted; nothing else is called.
+type closeCounter struct {
+	target.Target
+	closed atomic.Int32
+}
+
+func (c *closeCounter) Close(context.Context) error { c.closed.Add(1); return nil }
+func (c *closeCounter) Name() string                { return "counted" }
+
+// finishless is an e2e-framework environment whose Finish funcs did not
+// run, as when an earlier func of the same Finish failed.
+type finishless struct{ env.Environment }
+
+func (finishless) Run(*testing.M) int { return 1 }
+
+// TestRunTearsDownWhenFinishDidNot: e2e-framework skips the rest of a
+// Finish's funcs after one fails, so a TestMain listing Report and
+// TearDown in one Finish skipped the teardown whenever the verdict failed
+// (every failed or inconclusive gate left its run directory behind). Run
+// tears down itself, once, whatever the Finish funcs did.
+func TestRunTearsDownWhenFinishDidNot(t *testing.T) {
+	s := NewWithConfig(&Config{Target: "local"})
+	s.Log, s.ctx, s.stop, s.done = io.Discard, context.Background(), func() {}, make(chan struct{})
+	tg := &closeCounter{}
+	s.tg = tg
+	assert.Equal(t, 1, s.Run(finishless{}, nil))
+	assert.Equal(t, int32(1), tg.closed.Load(), "Run did not tear the target down")
+	require.NoError(t, s.close())
+	assert.Equal(t, int32(1), tg.closed.Load(), "a second close tore down again")
 }

@@ -24,7 +24,11 @@ import (
 func (s *Suite) Main(m *testing.M) int {
 	testenv := s.Environment()
 	testenv.Setup(s.CheckFixtures, s.CreateCluster, s.LoadImages, s.SetUpTarget)
-	testenv.Finish(s.Report, s.ExportLogsOnFailure, s.TearDown)
+	// One Finish each: e2e-framework skips the rest of a Finish's funcs
+	// after one fails, and Report fails whenever the verdict does.
+	testenv.Finish(s.Report)
+	testenv.Finish(s.ExportLogsOnFailure)
+	testenv.Finish(s.TearDown)
 	return s.Run(testenv, m)
 }
 
@@ -84,6 +88,15 @@ func (s *Suite) Run(testenv env.Environment, m *testing.M) int {
 	defer s.stop()
 	defer close(s.done)
 	code := testenv.Run(m)
+	// The teardown, whatever the Finish funcs did: e2e-framework skips the
+	// funcs of a Finish after the first that fails, so a TestMain that
+	// lists Report and TearDown in one Finish would otherwise leave the
+	// processes' directory, the namespaces, or a created cluster behind
+	// whenever the verdict failed. A second close is a no-op.
+	if err := s.close(); err != nil {
+		fmt.Fprintln(os.Stderr, "meshbench: teardown:", err)
+		code = max(code, 1)
+	}
 	if s.verdict != nil {
 		fmt.Fprintln(os.Stdout, "FAIL meshbench:", strings.ReplaceAll(s.verdict.Error(), "\n", "\nFAIL meshbench: "))
 		if code == 0 {
