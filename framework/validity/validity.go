@@ -105,6 +105,10 @@ const (
 	// LoadgenOutOfMesh: the loadgen ran out of the mesh, so its first hop
 	// is plain text by design.
 	LoadgenOutOfMesh Kind = "loadgen-out-of-mesh"
+	// PlacedApart: a workload of the arm ran on other nodes than the same
+	// workload of the arm it is compared with, so their ratio measures the
+	// placement too.
+	PlacedApart Kind = "placed-apart"
 )
 
 // Reason is one reason not to trust a run.

@@ -53,5 +53,6 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) 
 		}
 	}
 	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
-	return target.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: wr.Warnings}, nil
+	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)
+	return target.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn}, nil
 }
