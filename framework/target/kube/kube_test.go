@@ -337,10 +337,13 @@ func (fc *fakeCluster) fetch(ctx context.Context, node string) (kubelet.Snapshot
 }
 
 // control turns Deployments into ready pods, spread over the nodes, until
-// ctx ends; a Deployment scaled up gets its new pods.
+// ctx ends; a Deployment scaled up gets its new pods. It places as the
+// manifests' affinity asks: every arm alike, backends on one node,
+// frontends and loadgens on the other (replicas round-robin from there).
 func (fc *fakeCluster) control(ctx context.Context) {
 	made := map[string]int{}
 	nodes := []string{"meshbench-worker", "meshbench-worker2"}
+	first := map[string]int{string(manifests.Frontend): 1, string(manifests.Loadgen): 1}
 	_ = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		ds, err := fc.c.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -356,7 +359,7 @@ func (fc *fakeCluster) control(ctx context.Context) {
 						Labels: d.Spec.Template.Labels, Annotations: d.Spec.Template.Annotations},
 					Spec: *d.Spec.Template.Spec.DeepCopy(),
 				}
-				p.Spec.NodeName = nodes[(len(made)+i)%len(nodes)]
+				p.Spec.NodeName = nodes[(first[d.Spec.Template.Labels[manifests.LabelComponent]]+i)%len(nodes)]
 				p.Status.Phase = corev1.PodRunning
 				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 				for _, c := range p.Spec.Containers {

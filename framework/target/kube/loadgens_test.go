@@ -72,6 +72,20 @@ func TestTargetPlacements(t *testing.T) {
 	assert.Equal(t, []string{meshed + "/loadgen-0/loadgen", meshed + "/loadgen-0/mb-sidecar"}, loadgens, "the idle loadgen is no role's")
 	assert.Equal(t, 1, tg.replicas[nss[2]])
 	assert.Equal(t, 2, tg.replicas[meshed])
+	assert.Empty(t, run.Warnings, "every arm placed alike")
+
+	// The meshed backend moved to the other node: its runs say so.
+	p, err := fc.c.CoreV1().Pods(meshed).Get(ctx, "backend-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	p.Spec.NodeName = "meshbench-worker2"
+	_, err = fc.c.CoreV1().Pods(meshed).Update(ctx, p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	run, err = tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.OneHop}, Load: o})
+	require.NoError(t, err)
+	assert.Empty(t, run.Invalid, "a warning, not a reason to drop the run")
+	assert.Equal(t, []string{"placed apart from the baseline arm: backend on meshbench-worker2, the baseline arm's on meshbench-worker; " +
+		"ratios to that arm measure the placement as well as the arm (placement is only preferred to match: give the cluster a node per workload)"},
+		run.Warnings.Of(validity.PlacedApart).Strings())
 }
 
 // TestWithIdleLoadgens: the loadgen pods a run does not drive are
