@@ -17,19 +17,32 @@ type meshArm struct {
 	bin  string
 	// noKeepAlive opens a new mTLS connection for every request between
 	// sidecars: a configuration that costs several times the CPU per
-	// request, a real regression to gate.
+	// request, a gross regression to gate.
 	noKeepAlive bool
+	// accessLog writes an access log line for every request each sidecar
+	// serves, to a file, as a mesh with access logging turned on does: a
+	// modest, real regression in CPU per request.
+	accessLog bool
 }
 
-// noKeepAliveVariant is the configuration variant a sidecar spec can end in.
-const noKeepAliveVariant = "+no-keepalive"
+// The configuration variants a sidecar spec can end in, in any order.
+const (
+	noKeepAliveVariant = "+no-keepalive"
+	accessLogVariant   = "+access-log"
+)
 
-// parseMeshArm reads "name[@version][+no-keepalive]".
+// parseMeshArm reads "name[@version][+no-keepalive][+access-log]".
 func parseMeshArm(arm target.Arm, spec string) (meshArm, error) {
 	m := meshArm{arm: arm, spec: spec}
-	ref := spec
-	if before, ok := strings.CutSuffix(spec, noKeepAliveVariant); ok {
-		ref, m.noKeepAlive = before, true
+	ref, variant := spec, ""
+	for {
+		if before, ok := strings.CutSuffix(ref, noKeepAliveVariant); ok && !m.noKeepAlive {
+			ref, m.noKeepAlive, variant = before, true, noKeepAliveVariant
+		} else if before, ok := strings.CutSuffix(ref, accessLogVariant); ok && !m.accessLog {
+			ref, m.accessLog, variant = before, true, accessLogVariant
+		} else {
+			break
+		}
 	}
 	r, err := ParseSidecarRef(ref)
 	if err != nil {
@@ -38,8 +51,8 @@ func parseMeshArm(arm target.Arm, spec string) (meshArm, error) {
 	if m.sc, err = SidecarFor(r); err != nil {
 		return meshArm{}, err
 	}
-	if _, ok := plain(m.sc).(variants); m.noKeepAlive && !ok {
-		return meshArm{}, fmt.Errorf("sidecar %q: %s has no %s variant; only caddy does", spec, r.Name, noKeepAliveVariant)
+	if _, ok := plain(m.sc).(variants); variant != "" && !ok {
+		return meshArm{}, fmt.Errorf("sidecar %q: %s has no %s variant; only caddy does", spec, r.Name, variant)
 	}
 	return m, nil
 }
@@ -69,6 +82,9 @@ func (m meshArm) describe(ctx context.Context) string {
 	s := m.sc.Name() + " " + m.sc.Version(ctx, m.bin)
 	if m.noKeepAlive {
 		s += ", no keep-alive between sidecars"
+	}
+	if m.accessLog {
+		s += ", an access log line per request"
 	}
 	return s
 }

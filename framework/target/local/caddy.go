@@ -125,9 +125,19 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 			}}}},
 		}
 	}
+	logs := obj{"default": obj{"level": "ERROR"}}
+	if s.AccessLog {
+		// Every server logs each request it serves, as JSON, to one file.
+		for _, srv := range servers {
+			srv.(obj)["logs"] = obj{}
+		}
+		logs["default"] = obj{"level": "ERROR", "exclude": []string{"http.log.access"}}
+		logs["access"] = obj{"level": "INFO", "include": []string{"http.log.access"},
+			"writer": obj{"output": "file", "filename": s.AccessLogFile(), "roll": false}}
+	}
 	cfg := obj{
 		"admin":   obj{"disabled": true},
-		"logging": obj{"logs": obj{"default": obj{"level": "ERROR"}}},
+		"logging": obj{"logs": logs},
 		"storage": obj{"module": "file_system", "root": s.Dir},
 		"apps": obj{
 			"http": obj{"servers": servers},

@@ -584,6 +584,10 @@ func hopRank(name string) int {
 	return 64
 }
 
+// Dir is the run directory: the processes' configuration and logs (and a
+// sidecar's access log, with +access-log). Close removes it.
+func (t *Target) Dir() string { return t.dir }
+
 // Close stops every process and removes the run directory.
 func (t *Target) Close(context.Context) error {
 	err := t.sup.stopAll(stopGrace)

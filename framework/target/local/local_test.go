@@ -3,7 +3,12 @@ package local_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -152,4 +157,49 @@ func TestLocalProtocols(t *testing.T) {
 	require.Len(t, run.Edges, 2)
 	assert.Equal(t, []bool{false, true}, []bool{run.Edges[0].Secured, run.Edges[1].Secured})
 	assert.Equal(t, []string{"HTTP/2.0", "HTTP/2.0"}, []string{run.Edges[0].Proto, run.Edges[1].Proto})
+}
+
+// TestAccessLogVariant: a candidate caddy+access-log writes one JSON line
+// to its access log for every request each of its sidecars serves (the
+// loadgen's outbound, the backend's inbound), and the reference none.
+func TestAccessLogVariant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; run without -short")
+	}
+	ctx := context.Background()
+	tg, err := local.New(ctx, local.Options{Candidate: "caddy+access-log", Logf: t.Logf})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tg.Close(ctx)) }()
+	assert.Contains(t, tg.Environment().Mesh.Config["arm.candidate"], "an access log line per request")
+	logs := func(arm target.Arm) map[string][][]byte {
+		files, err := filepath.Glob(filepath.Join(tg.Dir(), string(arm)+"-*-access.log"))
+		require.NoError(t, err)
+		out := map[string][][]byte{}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			out[strings.Split(filepath.Base(f), "-")[1]] = bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+		}
+		return out
+	}
+	assert.Empty(t, logs(target.Reference))
+	before := logs(target.Candidate) // the set-up's path probes
+	require.Len(t, before, 3, "the loadgen's, the backend's and the frontend's sidecars")
+	o := load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
+	run, err := tg.Run(ctx, target.Spec{Arm: target.Candidate, Workload: target.Workload{Path: target.OneHop}, Load: o})
+	require.NoError(t, err)
+	require.Empty(t, run.Invalid)
+	after := logs(target.Candidate)
+	// The window's requests, and one per connection before it; none
+	// through the frontend on one hop.
+	want := map[string]int{"loadgen": int(run.Load.Requests) + o.Concurrency, "backend": int(run.Load.Requests) + o.Concurrency, "frontend": 0}
+	for name, n := range want {
+		assert.Equal(t, n, len(after[name])-len(before[name]), name)
+	}
+	var entry struct {
+		Logger, Msg string
+		Status      int
+	}
+	require.NoError(t, json.Unmarshal(after["backend"][len(after["backend"])-1], &entry))
+	assert.Equal(t, "http.log.access handled request 200", fmt.Sprint(entry.Logger, " ", entry.Msg, " ", entry.Status))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -51,9 +52,18 @@ type SidecarSpec struct {
 	// NoKeepAlive opens a new connection to the peer for every request
 	// (a configuration variant; only sidecars implementing variants).
 	NoKeepAlive bool
+	// AccessLog writes a line for every request the sidecar serves to
+	// the file AccessLogFile names (a configuration variant; only
+	// sidecars implementing variants).
+	AccessLog bool
 	// File is a stem for the files the proxy writes, unique in the run
 	// directory; default Name.
 	File string
+}
+
+// AccessLogFile is where the sidecar writes its access log, with AccessLog.
+func (s SidecarSpec) AccessLogFile() string {
+	return filepath.Join(s.Dir, s.stem()+"-access.log")
 }
 
 func (s SidecarSpec) stem() string {
