@@ -63,6 +63,9 @@ const (
 	// FaultNotRecovered: the system did not recover from the fault within
 	// the window, or the killed container was not back.
 	FaultNotRecovered Kind = "fault-not-recovered"
+	// BusyMachine: processes outside the run used a share of the machine
+	// during the window, so the run measured them too.
+	BusyMachine Kind = "busy-machine"
 	// Unknown is the kind of a reason or a warning read from a results
 	// file written before they were typed.
 	Unknown Kind = "unknown"

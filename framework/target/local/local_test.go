@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/target/local"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // TestLocalTargetLifecycle starts both arms as real processes, runs a short
@@ -202,4 +205,28 @@ func TestAccessLogVariant(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(after["backend"][len(after["backend"])-1], &entry))
 	assert.Equal(t, "http.log.access handled request 200", fmt.Sprint(entry.Logger, " ", entry.Msg, " ", entry.Status))
+}
+
+// TestBusyMachineInvalidatesRun: busy loops outside the run, over a tenth
+// of the machine, make the run invalid (busy-machine), naming how much.
+func TestBusyMachineInvalidatesRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; run without -short")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tg, err := local.New(ctx, local.Options{Logf: t.Logf})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tg.Close(context.Background())) }()
+	hogs := int(math.Ceil(0.3 * float64(runtime.NumCPU())))
+	for range hogs {
+		hog := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		require.NoError(t, hog.Start())
+		defer func() { cancel(); _ = hog.Wait() }()
+	}
+	o := load.Options{Concurrency: 1, QPS: 100, Duration: 1200 * time.Millisecond, Warmup: -1}
+	run, err := tg.Run(ctx, target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: o})
+	require.NoError(t, err)
+	assert.Regexp(t, `^busy machine: processes outside the run used \d+m of \d+ cores during the window \(the run's own \d+m\), over 10 % of the machine`,
+		run.Invalid.Of(validity.BusyMachine).String(), "%d busy loops", hogs)
 }

@@ -1,0 +1,46 @@
+package local
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/validity"
+)
+
+// TestBusyMachine: what the machine was busy with beyond the run's own
+// processes, from the figures of the quiet A/A gate and of a CI run beside
+// another package's tests.
+func TestBusyMachine(t *testing.T) {
+	window := func(node float64, milli ...float64) measure.Window {
+		w := measure.Window{Elapsed: 3 * time.Second, NodeUtilisation: map[string]float64{"local": node}, Cores: map[string]int{"local": 2}}
+		for _, m := range milli {
+			w.Usage = append(w.Usage, measure.Usage{MilliCores: m})
+		}
+		return w
+	}
+	// Quiet, at maximum rate: 1720m busy, the run's 693m + 964m.
+	assert.Empty(t, busyMachine(window(86, 693, 964), 0))
+	// Exactly a tenth of the machine beside the run is still allowed.
+	assert.Empty(t, busyMachine(window(60, 1000), 0))
+	// Beside another package's tests: 1860m busy, the run's 414m + 688m.
+	// The target's other processes, settling after a start, are not foreign.
+	assert.Empty(t, busyMachine(window(93, 414, 688), 600))
+	why := busyMachine(window(93, 414, 688), 0)
+	require.Len(t, why, 1)
+	assert.Equal(t, validity.BusyMachine, why[0].Kind)
+	assert.Equal(t, "busy machine: processes outside the run used 758m of 2 cores during the window (the run's own 1102m), over 10 % of the machine, so the run measured them too; "+
+		"stop them, or run one test package at a time (go test -p 1)", why[0].Detail)
+	// A process of the run exited: its CPU is not in the usage, so the
+	// rest cannot be told from it.
+	w := window(93, 414)
+	w.Restarts = []string{"backend/sidecar (pid 7) exited or restarted during the window"}
+	assert.Empty(t, busyMachine(w, 0))
+	assert.Empty(t, busyMachine(measure.Window{}, 0), "no machine figures")
+	w = window(93, 414, 688)
+	w.Elapsed = 999 * time.Millisecond
+	assert.Empty(t, busyMachine(w, 0), "too short to judge in ticks of 10 ms")
+}
