@@ -28,9 +28,11 @@ type urlTarget interface {
 // against the same backend, with each loadgen's own CPU: how far the
 // loadgen is from being the bottleneck. fortio runs twice per repeat, with
 // and without HDR recording (load.Options.NoHDR), in alternating order, to
-// show what recording every latency costs. Sub-benchmarks: loadgen=fortio,
-// loadgen=fortio-nohdr and loadgen=wrk (benchstat -col /loadgen). It skips
-// when wrk is not on PATH.
+// show what recording every latency costs, and a bare Go loop (goFloor)
+// runs beside wrk, to show what any Go loadgen lacks against it.
+// Sub-benchmarks: loadgen=fortio, loadgen=fortio-nohdr, loadgen=go-floor
+// and loadgen=wrk (benchstat -col /loadgen). It skips when wrk is not on
+// PATH.
 func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 	tg, err := s.target()
 	if err != nil {
@@ -43,7 +45,7 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 	wrk, _ := exec.LookPath("wrk")
 	url := tg.(urlTarget).URL(target.Baseline, target.OneHop)
 	reps := s.reps()
-	var fortio, noHDR, wrks []ceilingRun
+	var fortio, noHDR, floor, wrks []ceilingRun
 	for rep := range reps {
 		s.logf("%s: fortio with and without HDR, then wrk at c=%d, repeat %d/%d", b.Name(), c, rep+1, reps)
 		o := s.Config.loadOptions(c)
@@ -65,11 +67,16 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 			b.Fatal(err)
 		}
 		wrks = append(wrks, w)
+		g, err := goFloor(s.ctx, url, c, o.Duration)
+		if err != nil {
+			b.Fatal(err)
+		}
+		floor = append(floor, g)
 	}
 	for _, side := range []struct {
 		name string
 		runs []ceilingRun
-	}{{"fortio", fortio}, {"fortio-nohdr", noHDR}, {"wrk", wrks}} {
+	}{{"fortio", fortio}, {"fortio-nohdr", noHDR}, {"go-floor", floor}, {"wrk", wrks}} {
 		b.Run("loadgen="+side.name, func(b *testing.B) {
 			r := side.runs[min(s.repeatIndex(b), len(side.runs)-1)]
 			b.ReportMetric(0, "ns/op")
@@ -81,7 +88,7 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 			}
 		})
 	}
-	s.logCeiling(b, fortio, noHDR, wrks)
+	s.logCeiling(b, fortio, noHDR, floor, wrks)
 }
 
 // fortioCeiling runs the in-process fortio loadgen at maximum rate against
@@ -98,15 +105,20 @@ func (s *Suite) fortioCeiling(tg target.Target, o load.Options) (ceilingRun, err
 
 // logCeiling prints each repeat's figures, and what HDR recording cost in
 // req/s over the repeats, paired (the goal is at most 3 %).
-func (s *Suite) logCeiling(b *testing.B, fortio, noHDR, wrks []ceilingRun) {
-	var with, without []float64
+func (s *Suite) logCeiling(b *testing.B, fortio, noHDR, floor, wrks []ceilingRun) {
+	var with, without, goQPS, wrkQPS []float64
 	for i := range fortio {
-		s.logf("%s repeat %d: fortio %.0f req/s using %.0fm (without HDR %.0f req/s using %.0fm); wrk %.0f req/s using %.0fm; fortio/wrk = %.2f",
-			b.Name(), i+1, fortio[i].qps, fortio[i].milli, noHDR[i].qps, noHDR[i].milli, wrks[i].qps, wrks[i].milli, fortio[i].qps/wrks[i].qps)
+		s.logf("%s repeat %d: fortio %.0f req/s using %.0fm (without HDR %.0f req/s using %.0fm); wrk %.0f req/s using %.0fm; a bare Go loop %.0f req/s using %.0fm; fortio/wrk = %.2f, go/wrk = %.2f",
+			b.Name(), i+1, fortio[i].qps, fortio[i].milli, noHDR[i].qps, noHDR[i].milli, wrks[i].qps, wrks[i].milli, floor[i].qps, floor[i].milli,
+			fortio[i].qps/wrks[i].qps, floor[i].qps/wrks[i].qps)
 		with, without = append(with, fortio[i].qps), append(without, noHDR[i].qps)
+		goQPS, wrkQPS = append(goQPS, floor[i].qps), append(wrkQPS, wrks[i].qps)
 	}
 	if r, err := stats.PairedRatio(without, with); err == nil {
 		s.logf("%s: HDR recording costs %s %% of fortio's req/s", b.Name(), r.PercentLoss())
+	}
+	if r, err := stats.PairedRatio(wrkQPS, goQPS); err == nil {
+		s.logf("%s: a bare Go loop reaches %s of wrk's req/s: what any Go loadgen lacks against wrk", b.Name(), r)
 	}
 }
 
