@@ -53,8 +53,9 @@ func StartProcs(procs []Proc) (*ProcRecorder, error) {
 		return nil, err
 	}
 	r.start = time.Now()
+	kids := childTableFor(procs)
 	for _, p := range procs {
-		s, err := readProc(p.PID, p.Children)
+		s, err := readProc(p.PID, p.Children, kids)
 		if err != nil {
 			return nil, fmt.Errorf("start measuring %s (pid %d): %w", p.Name, p.PID, err)
 		}
@@ -78,9 +79,10 @@ func (r *ProcRecorder) Stop() (Window, error) {
 		Cores:           map[string]int{"local": runtime.NumCPU()},
 	}
 	secs := elapsed.Seconds()
+	kids := childTableFor(r.procs)
 	for _, p := range r.procs {
 		before := r.before[p.PID]
-		after, err := readProc(p.PID, p.Children)
+		after, err := readProc(p.PID, p.Children, kids)
 		if err != nil || after.startTime != before.startTime {
 			w.Restarts = append(w.Restarts, fmt.Sprintf("%s (pid %d) exited or restarted during the window", p.Name, p.PID))
 			continue
@@ -93,7 +95,7 @@ func (r *ProcRecorder) Stop() (Window, error) {
 				u.MaxThreadMilliCores = max(u.MaxThreadMilliCores, float64(t-b)/clockTicks/secs*1000)
 			}
 		}
-		if u.LoadRSS, err = RSS(p.PID, p.Children); err != nil {
+		if u.LoadRSS, err = treeRSS(tree(p.PID, p.Children, kids)); err != nil {
 			return Window{}, err
 		}
 		w.Usage = append(w.Usage, u)
@@ -105,8 +107,18 @@ func (r *ProcRecorder) Stop() (Window, error) {
 // children, its descendants, from /proc/PID/status (pages shared between them count once
 // per process).
 func RSS(pid int, children bool) (int64, error) {
+	var kids map[int][]int
+	if children {
+		kids = childTable()
+	}
+	return treeRSS(tree(pid, children, kids))
+}
+
+// treeRSS sums the RSS of a process tree, root first: only the root's
+// must still be there.
+func treeRSS(pids []int) (int64, error) {
 	var total int64
-	for i, p := range tree(pid, children) {
+	for i, p := range pids {
 		n, err := rss(p)
 		if err != nil && i == 0 {
 			return 0, err
@@ -140,7 +152,7 @@ func rss(pid int) (int64, error) {
 // readProc reads the CPU ticks of a process and all its descendants (nginx
 // and haproxy do their work in child processes), the root's start time (to
 // notice a reused pid) and each thread's ticks.
-func readProc(pid int, children bool) (procSample, error) {
+func readProc(pid int, children bool, kids map[int][]int) (procSample, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return procSample{}, err
@@ -150,7 +162,7 @@ func readProc(pid int, children bool) (procSample, error) {
 		return procSample{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	s := procSample{startTime: start, threads: map[string]uint64{}}
-	for _, p := range tree(pid, children) {
+	for _, p := range tree(pid, children, kids) {
 		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", p))
 		for _, t := range tasks {
 			b, err := os.ReadFile(t)
@@ -166,12 +178,60 @@ func readProc(pid int, children bool) (procSample, error) {
 	return s, nil
 }
 
-// tree lists pid and, with children, its descendants, from the ppid field
-// of /proc/*/stat.
-func tree(pid int, children bool) []int {
+// TreeTicks sums the CPU ticks (of USER_HZ) that pids and all their
+// descendants used so far, from one scan of /proc: a cheap sample of
+// processes that need no per-thread figures. A pid that is gone counts
+// nothing.
+func TreeTicks(pids []int) uint64 {
+	kids := childTable()
+	var ticks uint64
+	for _, pid := range pids {
+		for _, p := range descend(kids, pid) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+			if err != nil {
+				continue
+			}
+			if t, _, err := ParseStat(string(b)); err == nil {
+				ticks += t
+			}
+		}
+	}
+	return ticks
+}
+
+// TicksPerSecond is USER_HZ, the unit of TreeTicks.
+const TicksPerSecond = clockTicks
+
+// tree lists pid and, with children, its descendants in kids.
+func tree(pid int, children bool, kids map[int][]int) []int {
 	if !children {
 		return []int{pid}
 	}
+	return descend(kids, pid)
+}
+
+// childTableFor is childTable when a process of procs counts its
+// children, else nil: one scan of /proc per sample, not one per process.
+func childTableFor(procs []Proc) map[int][]int {
+	for _, p := range procs {
+		if p.Children {
+			return childTable()
+		}
+	}
+	return nil
+}
+
+// descend lists pid and its descendants in kids.
+func descend(kids map[int][]int, pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, kids[out[i]]...)
+	}
+	return out
+}
+
+// childTable maps every pid to its children, from /proc/*/stat.
+func childTable() map[int][]int {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	kids := map[int][]int{}
 	for _, path := range stats {
@@ -194,11 +254,7 @@ func tree(pid int, children bool) []int {
 			kids[ppid] = append(kids[ppid], child)
 		}
 	}
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
-		out = append(out, kids[out[i]]...)
-	}
-	return out
+	return kids
 }
 
 // ParseStat extracts utime+stime (ticks) and starttime from a /proc stat

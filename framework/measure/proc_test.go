@@ -89,3 +89,21 @@ func burnCPU(t *testing.T, d time.Duration) int {
 	}
 	return x
 }
+
+// TestTreeTicks counts a busy child of an idle shell with the shell, in
+// one scan of /proc, and a pid that is gone as nothing.
+func TestTreeTicks(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sh -c 'while :; do :; done' & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the busy child dies with its group
+	require.NoError(t, cmd.Start())
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	before := TreeTicks([]int{cmd.Process.Pid})
+	// Wait for 5 ticks (50 ms) of the busy child, as the kernel counts
+	// them; the idle shell alone never gets there.
+	deadline := time.Now().Add(10 * time.Second)
+	for TreeTicks([]int{cmd.Process.Pid}) < before+5 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.GreaterOrEqual(t, TreeTicks([]int{cmd.Process.Pid}), before+5, "the busy child is counted with its parent")
+	assert.Zero(t, TreeTicks([]int{1 << 30}), "a pid that is gone")
+}

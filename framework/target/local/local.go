@@ -458,12 +458,12 @@ func (t *Target) shards(s target.Spec, w target.Workload, ar *arm) []load.Option
 	return shards
 }
 
-// otherProcs are the target's processes that are not in procs.
-func (t *Target) otherProcs(procs []measure.Proc) []measure.Proc {
-	var rest []measure.Proc
+// otherPIDs are the target's processes that are not in procs.
+func (t *Target) otherPIDs(procs []measure.Proc) []int {
+	var rest []int
 	for _, pid := range t.sup.pids() {
 		if pid > 0 && !slices.ContainsFunc(procs, func(p measure.Proc) bool { return p.PID == pid }) {
-			rest = append(rest, measure.Proc{Name: "another arm's or path's process", PID: pid, Children: true})
+			rest = append(rest, pid)
 		}
 	}
 	return rest
@@ -475,7 +475,7 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	for _, pr := range ar.procs[w.Path] {
 		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, Pod: pr.pod, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
 	}
-	var resources target.Measurement = &procMeasurement{procs: procs, rest: t.otherProcs(procs)}
+	var resources target.Measurement = &procMeasurement{procs: procs, rest: t.otherPIDs(procs)}
 	if err := resources.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -16,21 +16,22 @@ import (
 type procMeasurement struct {
 	procs []measure.Proc
 	rec   *measure.ProcRecorder
-	// rest are the target's other processes (the other arms', paths'),
-	// idle in the window or settling after a start: not the run's
-	// figures, but not foreign to it either.
-	rest    []measure.Proc
-	restRec *measure.ProcRecorder
+	// rest are the pids of the target's other processes (the other arms',
+	// paths'), idle in the window or settling after a start: not the
+	// run's figures, but not foreign to it either. Their ticks are taken
+	// around the window's, in one scan of /proc each time (a main job
+	// runs a hundred of them by its last scenarios).
+	rest      []int
+	restTicks uint64
+	restStart time.Time
 }
 
 // Start takes the first sample of every process and of the machine.
 func (m *procMeasurement) Start(context.Context) error {
+	m.restTicks, m.restStart = measure.TreeTicks(m.rest), time.Now()
 	var err error
-	if m.rec, err = measure.StartProcs(m.procs); err != nil {
-		return err
-	}
-	m.restRec, _ = measure.StartProcs(m.rest) // nil when one is gone: not judged
-	return nil
+	m.rec, err = measure.StartProcs(m.procs)
+	return err
 }
 
 // Stop takes the second sample and gives the window's usage.
@@ -39,17 +40,11 @@ func (m *procMeasurement) Stop(context.Context) (target.Measured, error) {
 	if err != nil {
 		return target.Measured{}, err
 	}
-	if m.restRec == nil {
+	after := measure.TreeTicks(m.rest)
+	if after < m.restTicks { // one of them is gone: not judged
 		return target.Measured{Window: w}, nil
 	}
-	rw, err := m.restRec.Stop()
-	if err != nil || len(rw.Restarts) > 0 {
-		return target.Measured{Window: w}, nil
-	}
-	var rest float64
-	for _, u := range rw.Usage {
-		rest += u.MilliCores
-	}
+	rest := float64(after-m.restTicks) / measure.TicksPerSecond / time.Since(m.restStart).Seconds() * 1000
 	return target.Measured{Window: w, Invalid: busyMachine(w, rest)}, nil
 }
 
