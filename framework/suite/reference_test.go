@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
 	"github.com/meshbench/meshbench/framework/target"
@@ -158,7 +159,7 @@ func TestStoredReferenceLifecycle(t *testing.T) {
 	// The run's error is the verdict: the decisions that did not pass,
 	// each as a *gate.Decision, and nothing when all passed.
 	var got []string
-	for _, e := range unwrapAll(err) {
+	for _, e := range kubelet.Flatten(err) {
 		var d *gate.Decision
 		if errors.As(e, &d) {
 			got = append(got, d.Reason)
@@ -181,19 +182,4 @@ func TestStoredReferenceLifecycle(t *testing.T) {
 	assert.Empty(t, res.Reference.Warnings, "the same machine")
 	assert.Equal(t, second.Config.Gate, res.Gate)
 	assert.NotNil(t, res.GateDecisions)
-}
-
-// unwrapAll flattens errors.Join trees into their leaves.
-func unwrapAll(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, unwrapAll(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
 	"github.com/meshbench/meshbench/framework/target"
@@ -105,7 +106,7 @@ func TestShortLocalSweep(t *testing.T) {
 	// quiet, so a breach is reported, not failed. Anything else is an
 	// error: every scenario is covered by a rule, and the check ran.
 	err = s.Finish()
-	for _, e := range unwrapAll(err) {
+	for _, e := range kubelet.Flatten(err) {
 		var breach *verdict.Breach
 		if errors.As(e, &breach) {
 			assert.Equal(t, fixture, breach.File)
