@@ -26,6 +26,7 @@ func BenchmarkUpgradeGate(b *testing.B) {
 	mb.Sweep(b, suite.Scenario{
 		Concurrency: []int{8},
 		Axes:        []suite.Axis{suite.GateLoad(suite.DefaultGateFraction)},
+		Arms:        mb.GateArms(),
 		Requires:    []suite.Requirement{mb.UpgradeGateRun()},
 	})
 }

@@ -1,38 +1,74 @@
-// Command meshbench works on results files that `go test ./benchmarks
-// -bench .` wrote. Its one subcommand so far draws reports:
+// Command meshbench runs the upgrade gate and works on results files that
+// `go test ./benchmarks -bench .` wrote:
 //
+//	meshbench gate -candidate caddy+access-log          # exit 0 pass, 1 fail, 3 inconclusive, 2 no decision
+//	meshbench verdict results/20261201T170000Z-local.json
+//	meshbench pin go.mod                                # caddy@v2.11.9
 //	meshbench report results/20261130T170000Z-local.json
 //	meshbench report -o out -format md -prices my-prices.yaml base.json candidate.json
 //
-// One file gives the report of that run; several give a comparison, the
-// first file as the reference. The command only turns flags into calls to
-// framework/report.
+// gate runs the gate's benchmark with go test and exits with its verdict,
+// which go test's own exit code (1 for anything) cannot carry; verdict
+// prints a stored verdict as Markdown and exits with it. For report, one
+// file gives the report of that run; several give a comparison, the first
+// file as the reference. The command only turns flags into calls to
+// framework/report and framework/gate.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/meshbench/meshbench/framework/report"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "meshbench:", err)
-		os.Exit(2)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
 }
 
-const usage = `usage: meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]`
+// exitCode prints err and returns the code to exit with: a verdict's own
+// (exitError), else 2.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "meshbench:", err)
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return 2
+}
 
-func run(args []string, stdout, stderr io.Writer) error {
+const usage = `usage:
+  meshbench gate [-results DIR] [-summary FILE] [-timeout D] [-bench REGEXP] BENCHMARK-FLAGS...
+      runs the upgrade gate (e.g. -candidate caddy+access-log) and exits 0 pass, 1 fail, 3 inconclusive, 2 no decision
+  meshbench verdict [-summary FILE] RESULTS.json
+      the verdict a gated run stored, as Markdown, with the same exit code
+  meshbench pin [GO.MOD]
+      the local sidecar a go.mod pins, as -sidecar takes it (caddy@v2.11.9)
+  meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
 	switch args[0] {
+	case "gate":
+		return gateCmd(ctx, args[1:], stdout, stderr)
+	case "verdict":
+		return verdictCmd(args[1:], stdout, stderr)
+	case "pin":
+		return pinCmd(args[1:], stdout)
 	case "report":
 		return reportCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +16,7 @@ const recorded = "../../framework/report/testdata/local.json"
 func TestReportWritesEachFormatAndPrintsThePaths(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	require.NoError(t, run([]string{"report", "-o", dir, recorded}, &out, &errb))
+	require.NoError(t, run(context.Background(), []string{"report", "-o", dir, recorded}, &out, &errb))
 	html, md := filepath.Join(dir, "local.html"), filepath.Join(dir, "local.md")
 	assert.Equal(t, html+"\n"+md+"\n", out.String())
 	for _, p := range []string{html, md} {
@@ -25,7 +26,7 @@ func TestReportWritesEachFormatAndPrintsThePaths(t *testing.T) {
 	}
 
 	out.Reset()
-	require.NoError(t, run([]string{"report", "-o", dir, "-format", "md", recorded, recorded}, &out, &errb))
+	require.NoError(t, run(context.Background(), []string{"report", "-o", dir, "-format", "md", recorded, recorded}, &out, &errb))
 	assert.Equal(t, filepath.Join(dir, "compare-local-vs-local.md")+"\n", out.String())
 }
 
@@ -43,7 +44,7 @@ func TestReportRejectsBadArguments(t *testing.T) {
 		{[]string{"report", "-prices", "nope.yaml", recorded}, "report: -prices: prices: open nope.yaml: no such file or directory"},
 		{[]string{"report", "-o", dir, "nope.json"}, "report: nope.json: open nope.json: no such file or directory"},
 	} {
-		assert.EqualError(t, run(tc.args, &out, &errb), tc.want, "%v", tc.args)
+		assert.EqualError(t, run(context.Background(), tc.args, &out, &errb), tc.want, "%v", tc.args)
 	}
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)

@@ -133,6 +133,12 @@ type Decision struct {
 	// from the limit (stats.ReferenceHalfWidth), or it has fewer than two
 	// valid repeats. The reference must be rerun with a higher -count.
 	ReferenceTooFew bool
+	// Reference and Candidate are every pair measured (the stored run's
+	// and this run's repeats, when unpaired), in the metric's unit, in the
+	// order measured: a sequential decision rests on the first
+	// Interval.N of them.
+	Reference []float64 `json:"reference,omitempty"`
+	Candidate []float64 `json:"candidate,omitempty"`
 	// Reason is the one-line message, e.g. "fixtures/gates/local.yaml:4:
 	// c=8/path=one-hop: too high sidecar CPU per 1k req: candidate/reference
 	// 1.42 (1.31–1.55, n=6) expected ≤ 1.10".
@@ -145,8 +151,12 @@ func (d *Decision) Error() string { return d.Reason }
 type Verdict struct {
 	Decisions []Decision // in the order of the measurements
 	Outcome   Outcome    // the worst decision's
-	// Confidence is the level each interval was computed at.
+	// Confidence is the level each interval was computed at: with
+	// Sequential set, the level at which each decision's repeated
+	// intervals cover its ratio at every look at once.
 	Confidence float64
+	// Sequential is the plan of a sequential verdict (DecideSequential).
+	Sequential *Sequential `json:",omitempty"`
 }
 
 // ExitCode is the overall outcome's exit code.
@@ -230,7 +240,7 @@ func (g *Gate) checkMeasurements(ms []Measurement) error {
 
 // decideOne judges one measurement against its rule.
 func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
-	d := Decision{Scenario: m.Scenario, Metric: m.Metric, Rule: r, Limit: r.Limit(), Outcome: Inconclusive}
+	d := Decision{Scenario: m.Scenario, Metric: m.Metric, Rule: r, Limit: r.Limit(), Outcome: Inconclusive, Reference: m.Reference, Candidate: m.Candidate}
 	prefix := fmt.Sprintf("%s:%d: %s: ", r.File, r.Line, m.Scenario)
 	if reason, ok := d.tooFew(m); !ok {
 		d.Reason = prefix + reason
@@ -240,16 +250,9 @@ func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("gate: %s: %s: %w", m.Scenario, m.Metric, err)
 	}
-	d.Interval = iv
-	worseOutside, betterInside := iv.Lo > d.Limit, iv.Hi <= d.Limit
-	if r.Worse == LowerIsWorse {
-		worseOutside, betterInside = iv.Hi < d.Limit, iv.Lo >= d.Limit
-	}
+	d = judge(r, m, iv)
 	switch {
-	case worseOutside:
-		d.Outcome = Fail
-	case betterInside:
-		d.Outcome = Pass
+	case d.Outcome != Inconclusive:
 	case m.Unpaired:
 		d.PairsNeeded, d.ReferenceTooFew = repeatsNeeded(m, iv, d.Limit, conf)
 	default:

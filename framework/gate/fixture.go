@@ -287,6 +287,8 @@ func (p *parser) percent(v *yaml.Node, field string, d Direction) (float64, erro
 		return 0, p.Fail(v.Line, field, "%s is not a finite number; %s", v.Value, want)
 	case f < 0:
 		return 0, p.Fail(v.Line, field, "%s is negative; %s", v.Value, want)
+	case f == 0:
+		return 0, p.Fail(v.Line, field, "%s allows no change at all: no interval can lie inside it, so the gate could never pass; %s", v.Value, want)
 	case d == LowerIsWorse && f >= 100:
 		return 0, p.Fail(v.Line, field, "%s allows the metric to fall to nothing; %s", v.Value, want)
 	}

@@ -42,6 +42,14 @@ type Noise struct {
 // returns the smallest change the run could detect, at [Confidence], and
 // says when the gate cannot pass honestly. It fails as Decide does.
 func (g *Gate) Calibrate(aa []Measurement) ([]Noise, error) {
+	return g.CalibrateAt(aa, Confidence, nil)
+}
+
+// CalibrateAt is Calibrate at the level the decisions were made at: conf
+// for a fixed number of pairs, or, when q is set, q's repeated intervals
+// at the pairs there are (the spread a sequential decision saw at its last
+// look), with PairsToPass counted against q's boundaries.
+func (g *Gate) CalibrateAt(aa []Measurement, conf float64, q *Sequential) ([]Noise, error) {
 	if err := g.checkMeasurements(aa); err != nil {
 		return nil, err
 	}
@@ -51,16 +59,51 @@ func (g *Gate) Calibrate(aa []Measurement) ([]Noise, error) {
 		if !ok {
 			continue
 		}
-		iv, err := m.interval(Confidence)
+		iv, err := calibrationInterval(m, conf, q)
 		if err != nil {
 			return nil, fmt.Errorf("gate: A/A %s: %s: %w", m.Scenario, m.Metric, err)
 		}
-		out = append(out, noise(r, m, iv))
+		n := noise(r, m, iv)
+		if q != nil && !m.Unpaired {
+			n.PairsToPass = sequentialPairsToPass(iv, r, q)
+			n.Message = n.message()
+		}
+		out = append(out, n)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no A/A measurement is gated by any rule", g.File)
 	}
 	return out, nil
+}
+
+// calibrationInterval is m's interval at conf, or q's repeated interval.
+func calibrationInterval(m Measurement, conf float64, q *Sequential) (stats.RatioInterval, error) {
+	if q == nil || m.Unpaired {
+		return m.interval(conf)
+	}
+	b, err := q.Bounds()
+	if err != nil {
+		return stats.RatioInterval{}, err
+	}
+	return stats.RepeatedLogRatio(m.Reference, m.Candidate, b)
+}
+
+// sequentialPairsToPass is how many pairs in all an unchanged candidate
+// with iv's spread needs for q's repeated interval to fit inside r's
+// limit: the first look of q at which it would, at most the pairs there
+// are when it fits already; else a fixed-sample lower bound, or -1.
+func sequentialPairsToPass(iv stats.RatioInterval, r Rule, q *Sequential) int {
+	b, err := q.Bounds()
+	if err != nil {
+		return -1
+	}
+	margin := math.Abs(math.Log(r.Limit()))
+	for n := MinPairsToDecide; n <= q.Max; n++ {
+		if b.At(n)*iv.LogSD/math.Sqrt(float64(n)) <= margin {
+			return n
+		}
+	}
+	return stats.PairsToResolve(iv.LogSD, margin, 1-q.Alpha(), MaxPairsEstimate)
 }
 
 func noise(r Rule, m Measurement, iv stats.RatioInterval) Noise {

@@ -36,6 +36,10 @@ type Results struct {
 	// scenario and metric (interval, outcome, pairs needed).
 	Gate          string `json:"gate,omitempty"`
 	GateDecisions any    `json:"gateDecisions,omitempty"`
+	// GateVerdict is the whole verdict (gate.Verdict): its outcome, the
+	// level of its intervals and its sequential plan beside the decisions,
+	// which `meshbench verdict` reads back.
+	GateVerdict any `json:"gateVerdict,omitempty"`
 	// Reference is the stored run the gate compared this run against
 	// (-reference), when it did.
 	Reference *StoredReference `json:"reference,omitempty"`

@@ -35,6 +35,13 @@ type RatioInterval struct {
 	// unpaired interval, which may differ (N is the smaller).
 	NReference int `json:"nReference,omitempty"`
 	NCandidate int `json:"nCandidate,omitempty"`
+	// Sequential is set by RepeatedLogRatio: the interval is one of a
+	// sequence looked at after every pair, and Confidence is the level at
+	// which every interval of the sequence covers the ratio at once;
+	// Critical is the boundary it used in place of Student's t quantile
+	// (LogHalfWidth = Critical·LogSD/√N).
+	Sequential bool    `json:"sequential,omitempty"`
+	Critical   float64 `json:"critical,omitempty"`
 }
 
 // MinPairsForInterval is the fewest pairs PairedLogRatio accepts: one pair

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/report"
@@ -200,7 +201,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Candidate, "candidate", "", "an upgrade gate's candidate sidecar; arms baseline, reference, candidate. local: written like -sidecar, which is then the reference (caddy@v2.11.9, caddy+no-keepalive, caddy+access-log); kind/remote: with -mesh=sidecar, IMAGE, IMAGE+no-keepalive, or +no-keepalive for the reference's image (-nginx-image) with keep-alive between sidecars off; with -mesh=istio, rev=NAME: the Istio revision that injects the candidate arm (the reference's is -mesh-revision, or the default injector)")
 	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate or -reference (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
 	fs.StringVar(&c.Reference, "reference", "", "a stored results file (results/<run>.json) to gate this run's meshed arm against, for meshes that cannot run two versions at once; judged with -gate's fixture")
-	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate or -reference: add rounds at a point while its gate is inconclusive, up to this many in all, at least -count (0: -count only); against a stored reference the rounds add repeats of this run only")
+	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate or -reference: add rounds at a point while its gate is undecided, up to this many in all, at least -count (0: with -candidate, 30 (looked at after every round); with -reference, -count only); against a stored reference the rounds add repeats of this run only")
 	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")
 	fs.StringVar(&c.Mesh, "mesh", "", "kind/remote: the meshed arm's mesh: none, linkerd, istio, istio-ambient, cilium, sidecar (default sidecar on kind; required on remote)")
 	fs.BoolVar(&c.MeshInstall, "mesh-install", false, "kind/remote: install the mesh from its Helm charts when it is missing, and uninstall it at the end")
@@ -252,6 +253,14 @@ func (c *Config) CheckMaxCount(count int) error {
 		return fmt.Errorf("-max-count=%d: must be at least -count (%d), or 0", c.MaxCount, count)
 	}
 	return nil
+}
+
+// defaultMaxCount sets -max-count, when not given, for a gate with a
+// candidate in the run: gate.DefaultMaxPairs, or -count when that is more.
+func (c *Config) defaultMaxCount(count int) {
+	if c.MaxCount == 0 && c.Candidate != "" && c.Gate != "none" {
+		c.MaxCount = max(gate.DefaultMaxPairs, count)
+	}
 }
 
 // checkReference checks -reference against the other gate flags; the file

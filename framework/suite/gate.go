@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"testing"
 
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/labels"
@@ -23,6 +27,10 @@ import (
 func (s *Suite) loadGate() error {
 	if (s.Config.Candidate == "" && s.Config.Reference == "") || s.Config.Gate == "none" {
 		return nil
+	}
+	if _, err := os.Stat(s.Config.Gate); err != nil {
+		return fmt.Errorf("-gate: no gate fixture %s for the %s target (%w): a gate needs limits to decide on; pass -gate FILE (fixtures/gates/ has examples), or -gate none to measure the arms without a decision",
+			s.Config.Gate, s.Config.Target, errors.Unwrap(err))
 	}
 	g, err := gate.Load(s.Config.Gate)
 	if err != nil {
@@ -138,6 +146,7 @@ func (s *Suite) judge(w io.Writer, res *report.Results) error {
 	}
 	if s.gateVerdict != nil {
 		res.GateDecisions = s.gateVerdict.Decisions
+		res.GateVerdict = s.gateVerdict
 		err = errors.Join(err, s.gateVerdict.Err())
 	}
 	return err
@@ -164,30 +173,144 @@ func (s *Suite) judgeGate(w io.Writer, recs []report.Record) (*gate.Verdict, err
 // figures were compared when how is set), every decision, and the
 // smallest change the run could detect, from what.
 func (s *Suite) decideGate(w io.Writer, header, how string, ms []gate.Measurement, what string, aa bool) (*gate.Verdict, error) {
-	looks := s.gateLooks()
-	v, err := s.gate.DecideAt(ms, gate.LookConfidence(looks))
+	v, err := s.decide(ms)
 	if err != nil {
 		return nil, fmt.Errorf("gate %s: %w", s.gate.File, err)
 	}
 	fmt.Fprintf(w, "%s%s: %s\n", progressPrefix, header, v.Outcome)
 	fmt.Fprint(w, how)
-	if looks > 1 {
-		fmt.Fprintf(w, "%sgate: -max-count=%d: a point was looked at up to %d times as rounds were added, so every interval is at %.1f %% (the %.0f %% error split over the looks)\n",
-			progressPrefix, s.Config.MaxCount, looks, v.Confidence*100, (1-gate.Confidence)*100)
-	}
+	fmt.Fprintf(w, "%sgate: %s\n", progressPrefix, s.levelNote(v))
 	for _, d := range v.Decisions {
 		fmt.Fprintf(w, "%s  %s: %s\n", progressPrefix, d.Outcome, d.Reason)
 	}
-	noise, err := s.gate.Calibrate(ms)
+	noise, err := s.gate.CalibrateAt(ms, v.Confidence, v.Sequential)
 	if err != nil {
 		return &v, fmt.Errorf("gate %s: noise: %w", s.gate.File, err)
 	}
-	fmt.Fprintf(w, "%sgate: smallest change this run could detect, from %s:\n", progressPrefix, what)
+	fmt.Fprintf(w, "%sgate: smallest change this run could detect, from %s, at the decisions' %.2f %%:\n", progressPrefix, what, v.Confidence*100)
 	for _, n := range noise {
 		n.Biased = n.Biased && aa
 		fmt.Fprintf(w, "%s  %s %s: %.1f %% (limit %.0f %%)%s\n", progressPrefix, n.Scenario, n.Metric, n.Detectable*100, n.Rule.LimitPct, cannotPass(n))
 	}
 	return &v, nil
+}
+
+// decide judges ms: sequentially, benchmark by benchmark, for a candidate
+// in this run; against a stored reference at the level split over the
+// looks -max-count allowed (gate.LookConfidence).
+func (s *Suite) decide(ms []gate.Measurement) (gate.Verdict, error) {
+	if s.ref != nil {
+		return s.gate.DecideAt(ms, gate.LookConfidence(s.gateLooks()))
+	}
+	byBench := map[string][]gate.Measurement{}
+	var order []string
+	for _, m := range ms {
+		b := m.Scenario[labels.Benchmark]
+		if byBench[b] == nil {
+			order = append(order, b)
+		}
+		byBench[b] = append(byBench[b], m)
+	}
+	var all gate.Verdict
+	for _, b := range order {
+		v, err := s.gate.DecideSequential(byBench[b], s.gateSequential(b, byBench[b]))
+		if err != nil {
+			return gate.Verdict{}, err
+		}
+		all.Decisions = append(all.Decisions, v.Decisions...)
+		all.Outcome = max(all.Outcome, v.Outcome)
+		all.Confidence, all.Sequential = v.Confidence, v.Sequential
+	}
+	return all, nil
+}
+
+// levelNote says at what level the verdict's intervals are.
+func (s *Suite) levelNote(v gate.Verdict) string {
+	if q := v.Sequential; q != nil {
+		return fmt.Sprintf("looked after every round from %d to at most %d (-max-count) pairs a point, each decision at its first conclusive look; "+
+			"its repeated intervals cover the ratio at every look at once at %.2f %%, so that the verdict, of at most %d decisions, is wrong at most %.0f %% of the time",
+			gate.MinPairsToDecide, q.Max, v.Confidence*100, q.Decisions, gate.VerdictAlpha*100)
+	}
+	looks := s.gateLooks()
+	if looks == 1 {
+		return fmt.Sprintf("every interval at %.1f %%", v.Confidence*100)
+	}
+	return fmt.Sprintf("-max-count=%d: a point was looked at up to %d times as rounds were added, so every interval is at %.1f %% (the %.0f %% error split over the looks)",
+		s.Config.MaxCount, looks, v.Confidence*100, (1-gate.Confidence)*100)
+}
+
+// gateSequential is the gate's sequential plan on the benchmark bench:
+// -max-count pairs a point, and the decisions planGate counted for it
+// before its first run (else those of ms, for a suite driven by hand).
+func (s *Suite) gateSequential(bench string, ms []gate.Measurement) gate.Sequential {
+	k := s.gateFamily[bench]
+	if k == 0 {
+		k = len(ms)
+	}
+	return gate.Sequential{Max: max(s.Config.MaxCount, s.reps()), Decisions: k}
+}
+
+// planGate counts, before the first run of a scenario with a candidate,
+// the decisions the gate can make on its points: at each point (axis
+// values × concurrency) every metric a rule gates there, with the loop
+// label either way (an open-loop rate may be set by an axis at run time).
+// It is the verdict's family (gate.Sequential.Decisions): an upper bound.
+func (s *Suite) planGate(b *testing.B, sc Scenario) {
+	if s.gate == nil || s.ref != nil || len(sc.trail) > 0 {
+		return
+	}
+	bench := runLabels(b, sc, 0).Map()[labels.Benchmark]
+	if _, done := s.gateFamily[bench]; done { // go test calls it once per -count
+		return
+	}
+	points := []Scenario{sc}
+	for _, ax := range sc.Axes {
+		var next []Scenario
+		for _, p := range points {
+			for _, v := range ax.Values {
+				q := p
+				q.trail = p.trail.With(ax.Key, v.Label)
+				if v.Apply != nil {
+					v.Apply(&q)
+				}
+				next = append(next, q)
+			}
+		}
+		points = next
+	}
+	k := 0
+	for _, p := range points {
+		_, conc := s.concurrency(p)
+		for _, c := range conc {
+			k += s.gatedAt(p, bench, c)
+		}
+	}
+	if s.gateFamily == nil {
+		s.gateFamily = map[string]int{}
+	}
+	s.gateFamily[bench] = k
+	q := s.gateSequential(bench, nil)
+	s.logf("%s: gate: %d possible decisions, each looked at after every round from %d to %d pairs a point, at %.2f %% (the verdict wrong at most %.0f %% of the time)",
+		bench, k, gate.MinPairsToDecide, q.Max, (1-q.Alpha())*100, gate.VerdictAlpha*100)
+}
+
+// gatedAt is how many metrics the gate could gate at point p, c.
+func (s *Suite) gatedAt(p Scenario, bench string, c int) int {
+	l := gate.Labels(p.trail.Map())
+	l[labels.Benchmark] = bench
+	l[labels.Concurrency] = strconv.Itoa(c)
+	l[labels.Path] = string(cmp.Or(p.Workload.Path, p.Path, target.OneHop))
+	n := 0
+	for _, m := range gate.Metrics() {
+		for _, loop := range []string{"closed", "open"} {
+			l["loop"] = loop
+			if _, ok := s.gate.Rule(l, m); ok {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 func cannotPass(n gate.Noise) string {
@@ -204,13 +327,10 @@ func cannotPass(n gate.Noise) string {
 	return s
 }
 
-// defaultGate is fixtures/gates/<target>.yaml.
+// defaultGate is fixtures/gates/<target>.yaml; loadGate refuses it when
+// it is missing: a gate with no fixture would decide nothing and exit 0.
 func defaultGate(root, target string) string {
-	p := filepath.Join(root, "fixtures", "gates", target+".yaml")
-	if _, err := os.Stat(p); err != nil {
-		return "none"
-	}
-	return p
+	return filepath.Join(root, "fixtures", "gates", target+".yaml")
 }
 
 // GateVerdict is the upgrade gate's decision after Finish (or Report);
@@ -242,16 +362,83 @@ func (s *Suite) pointMeasurements(runs map[target.Arm][]report.Record) []gate.Me
 }
 
 // addRounds is -max-count at one point, where runs holds -count rounds of
-// every arm: while the gate is inconclusive there it calls round(rep) to
-// run round rep of every arm, in batches decided after each, following
-// gate.UntilConclusive's schedule (gate.Targets: a decision's PairsNeeded
-// first, then all the budget), until it decides, the point has
-// -max-count rounds, or ctx is done. Against a stored reference the rounds
-// add repeats of this run only; the stored ones stay as they are.
+// every arm: while the gate is undecided there (no decision failed, and
+// some is inconclusive) it calls round(rep) to run round rep of every arm,
+// one round at a time, deciding after each (gate.DecideSequential), until
+// it decides, the point has -max-count rounds, or ctx is done. Rounds
+// whose runs were invalid give no pair, and count against the budget all
+// the same. Against a stored reference it adds rounds in batches
+// (addStoredRounds).
 func (s *Suite) addRounds(ctx context.Context, where string, runs map[target.Arm][]report.Record, round func(rep int)) {
 	if s.gate == nil {
 		return
 	}
+	if s.ref != nil {
+		s.addStoredRounds(ctx, where, runs, round)
+		return
+	}
+	for rounds := s.reps(); rounds < s.Config.MaxCount && ctx.Err() == nil; rounds++ {
+		ms := s.pointMeasurements(runs)
+		if len(ms) == 0 {
+			return
+		}
+		bench := ms[0].Scenario[labels.Benchmark]
+		if rounds == s.reps() && s.failedBefore(bench, ms) {
+			s.logf("%s: gate: the verdict already failed at an earlier point: no rounds added here", where)
+			return
+		}
+		v, err := s.gate.DecideSequential(ms, s.gateSequential(bench, ms))
+		if err != nil {
+			s.logf("%s: gate: %v: no more rounds", where, err)
+			return
+		}
+		if v.Outcome != gate.Inconclusive {
+			return
+		}
+		s.logf("%s: gate undecided after %d rounds: %s; round %d of at most %d", where, rounds, undecided(v), rounds+1, s.Config.MaxCount)
+		round(rounds)
+	}
+}
+
+// failedBefore says whether a decision of the benchmark bench failed at a
+// point before this one, whose measurements are ms: the verdict is a fail
+// whatever this point decides, so it gets no rounds beyond -count.
+func (s *Suite) failedBefore(bench string, ms []gate.Measurement) bool {
+	here := map[string]bool{}
+	for _, m := range ms {
+		here[m.Scenario.String()] = true
+	}
+	var before []gate.Measurement
+	for _, m := range gateMeasurements(s.gate, s.Records()) {
+		if m.Scenario[labels.Benchmark] == bench && !here[m.Scenario.String()] {
+			before = append(before, m)
+		}
+	}
+	if len(before) == 0 {
+		return false
+	}
+	v, err := s.gate.DecideSequential(before, s.gateSequential(bench, before))
+	return err == nil && v.Outcome == gate.Fail
+}
+
+// undecided lists a verdict's inconclusive decisions, briefly.
+func undecided(v gate.Verdict) string {
+	var parts []string
+	for _, d := range v.Decisions {
+		if d.Outcome == gate.Inconclusive {
+			iv := d.Interval
+			parts = append(parts, fmt.Sprintf("%s %.3f (%.3f–%.3f, n=%d)", d.Metric, iv.Ratio, iv.Lo, iv.Hi, iv.N))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// addStoredRounds is addRounds against a stored reference: in batches
+// decided after each, following gate.UntilConclusive's schedule
+// (gate.Targets: a decision's PairsNeeded first, then all the budget), at
+// most gate.MaxLooks looks at the split level. The rounds add repeats of
+// this run only; the stored ones stay as they are.
+func (s *Suite) addStoredRounds(ctx context.Context, where string, runs map[target.Arm][]report.Record, round func(rep int)) {
 	rounds := s.reps()
 	looks := s.gateLooks()
 	conf := gate.LookConfidence(looks)

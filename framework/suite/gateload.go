@@ -81,6 +81,20 @@ func meshCapacity(ps []Point) (float64, error) {
 	return capacity, nil
 }
 
+// GateArms are the arms an upgrade gate interleaves. With -candidate they
+// are the reference and the candidate alone: no decision reads the
+// baseline, and without it a round is two runs instead of three, in ABBA
+// order, so that neither arm always runs beside the same neighbour (with
+// the baseline first, the reference always ran in the middle). Against a
+// stored reference (-reference) they are the default arms. Call it from a
+// benchmark, after the flags are parsed.
+func (s *Suite) GateArms() []target.Arm {
+	if s.Config.Candidate != "" {
+		return []target.Arm{target.Reference, target.Candidate}
+	}
+	return nil
+}
+
 // UpgradeGateRun requires a run that gates an upgrade: a candidate arm
 // (-candidate), or a stored reference (-reference). The gate's scenario is
 // not part of an ordinary overhead sweep.

@@ -47,6 +47,7 @@ func (s *Suite) Environment() env.Environment {
 	if err == nil {
 		s.defaultRepeats()
 		err = s.Config.CheckMaxCount(s.reps())
+		s.Config.defaultMaxCount(s.reps())
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "meshbench: bad flags:", err)

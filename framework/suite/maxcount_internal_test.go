@@ -3,6 +3,7 @@ package suite
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -161,13 +162,11 @@ func TestMaxCountStopsWhenCancelled(t *testing.T) {
 	assert.Empty(t, p.calls)
 }
 
-// With -candidate the same schedule adds interleaved pairs: a candidate
-// that alternates 10 % ± e^0.1 around the limit against a steady reference
-// (log ratios ln 1.1 ± 0.1: mean ln 1.1 + 0.1/3 at 3 pairs, sd 0.115470)
-// is inconclusive at 3 pairs; t(0.99167, N-1)·0.115470/√N < 0.033333
-// first at N = 73 (t = 2.451199: 0.033127; N = 72: 0.033368), far beyond
-// the budget of 8, so the first look asks for all of it, and the point
-// stops there, still inconclusive.
+// With -candidate the gate adds one interleaved pair at a time and decides
+// after each (gate.DecideSequential): a candidate that alternates ±e^0.1
+// around the CPU limit against a steady reference (log ratios ln 1.1 ±
+// 0.1) never settles, so the point grows one round at a time to the budget
+// of 8, saying so before each, and stops there, inconclusive on all 8.
 func TestMaxCountWithACandidateStopsAtTheBudget(t *testing.T) {
 	var log bytes.Buffer
 	s := NewWithConfig(&Config{Candidate: "caddy+no-keepalive", Repeats: 3, MaxCount: 8})
@@ -186,13 +185,41 @@ func TestMaxCountWithACandidateStopsAtTheBudget(t *testing.T) {
 	calls = nil
 	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", runs, round)
 	assert.Equal(t, []int{3, 4, 5, 6, 7}, calls)
-	assert.Contains(t, log.String(), "the gate is inconclusive after 3 rounds (look 1 of at most 3, at 98.3 %): 5 more, of at most 8 in all\n")
+	for n := 3; n < 8; n++ {
+		assert.Contains(t, log.String(), fmt.Sprintf("gate undecided after %d rounds: sidecarCPUPer1kReq ", n))
+		assert.Contains(t, log.String(), fmt.Sprintf("; round %d of at most 8\n", n+1))
+	}
 	var recs []report.Record
 	for _, arm := range []target.Arm{target.Reference, target.Candidate} {
 		recs = append(recs, runs[arm]...)
 	}
-	v, err := s.gate.DecideAt(gateMeasurements(s.gate, recs), gate.LookConfidence(s.gateLooks()))
+	ms := gateMeasurements(s.gate, recs)
+	v, err := s.gate.DecideSequential(ms, s.gateSequential("", ms))
 	require.NoError(t, err)
 	assert.Equal(t, gate.Inconclusive, v.Outcome)
 	assert.Equal(t, 8, decisionOf(t, &v, gate.SidecarCPUPer1kReq).Interval.N)
+}
+
+// A clear regression stops the point at its first conclusive look: a
+// candidate at 3× the reference's CPU per request (log ratios ln 3 ± 0.01)
+// fails at the first look, after the -count rounds, and no round is added.
+func TestSequentialGateStopsOnAFail(t *testing.T) {
+	var log bytes.Buffer
+	s := NewWithConfig(&Config{Candidate: "caddy+no-keepalive", Repeats: 3, MaxCount: 8})
+	s.gate, s.Log = testGateFixture(t), &log
+	runs := map[target.Arm][]report.Record{}
+	var calls []int
+	round := func(rep int) {
+		calls = append(calls, rep)
+		up := 3 * math.Exp(0.01*float64(1-rep%2*2))
+		runs[target.Reference] = append(runs[target.Reference], syntheticRecord(target.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60}))
+		runs[target.Candidate] = append(runs[target.Candidate], syntheticRecord(target.Candidate, rep, figures{sidecarMC: 400 * up, appMC: 200, qps: 2000, rssMiB: 60}))
+	}
+	for rep := range 3 {
+		round(rep)
+	}
+	calls = nil
+	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", runs, round)
+	assert.Empty(t, calls)
+	assert.Empty(t, log.String())
 }

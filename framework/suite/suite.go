@@ -62,6 +62,9 @@ type Suite struct {
 
 	cl   clusterState
 	gate *gate.Gate
+	// gateFamily is, by benchmark, how many decisions the gate can make on
+	// its points (gate.Sequential.Decisions), set before its first run.
+	gateFamily map[string]int
 	// ref is the stored run of -reference; refusal why it is no
 	// reference for this run (exit code gate.ExitError).
 	ref     *storedRef
@@ -103,10 +106,12 @@ func (s *Suite) logf(format string, args ...any) {
 	fmt.Fprintf(s.Log, progressPrefix+format+"\n", args...)
 }
 
-// GateRepeats is the default -count of an upgrade gate run (-candidate or
-// -reference): a gate decides on intervals over pairs, and 6 is what
-// benchstat asks for before it gives an interval. The main job without a
-// gate keeps Config.DefaultRepeats (3), for its 10-minute budget.
+// GateRepeats is the default -count of a gate against a stored reference
+// (-reference): its decisions rest on a fixed number of repeats, and 6 is
+// what benchstat asks for before it gives an interval. A gate with a
+// candidate in the run starts from gate.MinPairsToDecide rounds
+// (Config.DefaultRepeats, 3) and adds rounds while it is undecided, up to
+// -max-count (gate.DefaultMaxPairs).
 const GateRepeats = 6
 
 // defaultRepeats sets -count to Config.DefaultRepeats (GateRepeats for a
@@ -129,7 +134,7 @@ func (s *Suite) defaultRepeats() {
 // they set -count, or when one run would do.
 func (c *Config) defaultCount(set map[string]bool) int {
 	n := c.DefaultRepeats
-	if c.Candidate != "" || c.Reference != "" {
+	if c.Reference != "" {
 		n = max(n, GateRepeats)
 	}
 	if set["test.count"] || n <= 1 {

@@ -29,6 +29,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 		s.fatalf(b, "target %s: %v", s.Config.Target, err)
 	}
 	sc.Name = cmp.Or(sc.Name, s.Name)
+	s.planGate(b, sc)
 	if len(sc.Axes) > 0 {
 		s.sweepAxis(b, sc)
 		return
@@ -48,14 +49,20 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			arms = a.Arms()
 		}
 	}
-	reps := s.reps()
+	reps, most := s.reps(), s.roundsAtMost()
 	per := s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
 	total := len(conc) * len(arms) * reps
 	if f := sc.Workload.Flow; f != nil {
 		per = f.Ramp() + s.Config.Duration + 300*time.Millisecond
 	}
-	s.logf("%s: %s, %s=%v, %d interleaved rounds each: %d runs, about %v",
-		label(b, sc), sc.Workload.Path, key, conc, reps, total, (time.Duration(total) * per).Round(time.Second))
+	if most > reps {
+		s.logf("%s: %s, %s=%v, %d interleaved rounds each, then one at a time while the gate is undecided, up to %d: %d to %d runs, about %v to %v",
+			label(b, sc), sc.Workload.Path, key, conc, reps, most, total, total/reps*most,
+			(time.Duration(total) * per).Round(time.Second), (time.Duration(total/reps*most) * per).Round(time.Second))
+	} else {
+		s.logf("%s: %s, %s=%v, %d interleaved rounds each: %d runs, about %v",
+			label(b, sc), sc.Workload.Path, key, conc, reps, total, (time.Duration(total) * per).Round(time.Second))
+	}
 	done := 0
 	for _, c := range conc {
 		b.Run(key+"="+strconv.Itoa(c), func(b *testing.B) {
@@ -64,9 +71,12 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			}
 			runs := map[target.Arm][]report.Record{}
 			round := func(rep int) {
+				if rep >= reps { // a round the gate added: the plan grows by one
+					total += len(arms)
+				}
 				for _, arm := range target.RoundOrder(arms, rep) {
 					done++
-					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, reps, done, total,
+					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, max(reps, rep+1), done, total,
 						(time.Duration(max(total-done+1, 1)) * per).Round(time.Second))
 					rec, err := s.measure(b, tg, sc, c, arm, rep)
 					if err != nil {
@@ -153,6 +163,15 @@ func (s *Suite) concurrency(sc Scenario) (string, []int) {
 		return labels.Concurrency, s.Config.Concurrency
 	}
 	return labels.Concurrency, sc.Concurrency
+}
+
+// roundsAtMost is how many rounds a point may get: -max-count when a gate
+// with a candidate adds rounds while undecided, else -count.
+func (s *Suite) roundsAtMost() int {
+	if s.gate != nil && s.ref == nil {
+		return max(s.reps(), s.Config.MaxCount)
+	}
+	return s.reps()
 }
 
 // reps is how many interleaved rounds each point gets.

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/gate"
+)
+
+// exitError carries a process exit code out of a command: the gate's
+// verdict (0 pass, 1 fail, 3 inconclusive) or 2 for what could not be
+// decided.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// gateResults is what `meshbench verdict` reads of a results file.
+type gateResults struct {
+	Gate        string        `json:"gate"`
+	GateVerdict *gate.Verdict `json:"gateVerdict"`
+	Settings    struct {
+		Sidecar   string `json:"sidecar"`
+		Candidate string `json:"candidate"`
+		Target    string `json:"target"`
+	} `json:"settings"`
+}
+
+// readVerdict reads the gate's verdict from a results file; an error
+// names the file, and says when the run decided nothing.
+func readVerdict(path string) (gateResults, error) {
+	var r gateResults
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.GateVerdict == nil || len(r.GateVerdict.Decisions) == 0 {
+		why := "the run gated nothing (no -candidate or -reference, or -gate none)"
+		if r.Gate != "" {
+			why = "the gate " + r.Gate + " reached no verdict: the run failed before it decided, or the stored reference was not comparable; see its log"
+		}
+		return r, fmt.Errorf("%s: no gate verdict: %s", path, why)
+	}
+	return r, nil
+}
+
+// verdictCmd is `meshbench verdict RESULTS.json`: the Markdown of the
+// verdict a run stored, and its exit code.
+func verdictCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("meshbench verdict", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	summary := fs.String("summary", "", "also write the Markdown to this file (appended to; default: $GITHUB_STEP_SUMMARY when set)")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{gate.ExitError, err}
+	}
+	if fs.NArg() != 1 {
+		return &exitError{gate.ExitError, errors.New("verdict: want one results file\n" + usage)}
+	}
+	return writeVerdict(fs.Arg(0), *summary, stdout)
+}
+
+// writeVerdict prints a results file's verdict as Markdown to stdout and
+// to summary (or $GITHUB_STEP_SUMMARY), and returns its exit code.
+func writeVerdict(path, summary string, stdout io.Writer) error {
+	r, err := readVerdict(path)
+	if err != nil {
+		return &exitError{gate.ExitError, fmt.Errorf("verdict: %w", err)}
+	}
+	title := fmt.Sprintf("%s against %s", r.Settings.Candidate, r.Settings.Sidecar)
+	outs := []io.Writer{stdout}
+	if summary = cmpOr(summary, os.Getenv("GITHUB_STEP_SUMMARY")); summary != "" {
+		f, err := os.OpenFile(summary, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return &exitError{gate.ExitError, fmt.Errorf("verdict: -summary: %w", err)}
+		}
+		defer f.Close()
+		outs = append(outs, f)
+	}
+	if err := r.GateVerdict.Markdown(io.MultiWriter(outs...), title); err != nil {
+		return &exitError{gate.ExitError, fmt.Errorf("verdict: writing the summary: %w", err)}
+	}
+	if code := r.GateVerdict.ExitCode(); code != 0 {
+		return &exitError{code, fmt.Errorf("gate %s: %s", r.GateVerdict.Outcome, path)}
+	}
+	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// gateFlags are `meshbench gate`'s own flags; every other argument goes
+// to the benchmark.
+var gateFlags = []string{"results", "summary", "timeout", "bench"}
+
+// gateCmd is `meshbench gate [flags] [benchmark flags]`: it runs the
+// upgrade gate (go test ./benchmarks -bench BenchmarkUpgradeGate) from the
+// module root, then reads the verdict from the results file the run wrote
+// and exits with it: 0 pass, 1 fail, 3 inconclusive, 2 when the run
+// decided nothing (bad flags or fixture, a stored reference that is not
+// comparable, a run that failed).
+func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	own, pass := splitGateArgs(args)
+	fs := flag.NewFlagSet("meshbench gate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	results := fs.String("results", "", "results directory (default <module>/results)")
+	summary := fs.String("summary", "", "also write the verdict's Markdown to this file (appended to; default: $GITHUB_STEP_SUMMARY when set)")
+	timeout := fs.Duration("timeout", time.Hour, "go test's -timeout for the gate run")
+	bench := fs.String("bench", "^BenchmarkUpgradeGate$", "the gated benchmarks (go test -bench)")
+	if err := fs.Parse(own); err != nil {
+		return &exitError{gate.ExitError, err}
+	}
+	if fs.NArg() > 0 {
+		return &exitError{gate.ExitError, fmt.Errorf("gate: unexpected argument %q: benchmark flags start with -\n%s", fs.Arg(0), usage)}
+	}
+	if !slices.ContainsFunc(pass, func(a string) bool { return flagName(a) == "candidate" || flagName(a) == "reference" }) {
+		return &exitError{gate.ExitError, errors.New("gate: nothing to gate: give -candidate (e.g. -candidate caddy+access-log, -sidecar caddy@v2.10.2 -candidate caddy@v2.11.9) or -reference results/<run>.json")}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return &exitError{gate.ExitError, fmt.Errorf("gate: %w", err)}
+	}
+	dir := cmpOr(*results, filepath.Join(root, "results"))
+	if dir, err = filepath.Abs(dir); err != nil {
+		return &exitError{gate.ExitError, fmt.Errorf("gate: -results: %w", err)}
+	}
+	before, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	goArgs := append([]string{"test", "./benchmarks", "-run", "^$", "-bench", *bench, "-timeout", timeout.String(), "-results", dir}, pass...)
+	if !slices.ContainsFunc(pass, func(a string) bool { return flagName(a) == "thresholds" }) {
+		goArgs = append(goArgs, "-thresholds", "none") // the gate alone decides
+	}
+	fmt.Fprintf(stderr, "meshbench gate: go %s\n", strings.Join(goArgs, " "))
+	cmd := exec.CommandContext(ctx, "go", goArgs...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, stdout, stderr
+	runErr := cmd.Run()
+	path, err := newResults(dir, before)
+	if err != nil {
+		return &exitError{gate.ExitError, fmt.Errorf("gate: the run wrote no results (%v): %w", runErr, err)}
+	}
+	return writeVerdict(path, *summary, stdout)
+}
+
+// splitGateArgs separates gateCmd's own flags (gateFlags, as -name value
+// or -name=value) from the benchmark's; a "--" ends its own.
+func splitGateArgs(args []string) (own, pass []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return own, append(pass, args[i+1:]...)
+		}
+		if !slices.Contains(gateFlags, flagName(a)) {
+			pass = append(pass, a)
+			continue
+		}
+		own = append(own, a)
+		if !strings.Contains(a, "=") && i+1 < len(args) {
+			i++
+			own = append(own, args[i])
+		}
+	}
+	return own, pass
+}
+
+// flagName is the name of a flag argument ("-candidate=x" → "candidate"),
+// "" for an argument that is not a flag.
+func flagName(a string) string {
+	if !strings.HasPrefix(a, "-") {
+		return ""
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	return name
+}
+
+// newResults is the results file in dir that was not in before, the
+// newest if several.
+func newResults(dir string, before []string) (string, error) {
+	after, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return "", err
+	}
+	var newest string
+	var at time.Time
+	for _, p := range after {
+		if slices.Contains(before, p) {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(at) {
+			newest, at = p, fi.ModTime()
+		}
+	}
+	if newest == "" {
+		return "", fmt.Errorf("no new results file in %s", dir)
+	}
+	return newest, nil
+}
+
+// moduleRoot is the directory of the go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod above %s: run meshbench gate inside the meshbench module", dir)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/gate"
+)
+
+// resultsWith writes a results file whose gate verdict is decided from
+// the fixture fixtures/gates/local.yaml on one CPU measurement.
+func resultsWith(t *testing.T, ref, cand []float64) string {
+	t.Helper()
+	g, err := gate.Load("../../fixtures/gates/local.yaml")
+	require.NoError(t, err)
+	l := gate.Labels{"benchmark": "BenchmarkUpgradeGate", "load": "max", "c": "8", "path": "one-hop", "loop": "closed"}
+	var ms []gate.Measurement
+	for _, m := range g.Gated(l) {
+		ms = append(ms, gate.Measurement{Scenario: l, Metric: m, Reference: ref, Candidate: cand})
+	}
+	v, err := g.DecideSequential(ms, gate.Sequential{Max: 30, Decisions: len(ms)})
+	require.NoError(t, err)
+	data, err := json.Marshal(map[string]any{"gate": g.File, "gateVerdict": v,
+		"settings": map[string]string{"sidecar": "caddy", "candidate": "caddy+access-log", "target": "local"}})
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "run.json")
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	return p
+}
+
+// verdict exits with the stored verdict's code, 0 pass, 1 fail and 3
+// inconclusive, and writes its Markdown to stdout and the summary file.
+func TestVerdictExitsWithTheOutcome(t *testing.T) {
+	steady := []float64{100, 101, 99, 100, 100.5, 99.5}
+	for _, tc := range []struct {
+		name string
+		cand []float64
+		code int
+		word string
+	}{
+		{"pass", []float64{100, 101, 99, 100, 100.5, 99.5}, 0, "**PASS** (exit code 0)"},
+		{"fail", []float64{150, 152, 149, 151, 150, 150}, 1, "**FAIL** (exit code 1)"},
+		{"inconclusive", []float64{100, 130, 95, 125, 101, 128}, 3, "**INCONCLUSIVE** (exit code 3)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := resultsWith(t, steady, tc.cand)
+			summary := filepath.Join(t.TempDir(), "summary.md")
+			var out, errb bytes.Buffer
+			err := run(context.Background(), []string{"verdict", "-summary", summary, path}, &out, &errb)
+			assert.Equal(t, tc.code, exitCode(err, &errb))
+			assert.Contains(t, out.String(), "## meshbench upgrade gate: caddy+access-log against caddy\n\n"+tc.word)
+			assert.Contains(t, out.String(), "| scenario | metric | reference | candidate | candidate/reference | limit | pairs | outcome |")
+			written, rerr := os.ReadFile(summary)
+			require.NoError(t, rerr)
+			assert.Equal(t, out.String(), string(written), "the summary file holds the same Markdown")
+		})
+	}
+}
+
+// A results file without a verdict is exit code 2, naming the file and why.
+func TestVerdictWithoutAVerdictIsExitTwo(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "run.json")
+	require.NoError(t, os.WriteFile(p, []byte(`{"gate": "fixtures/gates/local.yaml", "records": []}`), 0o644))
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"verdict", p}, &out, &errb)
+	assert.EqualError(t, err, "verdict: "+p+": no gate verdict: the gate fixtures/gates/local.yaml reached no verdict: the run failed before it decided, or the stored reference was not comparable; see its log")
+	assert.Equal(t, 2, exitCode(err, &errb))
+	var e *exitError
+	assert.True(t, errors.As(err, &e))
+	assert.Empty(t, out.String())
+}
+
+// gate refuses, before running anything, a call with nothing to gate.
+func TestGateWithoutACandidateIsExitTwo(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"gate", "-results", t.TempDir(), "-count", "3"}, &out, &errb)
+	assert.EqualError(t, err, "gate: nothing to gate: give -candidate (e.g. -candidate caddy+access-log, -sidecar caddy@v2.10.2 -candidate caddy@v2.11.9) or -reference results/<run>.json")
+	assert.Equal(t, 2, exitCode(err, &errb))
+}
+
+func TestSplitGateArgs(t *testing.T) {
+	own, pass := splitGateArgs([]string{"-results", "out", "-candidate", "caddy+access-log", "-summary=s.md", "-count", "3", "--", "-timeout", "5m"})
+	assert.Equal(t, []string{"-results", "out", "-summary=s.md"}, own)
+	assert.Equal(t, []string{"-candidate", "caddy+access-log", "-count", "3", "-timeout", "5m"}, pass)
+}
+
+func TestCaddyPin(t *testing.T) {
+	for _, tc := range []struct {
+		name, gomod, want, err string
+	}{
+		{"block", "module m\n\nrequire (\n\tgithub.com/caddyserver/caddy/v2 v2.11.9 // indirect\n\tgolang.org/x/mod v0.1.0\n)\n", "v2.11.9", ""},
+		{"line", "module m\nrequire github.com/caddyserver/caddy/v2 v2.10.2\n", "v2.10.2", ""},
+		{"missing", "module m\nrequire golang.org/x/mod v0.1.0\n", "", "no require of github.com/caddyserver/caddy/v2: the local sidecar is not pinned here"},
+		{"replaced", "module m\nrequire github.com/caddyserver/caddy/v2 v2.10.2\nreplace (\n\tgithub.com/caddyserver/caddy/v2 => ../caddy\n)\n", "",
+			"line 4: github.com/caddyserver/caddy/v2 is replaced, so its version does not say what is built; gate with -sidecar and -candidate by hand"},
+		{"twice", "module m\nrequire github.com/caddyserver/caddy/v2 v2.10.2\nrequire github.com/caddyserver/caddy/v2 v2.11.9\n", "",
+			"github.com/caddyserver/caddy/v2 is required 2 times (v2.10.2, v2.11.9)"},
+		{"not a version", "module m\nrequire github.com/caddyserver/caddy/v2 latest\n", "", `line 2: github.com/caddyserver/caddy/v2 "latest" is not a version`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := caddyPin([]byte(tc.gomod))
+			if tc.err != "" {
+				assert.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// pin reads this module's own go.mod: the Caddy the local target builds.
+func TestPinOfThisModule(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"pin", "../../go.mod"}, &out, &out))
+	assert.Regexp(t, `^caddy@v2\.\d+\.\d+\n$`, out.String())
+}

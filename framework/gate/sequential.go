@@ -1,0 +1,157 @@
+package gate
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/meshbench/meshbench/framework/stats"
+)
+
+// VerdictAlpha bounds how often a verdict is wrong: a fail of a candidate
+// that is within every limit, or a pass of one that is beyond a limit,
+// however many rounds the gate looked at before it stopped.
+const VerdictAlpha = 0.05
+
+// DefaultMaxPairs is the default budget of pairs per point of a
+// sequential gate (-max-count): what a point may grow to while its
+// decisions are undecided. At two runs of about 3.6 s a pair it is under
+// 4 minutes a point on the local target.
+const DefaultMaxPairs = 30
+
+// Sequential is how a gate keeps measuring while it is undecided: it looks
+// after every pair, from MinPairsToDecide to Max pairs, at the repeated
+// confidence intervals of a group-sequential plan (Jennison and Turnbull,
+// Group Sequential Methods with Applications to Clinical Trials, 2000,
+// ch. 9) whose boundaries spend the error with Lan and DeMets' Pocock-type
+// function (stats.PocockSpending). Every interval of the sequence, at every
+// look, covers the true ratio at once with probability 1 - Alpha(), so a
+// decision may stop at its first conclusive look and stays valid however
+// often it was looked at.
+//
+// The verdict's error is bounded across its decisions as well: each of
+// the Decisions decisions it can make gets a two-sided Alpha of
+// 2·VerdictAlpha/Decisions. A decision errs only one way (a candidate
+// within its limit can only be failed wrongly, by an interval wholly
+// above its true ratio; one beyond it only passed wrongly, by an interval
+// wholly below), each at most Alpha()/2, so the verdict errs at most
+// VerdictAlpha (Bonferroni over the decisions).
+type Sequential struct {
+	// Max is the most pairs a point is measured for (-max-count).
+	Max int
+	// Decisions is how many decisions the verdict can make: an upper bound
+	// is enough (a larger one only widens the intervals).
+	Decisions int
+}
+
+// Alpha is the two-sided error of one decision's repeated intervals.
+func (q Sequential) Alpha() float64 {
+	return 2 * VerdictAlpha / float64(max(q.Decisions, 1))
+}
+
+// Bounds are the plan's boundaries, computed once per plan (a fixed
+// seed: the same plan always gives the same boundaries).
+func (q Sequential) Bounds() (stats.SequentialBounds, error) {
+	if q.Max < MinPairsToDecide {
+		return stats.SequentialBounds{}, fmt.Errorf("gate: a budget of %d pairs: a decision needs at least %d", q.Max, MinPairsToDecide)
+	}
+	return stats.SequentialPlan{First: MinPairsToDecide, Max: q.Max, Alpha: q.Alpha(), Spend: stats.PocockSpending, Seed: 1}.Bounds()
+}
+
+// DecideSequential judges every gated measurement as Decide does, but on
+// the plan's repeated intervals, looking at its pairs in the order they
+// were measured: after MinPairsToDecide pairs, then after each more, the
+// first conclusive look decides it and later pairs do not change that. A
+// measurement with no conclusive look is inconclusive at its last.
+// Unpaired measurements (a stored reference) are decided once, on all
+// their repeats, at Alpha(). It fails as Decide does, and on a
+// measurement with more pairs than the plan's Max.
+func (g *Gate) DecideSequential(ms []Measurement, q Sequential) (Verdict, error) {
+	if err := g.checkMeasurements(ms); err != nil {
+		return Verdict{}, err
+	}
+	b, err := q.Bounds()
+	if err != nil {
+		return Verdict{}, err
+	}
+	v := Verdict{Confidence: 1 - q.Alpha(), Sequential: &q}
+	for _, m := range ms {
+		r, ok := g.Rule(m.Scenario, m.Metric)
+		if !ok {
+			continue
+		}
+		d, err := decideLooks(r, m, b)
+		if err != nil {
+			return Verdict{}, err
+		}
+		v.Decisions = append(v.Decisions, d)
+		v.Outcome = max(v.Outcome, d.Outcome)
+	}
+	if len(v.Decisions) == 0 {
+		return Verdict{}, fmt.Errorf("%s: no measurement is gated by any rule", g.File)
+	}
+	return v, nil
+}
+
+// decideLooks is one measurement's sequential decision: its first
+// conclusive look, or its last look.
+func decideLooks(r Rule, m Measurement, b stats.SequentialBounds) (Decision, error) {
+	if m.Unpaired || m.Repeats() < MinPairsToDecide {
+		return decideOne(r, m, 1-b.Plan.Alpha)
+	}
+	if m.Repeats() > b.Plan.Max {
+		return Decision{}, fmt.Errorf("gate: %s: %s: %d pairs, beyond the plan's %d", m.Scenario, m.Metric, m.Repeats(), b.Plan.Max)
+	}
+	var d Decision
+	for n := MinPairsToDecide; n <= m.Repeats(); n++ {
+		iv, err := stats.RepeatedLogRatio(m.Reference[:n], m.Candidate[:n], b)
+		if err != nil {
+			return Decision{}, fmt.Errorf("gate: %s: %s: %w", m.Scenario, m.Metric, err)
+		}
+		d = judge(r, m, iv)
+		if d.Outcome != Inconclusive {
+			break
+		}
+	}
+	if d.Outcome == Inconclusive {
+		d.PairsNeeded = sequentialPairsNeeded(d.Interval, d.Limit, b)
+	}
+	d.Reason = fmt.Sprintf("%s:%d: %s: %s", r.File, r.Line, m.Scenario, d.sentence())
+	return d, nil
+}
+
+// judge places iv against r's limit.
+func judge(r Rule, m Measurement, iv stats.RatioInterval) Decision {
+	d := Decision{Scenario: m.Scenario, Metric: m.Metric, Rule: r, Limit: r.Limit(), Interval: iv, Outcome: Inconclusive,
+		Reference: m.Reference, Candidate: m.Candidate}
+	worseOutside, betterInside := iv.Lo > d.Limit, iv.Hi <= d.Limit
+	if r.Worse == LowerIsWorse {
+		worseOutside, betterInside = iv.Hi < d.Limit, iv.Lo >= d.Limit
+	}
+	switch {
+	case worseOutside:
+		d.Outcome = Fail
+	case betterInside:
+		d.Outcome = Pass
+	}
+	return d
+}
+
+// sequentialPairsNeeded is how many more pairs would settle a straddling
+// repeated interval if its ratio and spread held: the smallest n up to the
+// plan's Max with Crit(n)·sd/√n below the distance to the limit, minus the
+// pairs there are; past Max, the pairs a fixed-sample interval at the
+// plan's level would need (a lower bound: a longer plan's boundaries are
+// wider), and -1 when even that is beyond MaxPairsEstimate.
+func sequentialPairsNeeded(iv stats.RatioInterval, limit float64, b stats.SequentialBounds) int {
+	dist := math.Abs(iv.LogMean - math.Log(limit))
+	for n := iv.N + 1; n <= b.Plan.Max; n++ {
+		if b.At(n)*iv.LogSD/math.Sqrt(float64(n)) < dist {
+			return n - iv.N
+		}
+	}
+	total := stats.PairsToResolve(iv.LogSD, dist, 1-b.Plan.Alpha, MaxPairsEstimate)
+	if total < 0 {
+		return -1
+	}
+	return max(1, total-iv.N)
+}
