@@ -58,6 +58,40 @@ func (g *Gate) Check(scenarios []Labels) error {
 	return errors.Join(errs...)
 }
 
+// CheckLabels is the part of Check that needs only some of the run's
+// scenarios, such as the points of one benchmark before its first run: a
+// rule that matches on a label none of them has (a misspelt label would
+// otherwise gate nothing, silently). It returns every such rule, each a
+// [*verdict.FixtureError].
+func (g *Gate) CheckLabels(scenarios []Labels) error {
+	known := map[string]bool{}
+	for _, s := range scenarios {
+		for k := range s {
+			known[k] = true
+		}
+	}
+	var errs []error
+	for i, r := range g.Rules {
+		if err := g.checkLabels(r, fmt.Sprintf("rules[%d].match", i), known); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Unused returns the rules that gated none of ms, in file order: what a
+// run whose scenarios were not all known in advance can only say after it.
+func (g *Gate) Unused(ms []Measurement) []Rule {
+	var out []Rule
+	for i, r := range g.Rules {
+		used := slices.ContainsFunc(ms, func(m Measurement) bool { return m.Metric == r.Metric && g.ruleIndex(m.Scenario, m.Metric) == i })
+		if !used {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Gated returns the metrics the fixture gates on the scenario labelled l,
 // in [Metrics] order: what the run must measure for it.
 func (g *Gate) Gated(l Labels) []Metric {

@@ -121,13 +121,17 @@ func settingsOf(r *report.Results) (runSettings, error) {
 }
 
 // loadKey is what a scenario's runs must share across the two results: the
-// load each really ran with (a scenario may set its own rate).
+// load each really ran with (a scenario may set its own rate). A rate set
+// as a fraction of the capacity the run had just measured (the upgrade
+// gate's open-loop point) is compared by that fraction: each run derives
+// its own rate from its own capacity, and the two are equal only by chance.
 type loadKey struct {
-	QPS         float64
-	Duration    time.Duration
-	Warmup      time.Duration
-	Protocol    string
-	RequestSize int
+	QPS          float64
+	RateFraction float64
+	Duration     time.Duration
+	Warmup       time.Duration
+	Protocol     string
+	RequestSize  int
 }
 
 // ComparableScenarios checks that both runs measured the same scenarios
@@ -189,7 +193,11 @@ func scenarioLoads(recs []report.Record) map[string]loadKey {
 		out[name] = loadKey{}
 		if r.Load != nil {
 			o := r.Load.Options
-			out[name] = loadKey{QPS: o.QPS, Duration: o.Duration, Warmup: o.Warmup, Protocol: string(o.Protocol), RequestSize: o.RequestSize}
+			k := loadKey{QPS: o.QPS, RateFraction: o.RateFraction, Duration: o.Duration, Warmup: o.Warmup, Protocol: string(o.Protocol), RequestSize: o.RequestSize}
+			if k.RateFraction > 0 {
+				k.QPS = 0
+			}
+			out[name] = k
 		}
 	}
 	return out

@@ -95,7 +95,7 @@ func TestComparableRefusesNamingTheField(t *testing.T) {
 		{"scenario set", func(s *settings, r *report.Results) {
 			r.Records = append(r.Records[:3], record("BenchmarkTwoHop", target.TwoHop, 8, target.Meshed, 0))
 		}, "scenarios differ: only the reference has BenchmarkOneHopOpenLoop/path=one-hop/c=8; only this run has BenchmarkTwoHop/path=two-hop/c=8"},
-		{"a scenario's own rate", func(s *settings, r *report.Results) { r.Records[3].Load.Options.QPS = 1000 }, "records[BenchmarkOneHopOpenLoop/path=one-hop/c=8].load.options differs: reference {QPS:2000 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}, this run {QPS:1000 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}"},
+		{"a scenario's own rate", func(s *settings, r *report.Results) { r.Records[3].Load.Options.QPS = 1000 }, "records[BenchmarkOneHopOpenLoop/path=one-hop/c=8].load.options differs: reference {QPS:2000 RateFraction:0 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}, this run {QPS:1000 RateFraction:0 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Comparable(stored(t, results(nil)), results(tc.mut))
@@ -105,6 +105,22 @@ func TestComparableRefusesNamingTheField(t *testing.T) {
 			assert.Equal(t, tc.want, err.Error())
 		})
 	}
+}
+
+// The upgrade gate's open-loop rate is a fraction of the capacity each run
+// measured: runs at the same fraction are comparable whatever rate it came
+// to on each machine (818 req/s stored, 833 now).
+func TestComparableByTheRateFraction(t *testing.T) {
+	frac := func(qps, f float64) func(*settings, *report.Results) {
+		return func(_ *settings, r *report.Results) {
+			o := &r.Records[3].Load.Options
+			o.QPS, o.RateFraction = qps, f
+		}
+	}
+	_, err := Comparable(stored(t, results(frac(818, 0.25))), results(frac(833, 0.25)))
+	require.NoError(t, err)
+	_, err = Comparable(stored(t, results(frac(818, 0.25))), results(frac(833, 0.5)))
+	assert.EqualError(t, err, "records[BenchmarkOneHopOpenLoop/path=one-hop/c=8].load.options differs: reference {QPS:0 RateFraction:0.25 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}, this run {QPS:0 RateFraction:0.5 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}")
 }
 
 func TestComparableListsEveryDifference(t *testing.T) {

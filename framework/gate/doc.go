@@ -59,20 +59,36 @@
 // at its limit is failed wrongly, or passed wrongly, at most 2.5 % of the
 // time each; an unchanged candidate, far inside the limit, far less.
 //
-// Adding pairs until the answer is conclusive (-max-count:
-// [Gate.UntilConclusive], or a caller that measures by itself with
-// [Looks], [LookConfidence], [Gate.DecideAt] and [Targets], as the suite's
-// sweep does) looks at the data several times, and each look is a chance
-// to stop on a wrong answer; it looks at most [MaxLooks] times and splits
-// the 5 % over the looks (Bonferroni), so the guarantee above still holds.
-// The same holds against a stored reference (below), where only this
-// run's repeats are added: the split does not depend on which sample
-// grows, and each look's Welch interval is at the split level.
+// # Sequential decisions
+//
+// A gate with the candidate in the run keeps measuring while it is
+// undecided ([Gate.DecideSequential], [Sequential]): after
+// [MinPairsToDecide] pairs, and again after every pair up to a budget
+// (-max-count, [DefaultMaxPairs]), the way Chromium's Pinpoint adds
+// repeats until it can say same or different. Each look's interval is a
+// repeated confidence interval of a group-sequential plan (Jennison and
+// Turnbull, Group Sequential Methods with Applications to Clinical Trials,
+// 2000, ch. 9): the t statistic's boundary at n pairs is set, by
+// simulation of its exact null law (it is pivotal for normal log ratios),
+// so that the error spent by then follows Lan and DeMets' Pocock-type
+// spending function (Biometrika 70, 1983). Every interval of the sequence
+// then covers the true ratio at once with probability 1 - Alpha(), so a
+// decision may stop at its first conclusive look, and does: later pairs
+// do not change it. Alpha() splits [VerdictAlpha] over the decisions the
+// verdict can make (Bonferroni over decisions, not over looks), each
+// erring one way only, so the verdict is wrong (a fail of a candidate
+// within every limit, or a pass of one beyond a limit) at most 5 % of the
+// time however often it was looked at.
+//
+// Against a stored reference the decisions are made once, or, with
+// -max-count, at most [MaxLooks] times at the level split over the looks
+// ([Gate.UntilConclusive], [Looks], [LookConfidence], [Gate.DecideAt],
+// [Targets]).
 //
 // # Noise
 //
 // An A/A run (candidate identical to reference) shows what the machine can
-// detect: [Gate.Calibrate] reports, per gated metric, the half-width of the
+// detect: [Gate.Calibrate] ([Gate.CalibrateAt] at the decisions' level) reports, per gated metric, the half-width of the
 // A/A interval as the smallest detectable change. A change that size is
 // the smallest the interval can tell from none, and it is also how far an
 // unchanged candidate's interval reaches, so when it exceeds the limit the

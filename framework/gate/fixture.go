@@ -207,9 +207,9 @@ func (p *parser) rule(n *yaml.Node, field string) (Rule, error) {
 
 func limitWant(d Direction) string {
 	if d == LowerIsWorse {
-		return "the largest decrease of candidate against reference, in percent, ≥ 0 and < 100"
+		return "the largest decrease of candidate against reference, in percent, > 0 and < 100"
 	}
-	return "the largest increase of candidate against reference, in percent, ≥ 0"
+	return "the largest increase of candidate against reference, in percent, > 0"
 }
 
 func (p *parser) metric(v *yaml.Node, field string) (Metric, error) {

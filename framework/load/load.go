@@ -74,6 +74,11 @@ type Options struct {
 	// QPS is the total target rate in requests per second for an open-loop
 	// run (fortio's -qps N). 0 means closed loop at maximum rate.
 	QPS float64 `json:"qps"`
+	// RateFraction, when > 0, says QPS was set as this fraction of a
+	// capacity measured in the same run (the upgrade gate's open-loop
+	// point: suite.GateLoad), so that runs on machines of another speed
+	// are compared by the fraction, not by the absolute rate.
+	RateFraction float64 `json:"rateFraction,omitempty"`
 	// Duration is the measured window. Default 5s.
 	Duration time.Duration `json:"duration"`
 	// Warmup runs before the window with the same settings and is thrown

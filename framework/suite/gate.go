@@ -183,6 +183,9 @@ func (s *Suite) decideGate(w io.Writer, header, how string, ms []gate.Measuremen
 	for _, d := range v.Decisions {
 		fmt.Fprintf(w, "%s  %s: %s\n", progressPrefix, d.Outcome, d.Reason)
 	}
+	for _, r := range s.gate.Unused(ms) {
+		fmt.Fprintf(w, "%sgate: warning: %s:%d: the rule for %s matched %v, and gated nothing this run measured\n", progressPrefix, r.File, r.Line, r.Metric, map[string]string(r.Match))
+	}
 	noise, err := s.gate.CalibrateAt(ms, v.Confidence, v.Sequential)
 	if err != nil {
 		return &v, fmt.Errorf("gate %s: noise: %w", s.gate.File, err)
@@ -193,6 +196,20 @@ func (s *Suite) decideGate(w io.Writer, header, how string, ms []gate.Measuremen
 		fmt.Fprintf(w, "%s  %s %s: %.1f %% (limit %.0f %%)%s\n", progressPrefix, n.Scenario, n.Metric, n.Detectable*100, n.Rule.LimitPct, cannotPass(n))
 	}
 	return &v, nil
+}
+
+func cannotPass(n gate.Noise) string {
+	var s string
+	if !n.CanPass {
+		s = ": larger than the limit, so this gate cannot pass honestly"
+		if n.PairsToPass > 0 {
+			s += fmt.Sprintf("; about %d %s would let it", n.PairsToPass, n.Unit())
+		}
+	}
+	if n.Biased {
+		s += fmt.Sprintf("; the A/A ratio %.3f (%.3f–%.3f) excludes 1: the arms differ even with the same build", n.Interval.Ratio, n.Interval.Lo, n.Interval.Hi)
+	}
+	return s
 }
 
 // decide judges ms: sequentially, benchmark by benchmark, for a candidate
@@ -250,11 +267,12 @@ func (s *Suite) gateSequential(bench string, ms []gate.Measurement) gate.Sequent
 	return gate.Sequential{Max: max(s.Config.MaxCount, s.reps()), Decisions: k}
 }
 
-// planGate counts, before the first run of a scenario with a candidate,
-// the decisions the gate can make on its points: at each point (axis
-// values × concurrency) every metric a rule gates there, with the loop
-// label either way (an open-loop rate may be set by an axis at run time).
-// It is the verdict's family (gate.Sequential.Decisions): an upper bound.
+// planGate checks the gate fixture against the points of a scenario with
+// a candidate before its first run, and counts the decisions the gate can
+// make on them: at each point (axis values × concurrency) every metric a
+// rule gates there. The count is the verdict's family
+// (gate.Sequential.Decisions). A rule that matches on a label none of the
+// points has fails the benchmark before it measures anything.
 func (s *Suite) planGate(b *testing.B, sc Scenario) {
 	if s.gate == nil || s.ref != nil || len(sc.trail) > 0 {
 		return
@@ -263,6 +281,26 @@ func (s *Suite) planGate(b *testing.B, sc Scenario) {
 	if _, done := s.gateFamily[bench]; done { // go test calls it once per -count
 		return
 	}
+	points := s.gatePoints(sc, bench)
+	if err := s.gate.CheckLabels(points); err != nil {
+		s.fatalf(b, "gate %s: %v", s.gate.File, err)
+	}
+	k := 0
+	for _, l := range points {
+		k += len(s.gate.Gated(l))
+	}
+	if s.gateFamily == nil {
+		s.gateFamily = map[string]int{}
+	}
+	s.gateFamily[bench] = k
+	q := s.gateSequential(bench, nil)
+	s.logf("%s: gate: %d decisions, each looked at after every round from %d to %d pairs a point, at %.2f %% (the verdict wrong at most %.0f %% of the time)",
+		bench, k, gate.MinPairsToDecide, q.Max, (1-q.Alpha())*100, gate.VerdictAlpha*100)
+}
+
+// gatePoints are the gate labels (gateLabels) of every point of sc, the
+// benchmark bench, before it runs.
+func (s *Suite) gatePoints(sc Scenario, bench string) []gate.Labels {
 	points := []Scenario{sc}
 	for _, ax := range sc.Axes {
 		var next []Scenario
@@ -278,53 +316,26 @@ func (s *Suite) planGate(b *testing.B, sc Scenario) {
 		}
 		points = next
 	}
-	k := 0
+	var out []gate.Labels
 	for _, p := range points {
 		_, conc := s.concurrency(p)
 		for _, c := range conc {
-			k += s.gatedAt(p, bench, c)
-		}
-	}
-	if s.gateFamily == nil {
-		s.gateFamily = map[string]int{}
-	}
-	s.gateFamily[bench] = k
-	q := s.gateSequential(bench, nil)
-	s.logf("%s: gate: %d possible decisions, each looked at after every round from %d to %d pairs a point, at %.2f %% (the verdict wrong at most %.0f %% of the time)",
-		bench, k, gate.MinPairsToDecide, q.Max, (1-q.Alpha())*100, gate.VerdictAlpha*100)
-}
-
-// gatedAt is how many metrics the gate could gate at point p, c.
-func (s *Suite) gatedAt(p Scenario, bench string, c int) int {
-	l := gate.Labels(p.trail.Map())
-	l[labels.Benchmark] = bench
-	l[labels.Concurrency] = strconv.Itoa(c)
-	l[labels.Path] = string(cmp.Or(p.Workload.Path, p.Path, target.OneHop))
-	n := 0
-	for _, m := range gate.Metrics() {
-		for _, loop := range []string{"closed", "open"} {
-			l["loop"] = loop
-			if _, ok := s.gate.Rule(l, m); ok {
-				n++
-				break
+			l := gate.Labels(p.trail.Map())
+			l[labels.Benchmark] = bench
+			l[labels.Concurrency] = strconv.Itoa(c)
+			l[labels.Path] = string(cmp.Or(p.Workload.Path, p.Path, target.OneHop))
+			o := s.Config.loadOptions(c)
+			if p.Load != nil {
+				p.Load(&o)
 			}
+			l["loop"] = "closed"
+			if o.QPS > 0 || p.openLoop {
+				l["loop"] = "open"
+			}
+			out = append(out, l)
 		}
 	}
-	return n
-}
-
-func cannotPass(n gate.Noise) string {
-	var s string
-	if !n.CanPass {
-		s = ": larger than the limit, so this gate cannot pass honestly"
-		if n.PairsToPass > 0 {
-			s += fmt.Sprintf("; about %d %s would let it", n.PairsToPass, n.Unit())
-		}
-	}
-	if n.Biased {
-		s += fmt.Sprintf("; the A/A ratio %.3f (%.3f–%.3f) excludes 1: the arms differ even with the same build", n.Interval.Ratio, n.Interval.Lo, n.Interval.Hi)
-	}
-	return s
+	return out
 }
 
 // defaultGate is fixtures/gates/<target>.yaml; loadGate refuses it when

@@ -15,18 +15,20 @@ import (
 	"github.com/meshbench/meshbench/framework/target"
 )
 
-// gateRun sweeps one-hop at c=4 with the gate's arms, the reference
-// (caddy) and the candidate, interleaved: 3 rounds, then one more at a
-// time while the gate is undecided, up to maxCount; it returns the gate's
-// verdict. Windows are 2 s: at 1 s, CPU counted in /proc's 10 ms ticks
-// spread an A/A pair's open-loop CPU per request by about 9 %, and one
-// A/A run in four was still inconclusive at 16 pairs.
+// gateRun sweeps one-hop with the gate's arms, the reference (caddy) and
+// the candidate, interleaved, at the default gate's c=8 and 3 s windows:
+// 3 rounds, then one more at a time while the gate is undecided, up to
+// maxCount; it returns the gate's verdict. Shorter windows or fewer
+// connections leave too few requests in a window for a steady p99 and too
+// few of /proc's 10 ms CPU ticks: at c=4 and 1 s, one A/A run in two was
+// still inconclusive at 16 pairs (open-loop CPU per request spread 9 % a
+// pair), and at c=4 and 2 s one in four (p99 spread 16 %).
 func gateRun(t *testing.T, candidate string, maxCount int, axes ...suite.Axis) *gate.Verdict {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	s, _ := newSuite(t, "-concurrency", "4", "-duration", "2s", "-warmup", "200ms", "-thresholds", "none", "-candidate", candidate,
+	s, _ := newSuite(t, "-concurrency", "8", "-duration", "3s", "-warmup", "300ms", "-thresholds", "none", "-candidate", candidate,
 		"-max-count", strconv.Itoa(maxCount))
 	s.Config.Repeats = 3
 	require.NoError(t, s.LoadGate())

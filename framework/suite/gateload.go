@@ -34,12 +34,13 @@ func GateLoad(fraction float64) Axis {
 	a := Axis{Key: "load", Values: []Value{
 		{Label: "max"},
 		{Label: "open", Apply: func(s *Scenario) {
+			s.openLoop = true // its rate is known only after the max point
 			prev := s.Load
 			s.Load = func(o *load.Options) {
 				if prev != nil {
 					prev(o)
 				}
-				o.QPS = fraction * capacity
+				o.QPS, o.RateFraction = fraction*capacity, fraction
 			}
 		}},
 	}}

@@ -223,3 +223,32 @@ func TestSequentialGateStopsOnAFail(t *testing.T) {
 	assert.Empty(t, calls)
 	assert.Empty(t, log.String())
 }
+
+// A point after one whose decision failed gets no rounds beyond -count:
+// the verdict is a fail whatever it decides. Here the first point's
+// candidate used 3× the reference's CPU per request; the second point is
+// undecided after its 3 rounds and is left at that.
+func TestSequentialGateAddsNoRoundsAfterAFail(t *testing.T) {
+	var log bytes.Buffer
+	s := NewWithConfig(&Config{Candidate: "caddy+no-keepalive", Repeats: 3, MaxCount: 8})
+	s.gate, s.Log = testGateFixture(t), &log
+	point := func(load string, up func(rep int) float64) map[target.Arm][]report.Record {
+		runs := map[target.Arm][]report.Record{}
+		for rep := range 3 {
+			ref := syntheticRecord(target.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60})
+			cand := syntheticRecord(target.Candidate, rep, figures{sidecarMC: 400 * up(rep), appMC: 200, qps: 2000, rssMiB: 60})
+			ref.Labels, cand.Labels = ref.Labels.With("load", load), cand.Labels.With("load", load)
+			runs[target.Reference] = append(runs[target.Reference], ref)
+			runs[target.Candidate] = append(runs[target.Candidate], cand)
+		}
+		return runs
+	}
+	first := point("max", func(int) float64 { return 3 })
+	s.recs = append(first[target.Reference], first[target.Candidate]...)
+	second := point("open", func(rep int) float64 { return 1.1 * math.Exp(0.1*float64(1-rep%2*2)) })
+	s.recs = append(s.recs, append(second[target.Reference], second[target.Candidate]...)...)
+	var calls []int
+	s.addRounds(context.Background(), "BenchmarkOneHop/load=open/c=4", second, func(rep int) { calls = append(calls, rep) })
+	assert.Empty(t, calls)
+	assert.Equal(t, "# meshbench: BenchmarkOneHop/load=open/c=4: gate: the verdict already failed at an earlier point: no rounds added here\n", log.String())
+}

@@ -54,6 +54,9 @@ type Scenario struct {
 	trail labels.Set
 	// ladder is set on a rate ladder's rungs.
 	ladder *ladderSLO
+	// openLoop is set on a point that runs open loop at a rate known only
+	// once it runs (GateLoad's open point), for the gate's plan.
+	openLoop bool
 }
 
 // Axis is one swept dimension: a label and its values.
