@@ -74,7 +74,9 @@
 // spending function (Biometrika 70, 1983). Every interval of the sequence
 // then covers the true ratio at once with probability 1 - Alpha(), so a
 // decision may stop at its first conclusive look, and does: later pairs
-// do not change it. Alpha() splits [VerdictAlpha] over the decisions the
+// do not change it. The statistic is Yuen's trimmed t, a tenth of the
+// log ratios trimmed from each end ([Trim]), so that one disturbed round
+// does not widen an interval by its own size. Alpha() splits [VerdictAlpha] over the decisions the
 // verdict can make (Bonferroni over decisions, not over looks), each
 // erring one way only, so the verdict is wrong (a fail of a candidate
 // within every limit, or a pass of one beyond a limit) at most 5 % of the

@@ -89,8 +89,8 @@ func median(xs []float64) string {
 func levelWords(v Verdict) string {
 	if q := v.Sequential; q != nil {
 		return fmt.Sprintf("Looked at after every round from %d to at most %d pairs a point; a decision stands at its first conclusive look. "+
-			"Its repeated intervals (group-sequential, Pocock-type alpha spending) cover the ratio at every look at once at %.2f %%, "+
-			"so the verdict, of at most %d decisions, is wrong at most %.0f %% of the time.", MinPairsToDecide, q.Max, v.Confidence*100, q.Decisions, VerdictAlpha*100)
+			"Its repeated intervals (group-sequential, Pocock-type alpha spending, on the log ratios' mean trimmed by %.0f %% at each end) cover the ratio at every look at once at %.2f %%, "+
+			"so the verdict, of at most %d decisions, is wrong at most %.0f %% of the time.", MinPairsToDecide, q.Max, Trim*100, v.Confidence*100, q.Decisions, VerdictAlpha*100)
 	}
 	return fmt.Sprintf("Every interval at %.1f %%.", v.Confidence*100)
 }

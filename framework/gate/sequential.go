@@ -18,6 +18,18 @@ const VerdictAlpha = 0.05
 // 4 minutes a point on the local target.
 const DefaultMaxPairs = 30
 
+// Trim is the fraction of a decision's log ratios trimmed from each end
+// before their mean (Yuen's trimmed t, stats.TrimmedMean), so that one
+// round disturbed by the machine does not decide alone. In a default A/A
+// gate on the 2-core machine one open-loop pair of 30 had a p99 3.4× its
+// partner's (13.06 ms against 3.79 ms): on the mean, the interval at 30
+// pairs was 1.036 (0.895–1.198), inconclusive against the 15 % limit;
+// trimmed by 10 %, the same pairs pass at 12, 1.009 (0.891–1.144). A tenth
+// trims nothing below 10 pairs, so a clean gate decides as early as on
+// the mean (a fifth trimmed one of 5 and made the boundary at 5 pairs 44,
+// not 8); the boundaries are simulated for the trimmed statistic itself.
+const Trim = 0.1
+
 // Sequential is how a gate keeps measuring while it is undecided: it looks
 // after every pair, from MinPairsToDecide to Max pairs, at the repeated
 // confidence intervals of a group-sequential plan (Jennison and Turnbull,
@@ -54,7 +66,7 @@ func (q Sequential) Bounds() (stats.SequentialBounds, error) {
 	if q.Max < MinPairsToDecide {
 		return stats.SequentialBounds{}, fmt.Errorf("gate: a budget of %d pairs: a decision needs at least %d", q.Max, MinPairsToDecide)
 	}
-	return stats.SequentialPlan{First: MinPairsToDecide, Max: q.Max, Alpha: q.Alpha(), Spend: stats.PocockSpending, Seed: 1}.Bounds()
+	return stats.SequentialPlan{First: MinPairsToDecide, Max: q.Max, Alpha: q.Alpha(), Spend: stats.PocockSpending, Trim: Trim, Seed: 1}.Bounds()
 }
 
 // DecideSequential judges every gated measurement as Decide does, but on

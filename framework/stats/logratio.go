@@ -42,6 +42,9 @@ type RatioInterval struct {
 	// (LogHalfWidth = Critical·LogSD/√N).
 	Sequential bool    `json:"sequential,omitempty"`
 	Critical   float64 `json:"critical,omitempty"`
+	// Trim is the fraction trimmed from each end of the log ratios before
+	// their mean (TrimmedMean); 0 for the plain mean.
+	Trim float64 `json:"trim,omitempty"`
 }
 
 // MinPairsForInterval is the fewest pairs PairedLogRatio accepts: one pair

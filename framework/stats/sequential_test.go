@@ -93,3 +93,61 @@ func TestRepeatedLogRatio(t *testing.T) {
 	_, err = stats.RepeatedLogRatio(ref[:2], cand[:2], b)
 	assert.EqualError(t, err, "stats: 2 pairs: the sequential plan looks at 3 to 10")
 }
+
+// Yuen's trimmed mean and standard error, by hand: 10 values, a tenth
+// trimmed from each end (g = 1, h = 8): the mean of 2…9 is 5.5; winsorized
+// to 2,2,3,…,8,9,9 (mean 5.5, sum of squares 66.5) the standard error is
+// √(66.5/(8·7)) = 1.089725. The wild 100 moves neither. Untrimmed, they
+// are the mean and s/√n.
+func TestTrimmedMean(t *testing.T) {
+	x := []float64{9, 1, 100, 3, 2, 5, 4, 7, 6, 8}
+	m, se := stats.TrimmedMean(x, 0.1)
+	assert.InDelta(t, 5.5, m, 1e-12)
+	assert.InDelta(t, math.Sqrt(66.5/56), se, 1e-12)
+	assert.Equal(t, []float64{9, 1, 100, 3, 2, 5, 4, 7, 6, 8}, x, "x is not reordered")
+	m, se = stats.TrimmedMean([]float64{1, 2, 3, 4}, 0.1) // g = 0
+	assert.InDelta(t, 2.5, m, 1e-12)
+	assert.InDelta(t, math.Sqrt(5.0/3)/2, se, 1e-12)
+}
+
+// The trimmed plan keeps its promise too, and one wild pair in twenty
+// barely widens its interval, where it would widen Student's to its own
+// size.
+func TestTrimmedRepeatedIntervals(t *testing.T) {
+	b, err := stats.SequentialPlan{First: 3, Max: 20, Alpha: 0.05, Spend: stats.PocockSpending, Trim: 0.1}.Bounds()
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(9, 9))
+	const paths = 10000
+	missed := 0
+	for range paths {
+		ref, cand := make([]float64, 0, 20), make([]float64, 0, 20)
+		hit := false
+		for n := 1; n <= 20; n++ {
+			ref, cand = append(ref, 1), append(cand, math.Exp(0.1*rng.NormFloat64()))
+			if n >= 3 {
+				iv, err := stats.RepeatedLogRatio(ref, cand, b)
+				require.NoError(t, err)
+				hit = hit || iv.Lo > 1 || iv.Hi < 1
+			}
+		}
+		if hit {
+			missed++
+		}
+	}
+	assert.InDelta(t, 0.05, float64(missed)/paths, 0.008, "%d of %d paths missed at some look", missed, paths)
+
+	plain, err := stats.SequentialPlan{First: 3, Max: 20, Alpha: 0.05, Spend: stats.PocockSpending}.Bounds()
+	require.NoError(t, err)
+	ref, cand := make([]float64, 20), make([]float64, 20)
+	for i := range ref {
+		ref[i], cand[i] = 1, math.Exp(0.02*float64(i%5-2))
+	}
+	cand[7] = math.Exp(1.2) // one disturbed round
+	trimmed, err := stats.RepeatedLogRatio(ref, cand, b)
+	require.NoError(t, err)
+	mean, err := stats.RepeatedLogRatio(ref, cand, plain)
+	require.NoError(t, err)
+	assert.Less(t, trimmed.LogHalfWidth, 0.06, "trimmed: %.3f (%.3f–%.3f)", trimmed.Ratio, trimmed.Lo, trimmed.Hi)
+	assert.Greater(t, mean.LogHalfWidth, 0.15, "mean: %.3f (%.3f–%.3f)", mean.Ratio, mean.Lo, mean.Hi)
+	assert.InDelta(t, 0.1, trimmed.Trim, 0)
+}

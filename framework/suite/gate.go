@@ -245,8 +245,8 @@ func (s *Suite) decide(ms []gate.Measurement) (gate.Verdict, error) {
 func (s *Suite) levelNote(v gate.Verdict) string {
 	if q := v.Sequential; q != nil {
 		return fmt.Sprintf("looked after every round from %d to at most %d (-max-count) pairs a point, each decision at its first conclusive look; "+
-			"its repeated intervals cover the ratio at every look at once at %.2f %%, so that the verdict, of at most %d decisions, is wrong at most %.0f %% of the time",
-			gate.MinPairsToDecide, q.Max, v.Confidence*100, q.Decisions, gate.VerdictAlpha*100)
+			"its repeated intervals (log ratios trimmed by %.0f %% at each end) cover the ratio at every look at once at %.2f %%, so that the verdict, of at most %d decisions, is wrong at most %.0f %% of the time",
+			gate.MinPairsToDecide, q.Max, gate.Trim*100, v.Confidence*100, q.Decisions, gate.VerdictAlpha*100)
 	}
 	looks := s.gateLooks()
 	if looks == 1 {
