@@ -25,12 +25,7 @@ func (g *Gate) Check(scenarios []Labels) error {
 	if len(scenarios) == 0 {
 		return fmt.Errorf("%s: no scenarios to gate", g.File)
 	}
-	known := map[string]bool{}
-	for _, s := range scenarios {
-		for k := range s {
-			known[k] = true
-		}
-	}
+	known := knownLabels(scenarios)
 	var errs []error
 	for i, r := range g.Rules {
 		field := fmt.Sprintf("rules[%d].match", i)
@@ -64,12 +59,7 @@ func (g *Gate) Check(scenarios []Labels) error {
 // otherwise gate nothing, silently). It returns every such rule, each a
 // [*verdict.FixtureError].
 func (g *Gate) CheckLabels(scenarios []Labels) error {
-	known := map[string]bool{}
-	for _, s := range scenarios {
-		for k := range s {
-			known[k] = true
-		}
-	}
+	known := knownLabels(scenarios)
 	var errs []error
 	for i, r := range g.Rules {
 		if err := g.checkLabels(r, fmt.Sprintf("rules[%d].match", i), known); err != nil {
@@ -77,6 +67,17 @@ func (g *Gate) CheckLabels(scenarios []Labels) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// knownLabels is the set of label names the scenarios have.
+func knownLabels(scenarios []Labels) map[string]bool {
+	known := map[string]bool{}
+	for _, s := range scenarios {
+		for k := range s {
+			known[k] = true
+		}
+	}
+	return known
 }
 
 // Unused returns the rules that gated none of ms, in file order: what a

@@ -187,13 +187,19 @@ func (g *Gate) decide(ms []Measurement, conf float64) (Verdict, error) {
 	if err := g.checkMeasurements(ms); err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Confidence: conf}
+	return g.decideEach(ms, Verdict{Confidence: conf}, func(r Rule, m Measurement) (Decision, error) { return decideOne(r, m, conf) })
+}
+
+// decideEach adds to v the decision one makes of each measurement a rule
+// gates, and their worst outcome; it fails when one fails or nothing is
+// gated.
+func (g *Gate) decideEach(ms []Measurement, v Verdict, one func(Rule, Measurement) (Decision, error)) (Verdict, error) {
 	for _, m := range ms {
 		r, ok := g.Rule(m.Scenario, m.Metric)
 		if !ok {
 			continue
 		}
-		d, err := decideOne(r, m, conf)
+		d, err := one(r, m)
 		if err != nil {
 			return Verdict{}, err
 		}

@@ -85,23 +85,7 @@ func (g *Gate) DecideSequential(ms []Measurement, q Sequential) (Verdict, error)
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Confidence: 1 - q.Alpha(), Sequential: &q}
-	for _, m := range ms {
-		r, ok := g.Rule(m.Scenario, m.Metric)
-		if !ok {
-			continue
-		}
-		d, err := decideLooks(r, m, b)
-		if err != nil {
-			return Verdict{}, err
-		}
-		v.Decisions = append(v.Decisions, d)
-		v.Outcome = max(v.Outcome, d.Outcome)
-	}
-	if len(v.Decisions) == 0 {
-		return Verdict{}, fmt.Errorf("%s: no measurement is gated by any rule", g.File)
-	}
-	return v, nil
+	return g.decideEach(ms, Verdict{Confidence: 1 - q.Alpha(), Sequential: &q}, func(r Rule, m Measurement) (Decision, error) { return decideLooks(r, m, b) })
 }
 
 // decideLooks is one measurement's sequential decision: its first

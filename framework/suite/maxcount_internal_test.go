@@ -162,6 +162,39 @@ func TestMaxCountStopsWhenCancelled(t *testing.T) {
 	assert.Empty(t, p.calls)
 }
 
+// candidatePoint is one point of a gate with a candidate in the run:
+// round(rep) adds a reference at 400 millicores of sidecar CPU and a
+// candidate at 400·up(rep), the rest alike; calls lists the rounds run
+// after the first 3, which it runs, as Sweep does.
+type candidatePoint struct {
+	runs  map[target.Arm][]report.Record
+	up    func(rep int) float64
+	calls []int
+}
+
+func newCandidatePoint(up func(rep int) float64) *candidatePoint {
+	p := &candidatePoint{runs: map[target.Arm][]report.Record{}, up: up}
+	for rep := range 3 {
+		p.round(rep)
+	}
+	p.calls = nil
+	return p
+}
+
+func (p *candidatePoint) round(rep int) {
+	p.calls = append(p.calls, rep)
+	p.runs[target.Reference] = append(p.runs[target.Reference], syntheticRecord(target.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60}))
+	p.runs[target.Candidate] = append(p.runs[target.Candidate], syntheticRecord(target.Candidate, rep, figures{sidecarMC: 400 * p.up(rep), appMC: 200, qps: 2000, rssMiB: 60}))
+}
+
+// sequentialSuite is a Suite gating a candidate with -count 3 and
+// -max-count 8, logging into log.
+func sequentialSuite(t *testing.T, log *bytes.Buffer) *Suite {
+	s := NewWithConfig(&Config{Candidate: "caddy+no-keepalive", Repeats: 3, MaxCount: 8})
+	s.gate, s.Log = testGateFixture(t), log
+	return s
+}
+
 // With -candidate the gate adds one interleaved pair at a time and decides
 // after each (gate.DecideSequential): a candidate that alternates ±e^0.1
 // around the CPU limit against a steady reference (log ratios ln 1.1 ±
@@ -169,30 +202,15 @@ func TestMaxCountStopsWhenCancelled(t *testing.T) {
 // of 8, saying so before each, and stops there, inconclusive on all 8.
 func TestMaxCountWithACandidateStopsAtTheBudget(t *testing.T) {
 	var log bytes.Buffer
-	s := NewWithConfig(&Config{Candidate: "caddy+no-keepalive", Repeats: 3, MaxCount: 8})
-	s.gate, s.Log = testGateFixture(t), &log
-	runs := map[target.Arm][]report.Record{}
-	var calls []int
-	round := func(rep int) {
-		calls = append(calls, rep)
-		up := 1.1 * math.Exp(0.1*float64(1-rep%2*2))
-		runs[target.Reference] = append(runs[target.Reference], syntheticRecord(target.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60}))
-		runs[target.Candidate] = append(runs[target.Candidate], syntheticRecord(target.Candidate, rep, figures{sidecarMC: 400 * up, appMC: 200, qps: 2000, rssMiB: 60}))
-	}
-	for rep := range 3 {
-		round(rep)
-	}
-	calls = nil
-	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", runs, round)
-	assert.Equal(t, []int{3, 4, 5, 6, 7}, calls)
+	s := sequentialSuite(t, &log)
+	p := newCandidatePoint(func(rep int) float64 { return 1.1 * math.Exp(0.1*float64(1-rep%2*2)) })
+	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", p.runs, p.round)
+	assert.Equal(t, []int{3, 4, 5, 6, 7}, p.calls)
 	for n := 3; n < 8; n++ {
 		assert.Contains(t, log.String(), fmt.Sprintf("gate undecided after %d rounds: sidecarCPUPer1kReq ", n))
 		assert.Contains(t, log.String(), fmt.Sprintf("; round %d of at most 8\n", n+1))
 	}
-	var recs []report.Record
-	for _, arm := range []target.Arm{target.Reference, target.Candidate} {
-		recs = append(recs, runs[arm]...)
-	}
+	recs := append(p.runs[target.Reference], p.runs[target.Candidate]...)
 	ms := gateMeasurements(s.gate, recs)
 	v, err := s.gate.DecideSequential(ms, s.gateSequential("", ms))
 	require.NoError(t, err)
@@ -205,22 +223,10 @@ func TestMaxCountWithACandidateStopsAtTheBudget(t *testing.T) {
 // fails at the first look, after the -count rounds, and no round is added.
 func TestSequentialGateStopsOnAFail(t *testing.T) {
 	var log bytes.Buffer
-	s := NewWithConfig(&Config{Candidate: "caddy+no-keepalive", Repeats: 3, MaxCount: 8})
-	s.gate, s.Log = testGateFixture(t), &log
-	runs := map[target.Arm][]report.Record{}
-	var calls []int
-	round := func(rep int) {
-		calls = append(calls, rep)
-		up := 3 * math.Exp(0.01*float64(1-rep%2*2))
-		runs[target.Reference] = append(runs[target.Reference], syntheticRecord(target.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60}))
-		runs[target.Candidate] = append(runs[target.Candidate], syntheticRecord(target.Candidate, rep, figures{sidecarMC: 400 * up, appMC: 200, qps: 2000, rssMiB: 60}))
-	}
-	for rep := range 3 {
-		round(rep)
-	}
-	calls = nil
-	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", runs, round)
-	assert.Empty(t, calls)
+	s := sequentialSuite(t, &log)
+	p := newCandidatePoint(func(rep int) float64 { return 3 * math.Exp(0.01*float64(1-rep%2*2)) })
+	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", p.runs, p.round)
+	assert.Empty(t, p.calls)
 	assert.Empty(t, log.String())
 }
 
