@@ -49,20 +49,8 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			arms = a.Arms()
 		}
 	}
-	reps, most := s.reps(), s.roundsAtMost()
-	per := s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
-	total := len(conc) * len(arms) * reps
-	if f := sc.Workload.Flow; f != nil {
-		per = f.Ramp() + s.Config.Duration + 300*time.Millisecond
-	}
-	if most > reps {
-		s.logf("%s: %s, %s=%v, %d interleaved rounds each, then one at a time while the gate is undecided, up to %d: %d to %d runs, about %v to %v",
-			label(b, sc), sc.Workload.Path, key, conc, reps, most, total, total/reps*most,
-			(time.Duration(total) * per).Round(time.Second), (time.Duration(total/reps*most) * per).Round(time.Second))
-	} else {
-		s.logf("%s: %s, %s=%v, %d interleaved rounds each: %d runs, about %v",
-			label(b, sc), sc.Workload.Path, key, conc, reps, total, (time.Duration(total) * per).Round(time.Second))
-	}
+	reps := s.reps()
+	total, per := s.logPlan(b, sc, key, conc, len(arms))
 	done := 0
 	for _, c := range conc {
 		b.Run(key+"="+strconv.Itoa(c), func(b *testing.B) {
@@ -95,6 +83,26 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			}
 		})
 	}
+}
+
+// logPlan prints a point sweep's plan, its runs and their time, and
+// returns the runs of its -count rounds and the time one run takes.
+func (s *Suite) logPlan(b *testing.B, sc Scenario, key string, conc []int, arms int) (total int, per time.Duration) {
+	reps, most := s.reps(), s.roundsAtMost()
+	per = s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
+	total = len(conc) * arms * reps
+	if f := sc.Workload.Flow; f != nil {
+		per = f.Ramp() + s.Config.Duration + 300*time.Millisecond
+	}
+	if most > reps {
+		s.logf("%s: %s, %s=%v, %d interleaved rounds each, then one at a time while the gate is undecided, up to %d: %d to %d runs, about %v to %v",
+			label(b, sc), sc.Workload.Path, key, conc, reps, most, total, total/reps*most,
+			(time.Duration(total) * per).Round(time.Second), (time.Duration(total/reps*most) * per).Round(time.Second))
+	} else {
+		s.logf("%s: %s, %s=%v, %d interleaved rounds each: %d runs, about %v",
+			label(b, sc), sc.Workload.Path, key, conc, reps, total, (time.Duration(total) * per).Round(time.Second))
+	}
+	return total, per
 }
 
 // fatalf also logs the failure: under testing.Benchmark a failed
