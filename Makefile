@@ -33,7 +33,9 @@ test: tools
 ## cluster, sweeps both paths at c=1 and c=8, baseline against the
 ## bring-your-own sidecar mesh, then the loadgen placements, the backend's
 ## sidecar killed and the frontend's stopped (restart) mid-window, checks
-## fixtures/thresholds/kind.yaml and deletes the cluster; then, on a
+## fixtures/thresholds/kind.yaml and deletes the cluster; then the upgrade
+## gate on a new 3-node cluster (TestKindCandidateGateE2E: an A/A gate must
+## not fail, a +no-keepalive candidate must fail on sidecar CPU); then, on a
 ## one-node cluster, installs and uninstalls a stand-in mesh chart and
 ## Istio's own charts with the Helm installer.
 e2e:
@@ -43,7 +45,7 @@ e2e:
 	nginx=$$(hack/offline/images.sh nginx | tail -n 1); \
 	hack/offline/images.sh go meshbench/mbloadgen:dev ./cmd/mbloadgen >/dev/null; \
 	MESHBENCH_KIND_E2E=1 MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev \
-		$(GO) test -count=1 -timeout 40m -run TestKindE2E -v ./framework/suite; \
+		$(GO) test -count=1 -timeout 60m -run 'TestKindE2E$$|TestKindCandidateGateE2E$$' -v ./framework/suite; \
 	charts=$$($(GO) mod download -json $(ISTIO_CHARTS) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/manifests/charts; \
 	MESHBENCH_KUBE_E2E=kind MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_ISTIO_CHARTS=$$charts \
 		$(GO) test -count=1 -timeout 20m -run TestMeshInstallOnCluster -v ./framework/target/kube; \

@@ -6,6 +6,7 @@
 //	meshbench pin go.mod                                # caddy@v2.11.9
 //	meshbench report results/20261130T170000Z-local.json
 //	meshbench report -o out -format md -prices my-prices.yaml base.json candidate.json
+//	meshbench calibrate -o fixtures/thresholds/local.yaml quiet1.json quiet2.json
 //
 // gate runs the gate's benchmark with go test and exits with its verdict,
 // which go test's own exit code (1 for anything) cannot carry; verdict
@@ -56,7 +57,9 @@ const usage = `usage:
       the verdict a gated run stored, as Markdown, with the same exit code
   meshbench pin [GO.MOD]
       the local sidecar a go.mod pins, as -sidecar takes it (caddy@v2.11.9)
-  meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]`
+  meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]
+  meshbench calibrate [-o FIXTURE] [-note TEXT] RESULTS.json [MORE.json]
+      a threshold fixture from quiet runs: each point's limits between the quiet intervals and a doubling`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -71,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return pinCmd(args[1:], stdout)
 	case "report":
 		return reportCmd(args[1:], stdout, stderr)
+	case "calibrate":
+		return calibrateCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

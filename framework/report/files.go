@@ -77,7 +77,7 @@ func WriteFiles(dir string, ins []Input, fs []Format, o Options) ([]string, erro
 	var paths []string
 	for i, f := range fs {
 		p := filepath.Join(dir, name+"."+string(f))
-		if err := os.WriteFile(p, bufs[i].Bytes(), 0o644); err != nil {
+		if err := WriteAtomic(p, bufs[i].Bytes(), 0o644); err != nil {
 			return paths, fmt.Errorf("write report: %w", err)
 		}
 		paths = append(paths, p)

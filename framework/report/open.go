@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -40,13 +41,20 @@ func Open(paths ...string) ([]Input, error) {
 }
 
 func openOne(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	r, err := decode(path, data)
-	if err != nil {
-		return nil, err
+	var r *Results
+	if strings.HasSuffix(path, JournalExt) { // a run still going, or killed
+		var err error
+		if r, _, err = ReadJournal(path); err != nil {
+			return nil, err
+		}
+	} else {
+		data, err := readFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if r, err = decode(path, data); err != nil {
+			return nil, err
+		}
 	}
 	// An upgrade gate's run (baseline, reference, candidate) is reported
 	// as the suite reports it at the end of the run.
@@ -211,4 +219,22 @@ func lastField(data []byte) (string, int64) {
 			}
 		}
 	}
+}
+
+// readFile reads a results file, gunzipping one whose name ends in .gz
+// (results kept in a repository, e.g. a fixture's calibration runs).
+func readFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil || !strings.HasSuffix(path, ".gz") {
+		return data, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	defer zr.Close()
+	if data, err = io.ReadAll(zr); err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	return data, nil
 }

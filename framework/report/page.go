@@ -91,6 +91,8 @@ func (r run) Verdict() (string, []string) {
 		return "INVALID", []string{fmt.Sprintf("%d invalid run(s): the limits prove nothing on them; see the reasons below", invalid)}
 	case res.Thresholds == "":
 		return "NOT GATED", []string{"thresholds were off (-thresholds=none)"}
+	case len(res.Undecided) > 0:
+		return "UNDECIDED", append([]string{fmt.Sprintf("no limit of %s was broken, but %d comparison(s) are undecided: their intervals hold the limit; more repeats (-count) decide them", res.Thresholds, len(res.Undecided))}, res.Undecided...)
 	}
 	return "PASS", []string{"every limit of " + res.Thresholds + " held"}
 }

@@ -29,9 +29,14 @@ type Results struct {
 	// Proofs are the edges each arm's requests went through, per path.
 	Proofs []Proof `json:"proofs,omitempty"`
 	// Thresholds is the fixture file checked ("" when the gate was off),
-	// Breaches the limits the run broke, one line each.
-	Thresholds string   `json:"thresholds,omitempty"`
-	Breaches   []string `json:"breaches,omitempty"`
+	// ThresholdsChecked how many comparisons (scenario × metric) it
+	// judged, Breaches the limits the run broke (the whole interval
+	// beyond), and Undecided the comparisons whose interval held the limit,
+	// one line each.
+	Thresholds        string   `json:"thresholds,omitempty"`
+	ThresholdsChecked int      `json:"thresholdsChecked,omitempty"`
+	Breaches          []string `json:"breaches,omitempty"`
+	Undecided         []string `json:"undecided,omitempty"`
 	// Gate is the upgrade gate's fixture, GateDecisions its decision per
 	// scenario and metric (interval, outcome, pairs needed).
 	Gate          string `json:"gate,omitempty"`
@@ -40,6 +45,12 @@ type Results struct {
 	// level of its intervals and its sequential plan beside the decisions,
 	// which `meshbench verdict` reads back.
 	GateVerdict any `json:"gateVerdict,omitempty"`
+	// Partial, when set, says why this file holds only part of the run's
+	// plan and what stopped it: a signal, a full disk, the deadline, or
+	// an earlier run killed before it finished (recovered from its
+	// journal). Its figures are real, but its verdict covers only what
+	// was measured.
+	Partial string `json:"partial,omitempty"`
 	// Reference is the stored run the gate compared this run against
 	// (-reference), when it did.
 	Reference *StoredReference `json:"reference,omitempty"`
@@ -83,7 +94,7 @@ func Write(dir string, r *Results) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode results: %w", err)
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := WriteAtomic(path, data, 0o644); err != nil {
 		return "", fmt.Errorf("write results: %w", err)
 	}
 	return path, nil

@@ -366,6 +366,29 @@ func (c *Config) checkClusterWide() []error {
 	return nil
 }
 
+// setFlags are the flags given on the command line.
+func setFlags() map[string]bool {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// checkZeros refuses a zero the user wrote where zero would otherwise
+// stand for the default: -duration 0s is not a 3 s window, and -count 0
+// measures nothing anyone can compare.
+func (c *Config) checkZeros(set map[string]bool) error {
+	var errs []error
+	if set["duration"] && c.Duration == 0 {
+		errs = append(errs, errors.New("-duration=0s: a window must be > 0; leave -duration out for the default (3s on the local target, 10s on a cluster)"))
+	}
+	if set["test.count"] {
+		if f := flag.Lookup("test.count"); f != nil && f.Value.String() == "0" {
+			errs = append(errs, fmt.Errorf("-count=0: measures no round to compare; leave -count out for the default (%d interleaved rounds), or give at least 1", c.DefaultRepeats))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // checkLoad checks the load flags and fills in the window's default.
 func (c *Config) checkLoad() []error {
 	var errs []error

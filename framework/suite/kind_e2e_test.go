@@ -38,7 +38,9 @@ import (
 // placements and the fault scenario (placementAndFault); and the cluster
 // deleted whatever happens. `make e2e` starts dockerd and builds the
 // images it needs. MESHBENCH_KIND_CLUSTER names the cluster (default
-// meshbench-e2e-<n>).
+// meshbench-e2e-<n>); MESHBENCH_E2E_RESULTS keeps the results files in a
+// directory (they calibrate fixtures/thresholds/kind.yaml: `meshbench
+// calibrate`).
 func TestKindE2E(t *testing.T) {
 	if os.Getenv("MESHBENCH_KIND_E2E") == "" {
 		t.Skip("set MESHBENCH_KIND_E2E=1 and run `make e2e`, which starts dockerd and builds the node, nginx and loadgen images")
@@ -289,7 +291,7 @@ func kindSuite(t *testing.T, args ...string) (*suite.Suite, *suite.Config) {
 		"-target", "kind", "-concurrency", "1,8", "-duration", "10s", "-warmup", "3s",
 		"-nginx-image", envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9"),
 		"-loadgen-image", envOr("MESHBENCH_LOADGEN_IMAGE", "meshbench/mbloadgen:dev"),
-		"-results", t.TempDir(),
+		"-results", envOr("MESHBENCH_E2E_RESULTS", t.TempDir()),
 	}, args...)))
 	require.NoError(t, cfg.Normalize())
 	s := suite.NewWithConfig(cfg)
@@ -298,13 +300,21 @@ func kindSuite(t *testing.T, args ...string) (*suite.Suite, *suite.Config) {
 	return s, cfg
 }
 
+// kindThresholdRounds is how many rounds TestKindE2E's sweep of both
+// paths runs.
+const kindThresholdRounds = 3
+
 // sweepBothPaths sweeps one-hop and two-hop and checks what every run
 // must show: valid, without errors, with requests.
 func sweepBothPaths(t *testing.T, s *suite.Suite) []report.Record {
 	t.Helper()
+	// Three interleaved pairs, as fixtures/thresholds/kind.yaml was
+	// calibrated on: a threshold fails only when every pair is beyond it.
+	s.Config.Repeats = kindThresholdRounds
 	sweep(s, target.OneHop, target.TwoHop)
+	s.Config.Repeats = 1
 	recs := s.Records()
-	require.Len(t, recs, 2*2*2, "2 paths × 2 concurrencies × 2 arms")
+	require.Len(t, recs, 2*2*2*kindThresholdRounds, "2 paths × 2 concurrencies × 2 arms × rounds")
 	for _, r := range recs {
 		assert.True(t, r.Valid(), "%s invalid: %v", r.Name(), r.Invalid)
 		assert.Zero(t, r.Load.Errors, "%s: errors", r.Name())

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -42,6 +43,9 @@ func (s *Suite) Environment() env.Environment {
 	if err == nil {
 		s.Config.Kubeconfig, s.Config.KubeContext = envCfg.KubeconfigFile(), envCfg.KubeContext()
 		s.Config.Namespace = envCfg.Namespace()
+		err = s.Config.checkZeros(setFlags())
+	}
+	if err == nil {
 		err = s.Config.Normalize()
 	}
 	if err == nil {
@@ -54,7 +58,9 @@ func (s *Suite) Environment() env.Environment {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	s.ctx, s.started, s.stop, s.done = ctx, time.Now(), stop, make(chan struct{})
+	s.sigCtx, s.started, s.stop, s.done = ctx, time.Now(), stop, make(chan struct{})
+	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	s.readDeadline()
 	go s.onInterrupt(ctx)
 	testenv, err := env.NewWithContext(ctx, envCfg)
 	if err != nil {
@@ -75,7 +81,11 @@ func (s *Suite) onInterrupt(ctx context.Context) {
 			return
 		default:
 		}
-		s.logf("interrupted (%v): stopping every process and exiting", context.Cause(ctx))
+		s.logf("interrupted (%v): writing what was measured, then stopping every process", context.Cause(ctx))
+		s.cancel(context.Cause(ctx))
+		if err := s.summarizeOnce(); err != nil && !errors.Is(err, errPartial) {
+			s.logf("%v", err)
+		}
 		if err := s.close(); err != nil {
 			s.logf("teardown: %v", err)
 		}
@@ -141,17 +151,21 @@ func (s *Suite) CheckFixtures(ctx context.Context, _ *envconf.Config) (context.C
 	if s.Config.ThresholdsNote != "" {
 		s.logf("%s", s.Config.ThresholdsNote)
 	}
-	if s.Config.Thresholds == "none" {
+	if s.Config.Thresholds != "none" {
+		th, err := verdict.Load(s.Config.Thresholds)
+		if err != nil {
+			return ctx, err
+		}
+		if want := s.fixtureTarget(); th.Target != want {
+			return ctx, fmt.Errorf("thresholds: %s:%d: target: the fixture is for %q, this run is %q; pass -thresholds with a fixture for %s, or -thresholds none",
+				th.File, th.TargetLine, th.Target, want, want)
+		}
+		s.thresholds = th
+	}
+	if !benchmarking() {
 		return ctx, nil
 	}
-	th, err := verdict.Load(s.Config.Thresholds)
-	if err != nil {
-		return ctx, err
-	}
-	if want := s.fixtureTarget(); th.Target != want {
-		return ctx, fmt.Errorf("thresholds: %s: target: the fixture is for %q, this run is %q; pass -thresholds with a fixture for %s, or -thresholds none", th.File, th.Target, want, want)
-	}
-	return ctx, nil
+	return ctx, s.openJournal()
 }
 
 // fixtureTarget is what a fixture's target: must say for this run.

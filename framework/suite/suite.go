@@ -50,8 +50,23 @@ type Suite struct {
 	// clean for benchstat.
 	Log io.Writer
 
-	ctx     context.Context
-	started time.Time
+	// ctx ends on a signal (sigCtx) or when the run stops measuring
+	// early (cancel: a full disk, the deadline); partial says why.
+	ctx      context.Context
+	sigCtx   context.Context
+	cancel   context.CancelCauseFunc
+	partial  string
+	started  time.Time
+	deadline time.Time // from go test's -timeout; zero for none
+	// journal holds every run on disk as soon as it is measured; loadLog
+	// tallies the loadgen's log lines, written whole to logFile.
+	journal *report.Journal
+	loadLog *load.LogTally
+	logFile *os.File
+	// thresholds is -thresholds, read once before anything is measured.
+	thresholds *verdict.Thresholds
+	sumOnce    sync.Once
+	sumErr     error
 
 	once  sync.Once
 	tg    target.Target
@@ -119,8 +134,7 @@ const GateRepeats = 6
 // -benchtime to 1x unless set: the load, not b.N, decides how long a run
 // takes.
 func (s *Suite) defaultRepeats() {
-	set := map[string]bool{}
-	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := setFlags()
 	s.Config.ConcurrencySet = s.Config.ConcurrencySet || set["concurrency"]
 	if n := s.Config.defaultCount(set); n > 0 {
 		_ = flag.Set("test.count", fmt.Sprint(n))
@@ -161,7 +175,8 @@ func (s *Suite) target() (target.Target, error) {
 			mk = s.defaultTarget
 		}
 		if s.ctx == nil {
-			s.ctx, s.started = context.Background(), time.Now()
+			s.ctx, s.cancel = context.WithCancelCause(context.Background())
+			s.started = time.Now()
 		}
 		start := time.Now()
 		s.logf("setting up the %s target", s.Config.Target)
@@ -290,8 +305,15 @@ func (s *Suite) Records() []report.Record {
 // Finish summarizes and tears the target down, for tests that drive a
 // Suite without Main. The error holds one line per breach.
 func (s *Suite) Finish() error {
-	err := s.summarize()
+	err := s.summarizeOnce()
 	return errors.Join(err, s.close())
+}
+
+// summarizeOnce summarizes once, whoever asks first: the Report step, or
+// the signal handler writing what an interrupted run measured.
+func (s *Suite) summarizeOnce() error {
+	s.sumOnce.Do(func() { s.sumErr = s.summarize() })
+	return s.sumErr
 }
 
 // summarize compares the arms, writes the results file, prints the
@@ -299,34 +321,18 @@ func (s *Suite) Finish() error {
 func (s *Suite) summarize() error {
 	recs := s.Records()
 	if len(recs) == 0 {
-		return nil
+		return errors.Join(s.journal.Remove(), s.partialErr())
 	}
 	cs := report.Compare(recs)
 	res := &report.Results{
 		Schema: report.Schema, Started: s.started, Finished: time.Now(), Command: os.Args,
 		Settings: s.Config, Records: recs, Comparisons: cs, Proofs: report.Proofs(recs),
+		Partial: s.partialReason(),
 	}
 	if s.tg != nil {
 		res.Environment = s.tg.Environment()
 	}
-	var verr error
-	if s.Config.Thresholds != "none" {
-		res.Thresholds = s.Config.Thresholds
-		th, err := verdict.Load(s.Config.Thresholds)
-		if err != nil {
-			verr = fmt.Errorf("thresholds: %w", err)
-		} else {
-			obs := make([]verdict.Observation, len(cs))
-			for i, c := range cs {
-				obs[i] = c.Observation()
-			}
-			v := th.Check(obs)
-			verr = v.Err()
-			for _, b := range v.Breaches {
-				res.Breaches = append(res.Breaches, b.Error())
-			}
-		}
-	}
+	verr := s.checkThresholds(cs, res)
 	gerr := s.judge(os.Stdout, res)
 	path, werr := report.Write(s.Config.ResultsDir, res)
 	fmt.Fprintln(os.Stdout)
@@ -336,6 +342,7 @@ func (s *Suite) summarize() error {
 	report.PrintExtraHops(os.Stdout, progressPrefix, report.ExtraHops(cs))
 	report.PrintProofs(os.Stdout, progressPrefix, res.Proofs)
 	fmt.Fprintln(os.Stdout, progressPrefix+report.FormatShares(report.MeasuredShares(recs, s.started, res.Finished, s.Config.Warmup)))
+	werr = s.settleJournal(werr)
 	if werr == nil {
 		fmt.Fprintf(os.Stdout, progressPrefix+"results: %s\n", path)
 		var reports []string
@@ -360,11 +367,68 @@ func (s *Suite) summarize() error {
 		fmt.Fprintln(os.Stdout, progressPrefix+"thresholds: off (-thresholds=none)")
 	case verr == nil && ierr != nil:
 		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: the limits held, on figures that include invalid runs\n", s.Config.Thresholds)
+	case verr == nil && len(res.Undecided) > 0:
+		for _, u := range res.Undecided {
+			fmt.Fprintln(os.Stdout, progressPrefix+u)
+		}
+		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: no limit was broken, but %d of %d comparisons are undecided (listed above): their intervals hold the limit; run more repeats (-count) to decide them\n",
+			s.Config.Thresholds, len(res.Undecided), res.ThresholdsChecked)
 	case verr == nil:
-		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: every limit held\n", s.Config.Thresholds)
+		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: every limit held, on the whole interval of each of %d comparisons\n", s.Config.Thresholds, res.ThresholdsChecked)
 	}
-	s.otherErr = errors.Join(werr, verr, ierr)
-	return errors.Join(werr, verr, ierr, gerr)
+	perr := s.partialErr()
+	s.otherErr = errors.Join(werr, verr, ierr, perr)
+	return errors.Join(werr, verr, ierr, gerr, perr)
+}
+
+// settleJournal removes the journal once the results file holds it all,
+// and otherwise says where the measured runs are.
+func (s *Suite) settleJournal(werr error) error {
+	if s.journal == nil {
+		return werr
+	}
+	if werr != nil {
+		return fmt.Errorf("%w; every run measured is in the journal %s (go run ./cmd/meshbench report %s)", werr, s.journal.Path, s.journal.Path)
+	}
+	return s.journal.Remove()
+}
+
+// partialErr fails a run that stopped before the end of its plan.
+func (s *Suite) partialErr() error {
+	if why := s.partialReason(); why != "" {
+		return fmt.Errorf("%w: %s; the results file holds what was measured, marked partial", errPartial, why)
+	}
+	return nil
+}
+
+// checkThresholds checks the comparisons against -thresholds, on their
+// intervals, and records the breaches and the undecided comparisons in
+// res. The error holds one line per breach and per uncovered scenario.
+func (s *Suite) checkThresholds(cs []report.Comparison, res *report.Results) error {
+	if s.Config.Thresholds == "none" {
+		return nil
+	}
+	res.Thresholds = s.Config.Thresholds
+	th := s.thresholds
+	if th == nil { // a Suite driven without CheckFixtures
+		var err error
+		if th, err = verdict.Load(s.Config.Thresholds); err != nil {
+			return fmt.Errorf("thresholds: %w", err)
+		}
+	}
+	obs := make([]verdict.Observation, len(cs))
+	for i, c := range cs {
+		obs[i] = c.Observation()
+	}
+	v := th.Check(obs)
+	res.ThresholdsChecked = v.Checked
+	for _, b := range v.Breaches {
+		res.Breaches = append(res.Breaches, b.Error())
+	}
+	for _, u := range v.Undecided {
+		res.Undecided = append(res.Undecided, u.Error())
+	}
+	return v.Err()
 }
 
 // close tears the target down once. A second caller (Finish racing the
@@ -396,6 +460,7 @@ func (s *Suite) close() error {
 			s.logf("target %s torn down in %v", tg.Name(), time.Since(start).Round(time.Millisecond))
 		}
 		s.closeErr = errors.Join(s.closeErr, s.deleteCluster(context.Background()))
+		s.closeLog()
 	})
 	return s.closeErr
 }

@@ -30,6 +30,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	}
 	sc.Name = cmp.Or(sc.Name, s.Name)
 	s.planGate(b, sc)
+	s.planThresholds(b, sc)
 	if len(sc.Axes) > 0 {
 		s.sweepAxis(b, sc)
 		return
@@ -42,23 +43,20 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 		b.Skipf("%s: skipped on the %s target: %v", label(b, sc), tg.Name(), err)
 	}
 	key, conc := s.concurrency(sc)
-	arms := sc.Arms
-	if len(arms) == 0 {
-		arms = target.Arms
-		if a, ok := tg.(target.Armed); ok {
-			arms = a.Arms()
-		}
-	}
+	arms := armsOf(tg, sc)
 	reps := s.reps()
 	total, per := s.logPlan(b, sc, key, conc, len(arms))
 	done := 0
 	for _, c := range conc {
 		b.Run(key+"="+strconv.Itoa(c), func(b *testing.B) {
-			if err := s.ctx.Err(); err != nil {
-				b.Fatalf("not started: %v", context.Cause(s.ctx))
+			if !s.beforeRound(time.Duration(len(arms)) * per) {
+				s.notStarted(b)
 			}
 			runs := map[target.Arm][]report.Record{}
 			round := func(rep int) {
+				if rep > 0 && !s.beforeRound(time.Duration(len(arms))*per) {
+					s.notStarted(b)
+				}
 				if rep >= reps { // a round the gate added: the plan grows by one
 					total += len(arms)
 				}
@@ -113,6 +111,28 @@ func (s *Suite) fatalf(b *testing.B, format string, args ...any) {
 	s.mu.Unlock()
 	s.logf("FAIL: "+format, args...)
 	b.Fatalf(format, args...)
+}
+
+// armsOf is the arms sc measures: its own, or the target's.
+func armsOf(tg target.Target, sc Scenario) []target.Arm {
+	if len(sc.Arms) > 0 {
+		return sc.Arms
+	}
+	if a, ok := tg.(target.Armed); ok {
+		return a.Arms()
+	}
+	return target.Arms
+}
+
+// notStarted ends a sub-benchmark whose round cannot start: skipped when
+// the run stopped measuring early (a full disk, the deadline: the results
+// say partial, with why), failed on a signal.
+func (s *Suite) notStarted(b *testing.B) {
+	cause := context.Cause(s.ctx)
+	if s.sigCtx == nil || s.sigCtx.Err() == nil {
+		b.Skipf("not measured: %v", cause)
+	}
+	b.Fatalf("not started: %v", cause)
 }
 
 // sweepAxis runs sc once per value of its outermost axis, each as a
@@ -240,9 +260,8 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 	if sc.ladder != nil {
 		rec.Beyond = beyondSLO(run, sc.ladder.slo)
 	}
-	s.mu.Lock()
-	s.recs = append(s.recs, rec)
-	s.mu.Unlock()
+	s.keep(rec)
+	s.drainLog(label(b, sc) + "/arm=" + string(arm))
 	for _, w := range run.Warnings {
 		s.logf("%s/arm=%s: warning: %s", label(b, sc), arm, w.Detail)
 	}

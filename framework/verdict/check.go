@@ -23,10 +23,10 @@ type Observation struct {
 	Values map[Metric]stats.Summary
 }
 
-// Breach is a measured metric whose median exceeded the limit of the rule
-// that applied. It is an error that carries the measurement, so nothing
-// measured is lost when a gate fails; find it in a joined error with
-// errors.As.
+// Breach is a measured metric whose whole interval lies above the limit of
+// the rule that applied (or whose median is not a number). It is an error
+// that carries the measurement, so nothing measured is lost when a gate
+// fails; find it in a joined error with errors.As.
 type Breach struct {
 	File     string        // fixture the rule came from
 	Line     int           // line in File where the applied rule starts
@@ -40,7 +40,7 @@ type Breach struct {
 //
 //	fixtures/thresholds/local.yaml:4: BenchmarkOneHop/c=32: too high p50 delta: got 3.21ms (2.90–3.62, n=3) expected ≤ 1.50ms
 //
-// The interval is printed for the reader; only the median decides.
+// Every figure of the interval is above the limit.
 func (b *Breach) Error() string {
 	what := "too high " + b.Metric.info().label
 	if math.IsNaN(b.Got.Median) {
@@ -62,6 +62,22 @@ func (b *Breach) interval() string {
 		level = fmt.Sprintf(" at %g%%", math.Round(g.Confidence*1000)/10)
 	}
 	return fmt.Sprintf("(%s–%s%s, n=%d)", b.Metric.number(g.Lo), b.Metric.number(g.Hi), level, g.N)
+}
+
+// Undecided is a measured metric whose interval holds the limit: its
+// median may sit on either side, but the repeats cannot tell whether the
+// limit held. It does not fail a verdict; it says that more repeats
+// (-count) would decide, and a point that stays undecided is a limit this
+// machine cannot judge at that many repeats.
+type Undecided Breach
+
+// Error returns one line, e.g.
+//
+//	fixtures/thresholds/local.yaml:4: BenchmarkOneHop/c=32: undecided p50 delta: got 3.21ms (2.90–3.62, n=3), the limit 3.00ms lies inside; more repeats (-count) decide it
+func (u *Undecided) Error() string {
+	b := (*Breach)(u)
+	return fmt.Sprintf("%s:%d: %s: undecided %s: got %s %s, the limit %s lies inside; more repeats (-count) decide it",
+		u.File, u.Line, u.Scenario, u.Metric.info().label, u.Metric.format(u.Got.Median), b.interval(), u.Metric.format(u.Limit))
 }
 
 // Uncovered is an observation that no rule of a fixture matches. It fails a
@@ -88,6 +104,9 @@ type Verdict struct {
 	// Breaches are the comparisons that failed, in observation order and
 	// then in the order of Metrics.
 	Breaches []*Breach
+	// Undecided are the comparisons whose interval holds the limit, in
+	// the same order. They do not fail the verdict.
+	Undecided []*Undecided
 	// Uncovered are the observations no rule matched, in observation order.
 	Uncovered []*Uncovered
 }
@@ -107,12 +126,16 @@ func (v Verdict) Err() error {
 }
 
 // Check compares each observation with the first rule, in file order, whose
-// path and concurrency match it. A metric breaches when its median is above
-// the rule's limit (equal passes) or is NaN; the interval is reported but
-// does not decide. A metric missing from an observation's Values is skipped
-// and counted nowhere, and so is one the rule does not limit (an optional
-// metric it leaves out); keys other than Metrics are ignored. An
-// observation that no rule matches is reported in Uncovered.
+// path and concurrency match it, deciding on each metric's interval over
+// repeats as the upgrade gate does: a metric breaches when the whole
+// interval lies above the rule's limit (its low end above it; equal
+// passes) or its median is NaN; it passes when the whole interval is at
+// or below the limit; otherwise it is undecided. A summary of one repeat
+// has no spread, so its one value decides. A metric missing from an
+// observation's Values is skipped and counted nowhere, and so is one the
+// rule does not limit (an optional metric it leaves out); keys other than
+// Metrics are ignored. An observation that no rule matches is reported in
+// Uncovered.
 func (t *Thresholds) Check(obs []Observation) Verdict {
 	var v Verdict
 	for _, o := range obs {
@@ -128,10 +151,24 @@ func (t *Thresholds) Check(obs []Observation) Verdict {
 				continue
 			}
 			v.Checked++
-			if got.Median > limit || math.IsNaN(got.Median) {
-				v.Breaches = append(v.Breaches, &Breach{File: t.File, Line: rule.Line, Scenario: o.Scenario, Metric: m, Got: got, Limit: limit})
+			b := &Breach{File: t.File, Line: rule.Line, Scenario: o.Scenario, Metric: m, Got: got, Limit: limit}
+			switch lo, hi := bounds(got); {
+			case math.IsNaN(got.Median) || lo > limit:
+				v.Breaches = append(v.Breaches, b)
+			case hi > limit:
+				v.Undecided = append(v.Undecided, (*Undecided)(b))
 			}
 		}
 	}
 	return v
+}
+
+// bounds returns the interval a decision uses: the summary's, widened to
+// hold its median (a summary built by hand may leave Lo and Hi unset), and
+// the median alone for one repeat.
+func bounds(s stats.Summary) (lo, hi float64) {
+	if s.N <= 1 {
+		return s.Median, s.Median
+	}
+	return min(s.Lo, s.Median), max(s.Hi, s.Median)
 }

@@ -116,19 +116,46 @@ func TestBreachError(t *testing.T) {
 	}
 }
 
-// The median decides: equal to the limit passes, NaN fails, and a high
-// interval end alone does not breach.
-func TestCheckComparesMedian(t *testing.T) {
-	th := loadGood(t)
+// The interval decides, as in the upgrade gate: wholly above the limit
+// breaches, wholly at or below passes, holding it is undecided; one repeat
+// decides on its value; NaN and +Inf fail.
+func TestCheckDecidesOnInterval(t *testing.T) {
+	th := loadGood(t) // BenchmarkTwoHop/c=4: p50DeltaMs ≤ 2, line 13
 	check := func(s stats.Summary) Verdict {
 		return th.Check([]Observation{{Scenario: "BenchmarkTwoHop/c=4", Path: TwoHop, Concurrency: 4,
 			Values: map[Metric]stats.Summary{P50DeltaMs: s}}})
 	}
-	assert.Empty(t, check(one(2)).Breaches, "equal to the limit passes")
-	assert.Empty(t, check(stats.Summary{Median: 1.9, Lo: 1.5, Hi: 2.6, N: 3}).Breaches, "only the median decides")
-	assert.Len(t, check(one(2.001)).Breaches, 1)
-	assert.Len(t, check(one(math.NaN())).Breaches, 1, "NaN must not pass a gate")
-	assert.Len(t, check(one(math.Inf(1))).Breaches, 1)
+	cases := []struct {
+		name              string
+		s                 stats.Summary
+		breach, undecided int
+	}{
+		{"one repeat at the limit passes", one(2), 0, 0},
+		{"one repeat above it breaches", one(2.001), 1, 0},
+		{"interval at or below the limit passes", stats.Summary{Median: 1.5, Lo: 1.1, Hi: 2, N: 3}, 0, 0},
+		{"median below, interval holds the limit", stats.Summary{Median: 1.9, Lo: 1.5, Hi: 2.6, N: 3}, 0, 1},
+		{"median above, interval holds the limit", stats.Summary{Median: 2.4, Lo: 1.9, Hi: 2.6, N: 3}, 0, 1},
+		{"low end at the limit is still undecided", stats.Summary{Median: 2.4, Lo: 2, Hi: 2.6, N: 3}, 0, 1},
+		{"interval wholly above breaches", stats.Summary{Median: 2.4, Lo: 2.01, Hi: 2.6, N: 3}, 1, 0},
+		{"NaN breaches", one(math.NaN()), 1, 0},
+		{"NaN interval breaches", stats.Summary{Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), N: 3}, 1, 0},
+		{"+Inf breaches", one(math.Inf(1)), 1, 0},
+	}
+	for _, c := range cases {
+		v := check(c.s)
+		assert.Len(t, v.Breaches, c.breach, c.name)
+		assert.Len(t, v.Undecided, c.undecided, c.name)
+		assert.Equal(t, 1, v.Checked, c.name)
+		if c.undecided == 0 {
+			assert.Equal(t, c.breach > 0, v.Err() != nil, c.name)
+		} else {
+			assert.NoError(t, v.Err(), "%s: undecided does not fail the verdict", c.name)
+		}
+	}
+	v := check(stats.Summary{Median: 1.9, Lo: 1.5, Hi: 2.6, N: 3})
+	require.Len(t, v.Undecided, 1)
+	assert.Equal(t, "testdata/good.yaml:13: BenchmarkTwoHop/c=4: undecided p50 delta: got 1.90ms (1.50–2.60, n=3), the limit 2.00ms lies inside; more repeats (-count) decide it",
+		v.Undecided[0].Error())
 }
 
 // A metric missing from Values is skipped and counted nowhere; one outside

@@ -30,6 +30,13 @@
 // An observation that no rule matches is reported by [Thresholds.Check] as
 // uncovered, which fails the verdict just like a breach.
 //
-// A breach is a typed error, [*Breach], returned together with the measured
-// [stats.Summary], so nothing measured is lost when a gate fails.
+// [Thresholds.Check] decides on each metric's interval over repeats, as the
+// upgrade gate does: wholly above a limit is a breach, a typed error
+// ([*Breach]) returned with the measured [stats.Summary], so nothing
+// measured is lost when a gate fails; holding the limit is [*Undecided],
+// which does not fail the verdict; wholly at or below it passes.
+//
+// [Calibrate] computes a fixture from quiet runs (`meshbench calibrate`):
+// one rule per measured point, each limit between what the quiet runs'
+// intervals reached and what a [Regression] would reach.
 package verdict

@@ -112,9 +112,11 @@ func (l Limit) Max(m Metric) (float64, bool) {
 
 // Thresholds is one decoded fixture: the rules for one target, in file order.
 type Thresholds struct {
-	File   string  // name the fixture was loaded from, as used in messages
-	Target string  // target the rules are for, e.g. "local"
-	Limits []Limit // rules in file order; the first match wins
+	File   string // name the fixture was loaded from, as used in messages
+	Target string // target the rules are for, e.g. "local"
+	// TargetLine is the line of target:, for messages about it.
+	TargetLine int
+	Limits     []Limit // rules in file order; the first match wins
 }
 
 // Match returns the rule that applies to path p at concurrency c: the first
@@ -174,7 +176,7 @@ func Parse(name string, data []byte) (*Thresholds, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	t := &Thresholds{File: name, Target: raw.Target}
+	t := &Thresholds{File: name, Target: raw.Target, TargetLine: keyLine(root, "target")}
 	for i, r := range raw.Limits {
 		conc, _ := parseConcurrency(r.Concurrency) // validated by the walk
 		t.Limits = append(t.Limits, Limit{
@@ -505,4 +507,14 @@ func wantField(key string) string {
 	}
 	i := Metric(key).info()
 	return fmt.Sprintf("every rule sets all five limits (want %s ≥ 0, e.g. %s)", i.want, i.sample)
+}
+
+// keyLine is the line of key in a mapping node, or 0.
+func keyLine(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i].Line
+		}
+	}
+	return 0
 }

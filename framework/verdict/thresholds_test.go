@@ -110,7 +110,7 @@ func TestLoadGoodFixture(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, &Thresholds{
 		File:   "testdata/good.yaml",
-		Target: "local",
+		Target: "local", TargetLine: 2,
 		Limits: []Limit{
 			{Line: 5, Path: OneHop, Concurrency: Concurrency{Min: 1, Max: 1},
 				P50DeltaMs: 0.5, P99DeltaPct: 100, ThroughputLossPct: 50, SidecarCPUPer1kReqMs: 400, SidecarRSSMiB: 128},

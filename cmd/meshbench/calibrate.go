@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/verdict"
+)
+
+// calibrateCmd writes a threshold fixture from quiet runs' results files:
+// each point's limits between what the quiet runs reached and what a
+// doubling (or halved throughput) would reach; see verdict.Calibrate.
+func calibrateCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("meshbench calibrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "fixture file to write (default: standard output)")
+	note := fs.String("note", "", "a line for the fixture's header: the machine and how the runs were made")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("calibrate: no results file given\n" + usage)
+	}
+	ins, err := report.Open(fs.Args()...)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	tgt, runs, err := calibrationRuns(ins, stderr)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	c, err := verdict.Calibrate(tgt, runs...)
+	if err != nil {
+		return err
+	}
+	data := c.YAML(calibrationHeader(tgt, fs.Args(), *note))
+	if _, err := verdict.Parse("calibrated", data); err != nil {
+		return fmt.Errorf("calibrate: the fixture written does not read back (a bug): %w", err)
+	}
+	if *out == "" {
+		_, err = stdout.Write(data)
+		return err
+	}
+	if err := report.WriteAtomic(*out, data, 0o644); err != nil {
+		return fmt.Errorf("calibrate: -o: %w", err)
+	}
+	fmt.Fprintf(stderr, "calibrate: %s: %d points, %d without teeth in some metric\n", *out, len(c.Points), toothless(c))
+	return nil
+}
+
+// calibrationRuns recompares each file's records and returns its
+// observations, leaving out the points with invalid runs (said on
+// stderr). Every file must be of one target, and not an upgrade gate's.
+func calibrationRuns(ins []report.Input, stderr io.Writer) (string, [][]verdict.Observation, error) {
+	tgt := ""
+	var runs [][]verdict.Observation
+	for _, in := range ins {
+		t := in.Results.Environment.Target
+		switch {
+		case tgt != "" && t != tgt:
+			return "", nil, fmt.Errorf("%s: target %s, but %s is of target %s; calibrate one target at a time", in.File, t, ins[0].File, tgt)
+		case in.Results.GateDecisions != nil:
+			return "", nil, fmt.Errorf("%s: an upgrade gate's run; calibrate thresholds from runs of the meshed arm against its baseline", in.File)
+		}
+		tgt = t
+		var obs []verdict.Observation
+		for _, c := range report.Compare(in.Results.Records) {
+			if n := c.Baseline.Invalid + c.Meshed.Invalid; n > 0 {
+				fmt.Fprintf(stderr, "calibrate: %s: %s left out: %d invalid run(s)\n", in.File, c.Scenario(), n)
+				continue
+			}
+			obs = append(obs, c.Observation())
+		}
+		runs = append(runs, obs)
+	}
+	return tgt, runs, nil
+}
+
+// calibrationHeader says what the fixture is, where it came from and how
+// its limits were set.
+func calibrationHeader(tgt string, files []string, note string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Thresholds for target %s, calibrated by `meshbench calibrate` on %s from:\n", tgt, time.Now().UTC().Format("2006-01-02"))
+	for _, f := range files {
+		fmt.Fprintf(&b, "  %s\n", filepath.Base(f))
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "%s\n", note)
+	}
+	fmt.Fprintf(&b, `
+Each point's limit sits at the geometric mean of the highest end of its
+quiet runs' intervals and %g times the lowest end, on the metric's own
+scale (p50 delta, CPU and RSS as they are; p99 as meshed/baseline; the
+throughput loss as baseline/meshed). So the quiet runs pass, and a meshed
+arm whose p50 delta, p99, sidecar CPU or RSS doubles, or whose throughput
+halves, fails at that point by the same factor. Checks decide on the
+interval over repeats: wholly above a limit fails, holding it is
+undecided. Where the quiet intervals' high ends leave no room (×%g)
+below %g times their lowest end, the limit sits between their low ends
+and that ("tight": a quiet run may be undecided there, never failed);
+where even the low ends leave none, it only keeps the quiet runs passing
+("no teeth"). Regenerate with the same command; recalibrate on another
+machine.
+
+Rules: the first rule whose match, path and concurrency select a
+scenario applies; the last rules cover scenarios not calibrated here.`, verdict.Regression, verdict.MinRoom, verdict.Regression)
+	return b.String()
+}
+
+func toothless(c *verdict.Calibration) int {
+	n := 0
+	for _, p := range c.Points {
+		if len(p.Toothless) > 0 {
+			n++
+		}
+	}
+	return n
+}

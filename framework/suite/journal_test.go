@@ -1,0 +1,187 @@
+package suite_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/report"
+)
+
+// nestedBinary builds testdata/nested once for the lifecycle tests below.
+var nestedBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "meshbench-nested-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "nested.test")
+	out, err := exec.Command("go", "test", "-c", "-o", bin, "./testdata/nested").CombinedOutput()
+	if err != nil {
+		return "", errors.New(string(out))
+	}
+	return bin, nil
+})
+
+// startNested starts the nested benchmark binary on the local target,
+// four points of two arms, with args after the defaults; its output goes
+// to the returned buffer.
+func startNested(t *testing.T, results string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs a benchmark binary with real processes")
+	}
+	bin, err := nestedBinary()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, append([]string{"-test.run", "^$", "-test.bench", ".", "-test.count", "1",
+		"-target", "local", "-concurrency", "2", "-duration", "1s", "-warmup", "100ms", "-results", results, "-thresholds", "none"}, args...)...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, out
+}
+
+// waitForRecords waits until the run's journal holds n records.
+func waitForRecords(t *testing.T, results string, n int, out *syncBuffer) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		js, _ := filepath.Glob(filepath.Join(results, "*"+report.JournalExt))
+		if len(js) == 1 {
+			if r, _, err := report.ReadJournal(js[0]); err == nil && len(r.Records) >= n {
+				return js[0]
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.FailNow(t, "no journal with records", "%s", out.String())
+	return ""
+}
+
+func exitCode(err error) int {
+	var e *exec.ExitError
+	if errors.As(err, &e) {
+		return e.ExitCode()
+	}
+	return 0
+}
+
+// Ctrl-C mid-sweep: the runs measured so far are in a whole results
+// file, marked partial with the signal, and the journal is gone.
+func TestInterruptKeepsWhatWasMeasured(t *testing.T) {
+	results := t.TempDir()
+	cmd, out := startNested(t, results)
+	waitForRecords(t, results, 2, out)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	assert.Equal(t, 130, exitCode(err), "%s", out.String())
+	files, _ := filepath.Glob(filepath.Join(results, "*.json"))
+	require.Len(t, files, 1, "%s", out.String())
+	res, err := report.Read(files[0])
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, len(res.Records), 2)
+	assert.Contains(t, res.Partial, "interrupted")
+	js, _ := filepath.Glob(filepath.Join(results, "*"+report.JournalExt))
+	assert.Empty(t, js, "the journal is removed once the results file holds it")
+	assert.Contains(t, out.String(), "writing what was measured")
+}
+
+// SIGKILL leaves the journal; the next run names it and turns it into a
+// partial results file before it measures anything.
+func TestKilledRunIsRecoveredAtTheNextStart(t *testing.T) {
+	results := t.TempDir()
+	cmd, out := startNested(t, results)
+	journal := waitForRecords(t, results, 2, out)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	r, _, err := report.ReadJournal(journal)
+	require.NoError(t, err, "the killed run's journal reads back")
+	measured := len(r.Records)
+	require.GreaterOrEqual(t, measured, 2)
+	ins, err := report.Open(journal)
+	require.NoError(t, err, "meshbench report reads a journal")
+	assert.Contains(t, ins[0].Results.Partial, "stopped before it finished")
+
+	next, out2 := startNested(t, results, "-test.bench", "^NoSuchBenchmark$")
+	require.NoError(t, next.Wait(), "%s", out2.String())
+	want := strings.TrimSuffix(journal, report.JournalExt) + ".json"
+	assert.Contains(t, out2.String(), journal+": left by an earlier run that was killed")
+	assert.Contains(t, out2.String(), "now "+want+", marked partial")
+	res, err := report.Read(want)
+	require.NoError(t, err)
+	assert.Len(t, res.Records, measured)
+	assert.NoFileExists(t, journal)
+}
+
+// A deadline (go test's -timeout) that cannot hold the plan stops the
+// measuring before the go command would kill the binary: the rounds that
+// fit are measured, the rest skipped, and the results say partial and why.
+func TestDeadlineStopsMeasuringAndReports(t *testing.T) {
+	results := t.TempDir()
+	// Four points of two 1.1 s runs, and 30 s kept to report and tear
+	// down: a 34 s timeout holds fewer than four.
+	cmd, out := startNested(t, results, "-test.timeout", "34s")
+	err := cmd.Wait()
+	assert.Equal(t, 1, exitCode(err), "a partial run fails: %s", out.String())
+	files, _ := filepath.Glob(filepath.Join(results, "*.json"))
+	require.Len(t, files, 1, "%s", out.String())
+	res, err := report.Read(files[0])
+	require.NoError(t, err)
+	assert.Contains(t, res.Partial, "deadline: go test's -timeout ends in")
+	assert.NotEmpty(t, res.Records)
+	assert.Less(t, len(res.Records), 8, "not every point was measured")
+	assert.Contains(t, out.String(), "# meshbench: stopping: deadline: go test's -timeout ends in")
+	assert.Contains(t, out.String(), "FAIL meshbench: partial run: deadline:")
+}
+
+// Bad inputs stop the run before anything is measured, naming the flag.
+func TestBadRunInputsAreRefusedUpFront(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+		code int
+	}{
+		{"zero window", []string{"-duration", "0s"}, "meshbench: bad flags: -duration=0s: a window must be > 0; leave -duration out for the default (3s on the local target, 10s on a cluster)", 2},
+		{"zero count", []string{"-test.count", "0"}, "meshbench: bad flags: -count=0: measures no round to compare; leave -count out for the default (3 interleaved rounds), or give at least 1", 2},
+		{"results not writable", []string{"-results", "/proc/meshbench-results"}, "-results=/proc/meshbench-results: results directory: mkdir /proc/meshbench-results:", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, out := startNested(t, t.TempDir(), tc.args...)
+			start := time.Now()
+			err := cmd.Wait()
+			assert.Equal(t, tc.code, exitCode(err), "%s", out.String())
+			assert.Contains(t, out.String(), tc.want)
+			assert.NotContains(t, out.String(), "repeat 1/", "nothing was measured")
+			assert.Less(t, time.Since(start), 30*time.Second)
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's two output streams.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,307 @@
+package verdict
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/stats"
+)
+
+// Regression is the change a calibrated limit must catch at every point,
+// per metric: the meshed arm's p50 delta, p99 or sidecar CPU or RSS
+// doubled, or its throughput halved. A fixture has teeth at a point when
+// each of these, applied to every quiet run's interval, lies wholly beyond
+// that point's limit.
+const Regression = 2.0
+
+// Calibration is a fixture computed from quiet runs: one rule per measured
+// point (scenario labels, path and concurrency), each limit set between
+// what the quiet runs' intervals reached and what a [Regression] would
+// reach, then a rule per path for scenarios no run measured.
+type Calibration struct {
+	Target string
+	Points []CalibratedPoint
+	// Catchall are the rules for the scenarios no quiet run measured, one
+	// per path: each metric at its loosest point limit on that path.
+	Catchall []Limit
+}
+
+// CalibratedPoint is one point's rule with the quiet figures it came from.
+type CalibratedPoint struct {
+	Scenario string
+	Rule     Limit
+	// Quiet is each quiet run's interval for each metric, in run order.
+	Quiet map[Metric][]stats.Summary
+	// Tight are the metrics whose quiet intervals' high ends leave no
+	// room (MinRoom) below a Regression of their lowest end, but whose low
+	// ends do: the limit sits
+	// between the highest low end and Regression times the lowest, so a
+	// quiet run never fails there (it may be undecided) and a regression
+	// still does.
+	Tight []Metric
+	// Toothless are the metrics where even the low ends of the quiet
+	// intervals leave no room below a Regression: their limit only keeps
+	// the quiet runs passing (×1.25 over the highest interval end), and
+	// more repeats or a quieter machine would be needed to give the point
+	// teeth there.
+	Toothless []Metric
+}
+
+// calibrated are the metrics a calibration limits; MeshCores stays out.
+var calibrated = []Metric{P50DeltaMs, P99DeltaPct, ThroughputLossPct, SidecarCPUPer1kReqMs, SidecarRSSMiB}
+
+// severity maps a metric's value to a scale on which the Regression
+// multiplies it: the p50 delta, CPU and RSS as they are, the p99 increase
+// as the meshed/baseline ratio, the throughput loss as baseline/meshed.
+func severity(m Metric, v float64) float64 {
+	switch m {
+	case P99DeltaPct:
+		return 1 + v/100
+	case ThroughputLossPct:
+		if v >= 100 {
+			return math.Inf(1)
+		}
+		return 1 / (1 - v/100)
+	}
+	return v
+}
+
+// fromSeverity is severity's inverse.
+func fromSeverity(m Metric, s float64) float64 {
+	switch m {
+	case P99DeltaPct:
+		return (s - 1) * 100
+	case ThroughputLossPct:
+		return (1 - 1/s) * 100
+	}
+	return s
+}
+
+// Calibrate computes a fixture for target from quiet runs, each given as
+// its observations. Every point any run measured gets a rule; at each
+// metric the limit is the geometric mean of the highest interval end of
+// the quiet runs and Regression times the lowest, on severity's scale, so
+// that the quiet runs pass and a regression fails by the same factor. An
+// observation without a metric, or with one that is not finite, is left
+// out of that metric's figures. It fails when the runs measured nothing.
+func Calibrate(target string, runs ...[]Observation) (*Calibration, error) {
+	c := &Calibration{Target: target}
+	index := map[string]int{}
+	for _, run := range runs {
+		for _, o := range run {
+			if len(o.Values) == 0 {
+				continue
+			}
+			i, ok := index[o.Scenario]
+			if !ok {
+				i = len(c.Points)
+				index[o.Scenario] = i
+				c.Points = append(c.Points, CalibratedPoint{Scenario: o.Scenario, Quiet: map[Metric][]stats.Summary{},
+					Rule: Limit{Path: o.Path, Concurrency: Concurrency{Min: o.Concurrency, Max: o.Concurrency}, Match: pointLabels(o.Labels)}})
+			}
+			for _, m := range calibrated {
+				if s, ok := o.Values[m]; ok && !math.IsNaN(s.Median) && !math.IsInf(s.Median, 0) {
+					c.Points[i].Quiet[m] = append(c.Points[i].Quiet[m], s)
+				}
+			}
+		}
+	}
+	if len(c.Points) == 0 {
+		return nil, errors.New("calibrate: the runs hold no comparison of a meshed arm with its baseline")
+	}
+	for i := range c.Points {
+		c.Points[i].limits()
+	}
+	c.catchall()
+	return c, nil
+}
+
+// pointLabels are the labels a point's rule matches: all but c, which the
+// rule's concurrency matches, and the path, which its path does.
+func pointLabels(s labels.Set) map[string]string {
+	m := s.Without(labels.Concurrency, labels.Path).Map()
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// limits sets each metric's limit from the quiet intervals.
+func (p *CalibratedPoint) limits() {
+	for _, m := range calibrated {
+		qs := p.Quiet[m]
+		if len(qs) == 0 {
+			p.Toothless = append(p.Toothless, m)
+			p.Rule.set(m, math.MaxFloat64)
+			continue
+		}
+		high, low, lowHigh := math.Inf(-1), math.Inf(1), math.Inf(-1)
+		for _, q := range qs {
+			lo, hi := bounds(q)
+			high, low = max(high, severity(m, hi)), min(low, severity(m, lo))
+			lowHigh = max(lowHigh, severity(m, lo))
+		}
+		pass := high
+		limit, teeth := pick(pass, Regression*low)
+		if !teeth {
+			// Keep the quiet runs from failing (their low ends within),
+			// though they may be undecided, rather than lose the teeth.
+			pass = lowHigh
+			if limit, teeth = pick(pass, Regression*low); teeth {
+				p.Tight = append(p.Tight, m)
+			} else {
+				pass = high
+				limit, _ = pick(pass, Regression*low)
+				p.Toothless = append(p.Toothless, m)
+			}
+		}
+		p.Rule.set(m, round(m, limit, pass, Regression*low, teeth))
+	}
+}
+
+// MinRoom is how far apart, as a ratio on severity's scale, what the quiet
+// runs reached and what a regression would reach must be for a limit
+// between them: at the geometric mean it leaves each side at least
+// √MinRoom (14 %), so that a quiet rerun does not fail on a limit drawn
+// too close to it.
+const MinRoom = 1.3
+
+// pick returns the limit between pass, what the quiet runs reached, and
+// fail, what a regression would reach, on severity's scale, and whether
+// there is room (MinRoom) between them.
+func pick(pass, fail float64) (float64, bool) {
+	if pass > 0 && fail >= MinRoom*pass && !math.IsInf(fail, 0) {
+		return math.Sqrt(pass * fail), true
+	}
+	return 1.25 * max(pass, 0), false
+}
+
+// round returns the limit in m's unit with as few significant digits as
+// keep it strictly between pass and fail (at least pass, for a toothless
+// one).
+func round(m Metric, s, pass, fail float64, teeth bool) float64 {
+	for digits := 2; digits <= 6; digits++ {
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(fromSeverity(m, s), 'g', digits, 64), 64)
+		r := severity(m, v)
+		if r >= pass && (!teeth || r < fail) {
+			return v
+		}
+	}
+	return fromSeverity(m, s)
+}
+
+// set sets the rule's limit for m.
+func (l *Limit) set(m Metric, v float64) {
+	switch m {
+	case P50DeltaMs:
+		l.P50DeltaMs = v
+	case P99DeltaPct:
+		l.P99DeltaPct = v
+	case ThroughputLossPct:
+		l.ThroughputLossPct = v
+	case SidecarCPUPer1kReqMs:
+		l.SidecarCPUPer1kReqMs = v
+	case SidecarRSSMiB:
+		l.SidecarRSSMiB = v
+	}
+}
+
+// catchall adds one rule per measured path, matching any concurrency and
+// labels, at the loosest limit of that path's points.
+func (c *Calibration) catchall() {
+	for _, path := range []Path{OneHop, TwoHop} {
+		var rule *Limit
+		for _, p := range c.Points {
+			if p.Rule.Path != path {
+				continue
+			}
+			if rule == nil {
+				rule = &Limit{Path: path, Concurrency: Concurrency{Min: 1}}
+			}
+			for _, m := range calibrated {
+				v, _ := p.Rule.Max(m)
+				cur, _ := rule.Max(m)
+				rule.set(m, max(cur, v))
+			}
+		}
+		if rule != nil {
+			c.Catchall = append(c.Catchall, *rule)
+		}
+	}
+}
+
+// YAML writes the calibration as a fixture that [Parse] reads back to the
+// same rules: header as comments, then each point's rule under a comment
+// of its quiet figures, then the catch-all rules.
+func (c *Calibration) YAML(header string) []byte {
+	var b bytes.Buffer
+	for _, line := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
+		fmt.Fprintln(&b, strings.TrimRight("# "+line, " "))
+	}
+	fmt.Fprintf(&b, "target: %s\nlimits:\n", c.Target)
+	for _, p := range c.Points {
+		fmt.Fprintf(&b, "  # %s, quiet: %s\n", p.Scenario, p.quietLine())
+		if len(p.Tight) > 0 {
+			fmt.Fprintf(&b, "  # tight for %s: the quiet intervals' high ends leave no room below ×%g of their lowest end, so the limit sits above their low ends: quiet runs may be undecided there, never failed; a regression still fails\n", joinMetrics(p.Tight), Regression)
+		}
+		if len(p.Toothless) > 0 {
+			fmt.Fprintf(&b, "  # no teeth for %s: even the quiet intervals' low ends leave no room below ×%g of the lowest, so the limit only keeps the quiet runs passing (×1.25 over their highest end)\n", joinMetrics(p.Toothless), Regression)
+		}
+		writeRule(&b, p.Rule)
+	}
+	for _, r := range c.Catchall {
+		fmt.Fprintf(&b, "  # any other scenario on %s: the loosest limit above for that path\n", r.Path)
+		writeRule(&b, r)
+	}
+	return b.Bytes()
+}
+
+// quietLine prints each metric's quiet intervals, run by run.
+func (p CalibratedPoint) quietLine() string {
+	var parts []string
+	for _, m := range calibrated {
+		var runs []string
+		for _, q := range p.Quiet[m] {
+			lo, hi := bounds(q)
+			runs = append(runs, fmt.Sprintf("%s (%s–%s)", m.number(q.Median), m.number(lo), m.number(hi)))
+		}
+		if len(runs) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s%s", m.info().label, strings.Join(runs, ", "), strings.TrimSpace(m.info().unit)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func joinMetrics(ms []Metric) string {
+	return strings.Join(toStrings(ms), ", ")
+}
+
+// writeRule writes one rule in fixture syntax.
+func writeRule(b *bytes.Buffer, l Limit) {
+	first := "  - "
+	if len(l.Match) > 0 {
+		keys := slices.Sorted(maps.Keys(l.Match))
+		kv := make([]string, len(keys))
+		for i, k := range keys {
+			kv[i] = fmt.Sprintf("%s: %q", k, l.Match[k])
+		}
+		fmt.Fprintf(b, "%smatch: {%s}\n", first, strings.Join(kv, ", "))
+		first = "    "
+	}
+	conc := l.Concurrency.String()
+	if l.Concurrency.Min == 1 && l.Concurrency.Max == 0 {
+		conc = "*"
+	}
+	fmt.Fprintf(b, "%spath: %s\n    concurrency: %q\n", first, l.Path, conc)
+	for _, m := range calibrated {
+		v, _ := l.Max(m)
+		fmt.Fprintf(b, "    %s: %s\n", m, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+}

@@ -1,0 +1,82 @@
+package verdict
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/stats"
+)
+
+func iv(med, lo, hi float64) stats.Summary { return stats.Summary{Median: med, Lo: lo, Hi: hi, N: 3} }
+
+// Two quiet runs of two points: each limit is the geometric mean of the
+// highest interval end and twice the lowest, on the metric's scale, with
+// as few digits as keep it between them.
+func TestCalibrateExactLimits(t *testing.T) {
+	one := Observation{Scenario: "BenchmarkOneHop/c=4", Labels: labels.Parse("BenchmarkOneHop/c=4"), Path: OneHop, Concurrency: 4,
+		Values: map[Metric]stats.Summary{
+			P50DeltaMs:           iv(1, 0.9, 1.1),
+			P99DeltaPct:          iv(300, 260, 350), // meshed/baseline 3.6–4.5
+			ThroughputLossPct:    iv(90, 89, 91),    // baseline/meshed 9.09–11.1
+			SidecarCPUPer1kReqMs: iv(500, 450, 560),
+			SidecarRSSMiB:        iv(56, 55, 57),
+		}}
+	two := one
+	two.Values = map[Metric]stats.Summary{
+		P50DeltaMs:           iv(1.2, 1.0, 1.3),
+		P99DeltaPct:          iv(320, 300, 340),
+		ThroughputLossPct:    iv(90.5, 90, 91.5),
+		SidecarCPUPer1kReqMs: iv(520, 500, 1000), // high end past ×2 the lowest: tight
+		SidecarRSSMiB:        iv(56, 55, 58),
+	}
+	c, err := Calibrate("local", []Observation{one}, []Observation{two})
+	require.NoError(t, err)
+	require.Len(t, c.Points, 1)
+	p := c.Points[0]
+	assert.Equal(t, map[string]string{"benchmark": "BenchmarkOneHop"}, p.Rule.Match)
+	assert.Equal(t, Concurrency{Min: 4, Max: 4}, p.Rule.Concurrency)
+	// √(1.3 × 2·0.9) = 1.5297 → 1.5
+	assert.Equal(t, 1.5, p.Rule.P50DeltaMs)
+	// √(4.5 × 2·3.6) = 5.692 → (5.692−1)·100 = 469.2 → 470
+	assert.Equal(t, 470.0, p.Rule.P99DeltaPct)
+	// √(1/(1−0.915) × 2/(1−0.89)) = √(11.765 × 18.18) = 14.63 → loss 93.16 → 93
+	assert.Equal(t, 93.0, p.Rule.ThroughputLossPct)
+	// tight: √(500 × 2·450) = 670.8, between the highest low end and
+	// twice the lowest
+	assert.Equal(t, 670.0, p.Rule.SidecarCPUPer1kReqMs)
+	// √(58 × 110) = 79.87 → 80
+	assert.Equal(t, 80.0, p.Rule.SidecarRSSMiB)
+	assert.Equal(t, []Metric{SidecarCPUPer1kReqMs}, p.Tight)
+	assert.Empty(t, p.Toothless)
+	require.Len(t, c.Catchall, 1, "one path measured")
+	assert.Equal(t, Limit{Path: OneHop, Concurrency: Concurrency{Min: 1}, P50DeltaMs: 1.5, P99DeltaPct: 470, ThroughputLossPct: 93,
+		SidecarCPUPer1kReqMs: 670, SidecarRSSMiB: 80}, c.Catchall[0])
+
+	// The YAML reads back to the same rules, the header and quiet figures
+	// as comments.
+	th, err := Parse("calibrated.yaml", c.YAML("Calibrated on a test."))
+	require.NoError(t, err)
+	require.Len(t, th.Limits, 2)
+	got := th.Limits[0]
+	got.Line = 0
+	assert.Equal(t, p.Rule, got)
+	assert.Contains(t, string(c.YAML("x")), "  # BenchmarkOneHop/c=4, quiet: p50 delta 1.00 (0.90–1.10), 1.20 (1.00–1.30)ms;")
+	assert.Contains(t, string(c.YAML("x")), "  # tight for sidecarCPUPer1kReqMs: the quiet intervals' high ends leave no room below ×2 of their lowest end,")
+
+	// Low ends that differ by a doubling leave no room at all: the limit
+	// keeps the quiet runs passing, 1.25 over the highest end.
+	two.Values[SidecarCPUPer1kReqMs] = iv(950, 900, 1000)
+	c, err = Calibrate("local", []Observation{one}, []Observation{two})
+	require.NoError(t, err)
+	assert.Equal(t, []Metric{SidecarCPUPer1kReqMs}, c.Points[0].Toothless)
+	assert.Equal(t, 1200.0, c.Points[0].Rule.SidecarCPUPer1kReqMs, "1.25 × 1000, to two digits")
+	assert.Contains(t, string(c.YAML("x")), "  # no teeth for sidecarCPUPer1kReqMs: even the quiet intervals' low ends leave no room below ×2 of the lowest")
+}
+
+func TestCalibrateRefusesNothing(t *testing.T) {
+	_, err := Calibrate("local", []Observation{{Scenario: "BenchmarkOneHop/c=1"}})
+	assert.EqualError(t, err, "calibrate: the runs hold no comparison of a meshed arm with its baseline")
+}
