@@ -13,9 +13,14 @@ import (
 	"github.com/meshbench/meshbench/framework/report"
 )
 
-// deadlineReserve is the time kept, before go test's -timeout, for the
-// report and the teardown after the last round: the go command kills the
-// binary a minute after -timeout, and a killed binary tears nothing down.
+// goKillGrace is how long after -timeout the go command kills a test
+// binary (cmd/go: testKillTimeout), benchmarks included: the binary's own
+// alarm stops before benchmarks run. A killed binary writes nothing and
+// tears nothing down.
+const goKillGrace = time.Minute
+
+// deadlineReserve is the time kept, before that kill, for the report and
+// the teardown after the last round.
 const deadlineReserve = 30 * time.Second
 
 // openJournal turns the journals that killed runs left in -results into
@@ -102,15 +107,16 @@ func (s *Suite) partialReason() string {
 	return s.partial
 }
 
-// readDeadline sets the deadline from go test's -timeout, which the go
-// command passes to the binary as -test.timeout (0: none).
+// readDeadline sets the deadline, the moment the go command kills the
+// binary: go test's -timeout, which it passes to the binary as
+// -test.timeout (0: none), and its minute of grace.
 func (s *Suite) readDeadline() {
 	f := flag.Lookup("test.timeout")
 	if f == nil {
 		return
 	}
 	if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 0 {
-		s.deadline = s.started.Add(d)
+		s.deadline = s.started.Add(d + goKillGrace)
 	}
 }
 
@@ -124,7 +130,7 @@ func (s *Suite) beforeRound(round time.Duration) bool {
 	}
 	if !s.deadline.IsZero() {
 		if left := time.Until(s.deadline); left < round+deadlineReserve {
-			s.abort(fmt.Errorf("deadline: go test's -timeout ends in %v, and a round takes about %v, with %v kept to report and tear down; pass a longer -timeout (or fewer scenarios, -count or -max-count) to measure it all",
+			s.abort(fmt.Errorf("deadline: the go command kills this binary in %v (-timeout and its minute of grace), and a round takes about %v, with %v kept to report and tear down; pass a longer -timeout (or fewer scenarios, -count or -max-count) to measure it all",
 				left.Round(time.Second), round.Round(time.Second), deadlineReserve))
 			return false
 		}

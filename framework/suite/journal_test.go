@@ -128,19 +128,20 @@ func TestKilledRunIsRecoveredAtTheNextStart(t *testing.T) {
 // fit are measured, the rest skipped, and the results say partial and why.
 func TestDeadlineStopsMeasuringAndReports(t *testing.T) {
 	results := t.TempDir()
-	// Four points of two 1.1 s runs, and 30 s kept to report and tear
-	// down: a 34 s timeout holds fewer than four.
-	cmd, out := startNested(t, results, "-test.timeout", "34s")
+	// The go command would kill the binary 61 s in (-timeout 1s and its
+	// minute of grace); 30 s are kept to report and tear down, so of four
+	// points of two 5 s runs about two fit.
+	cmd, out := startNested(t, results, "-test.timeout", "1s", "-duration", "5s")
 	err := cmd.Wait()
 	assert.Equal(t, 1, exitCode(err), "a partial run fails: %s", out.String())
 	files, _ := filepath.Glob(filepath.Join(results, "*.json"))
 	require.Len(t, files, 1, "%s", out.String())
 	res, err := report.Read(files[0])
 	require.NoError(t, err)
-	assert.Contains(t, res.Partial, "deadline: go test's -timeout ends in")
+	assert.Contains(t, res.Partial, "deadline: the go command kills this binary in")
 	assert.NotEmpty(t, res.Records)
 	assert.Less(t, len(res.Records), 8, "not every point was measured")
-	assert.Contains(t, out.String(), "# meshbench: stopping: deadline: go test's -timeout ends in")
+	assert.Contains(t, out.String(), "# meshbench: stopping: deadline: the go command kills this binary in")
 	assert.Contains(t, out.String(), "FAIL meshbench: partial run: deadline:")
 }
 

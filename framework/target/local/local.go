@@ -146,7 +146,8 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("local target: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "meshbench-local-")
+	cleanStale(o.Logf)
+	dir, err := newRunDir()
 	if err != nil {
 		return nil, fmt.Errorf("local target: run directory: %w", err)
 	}
