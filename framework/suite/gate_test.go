@@ -78,17 +78,28 @@ func checkOpenRate(t *testing.T, recs []report.Record) {
 	}
 }
 
-// An A/A gate (candidate = reference) passes, on the default gate's load:
-// maximum rate, then a quarter of the meshed arms' capacity, open loop;
-// every decision rests on valid pairs, at least gate.MinPairsToDecide.
+// An A/A gate (candidate = reference), on the default gate's load
+// (maximum rate, then a quarter of the meshed arms' capacity, open loop),
+// never fails: every decision rests on valid pairs, at least
+// gate.MinPairsToDecide, and passes, or is still undecided when the
+// rounds ran out (-max-count 16 here; the default 30 passed 20 of 20
+// whole runs, README "Gating an upgrade"). An inconclusive run here (1 of
+// the last 3 in CI: open-loop p99 1.07, 0.94–1.23 at 16 pairs, against
+// 1.15) is logged, not failed: the pass rate is a distribution over whole
+// runs (hack/gate-rates.sh), not one test's outcome.
 func TestGateAAPasses(t *testing.T) {
-	v := gateRun(t, "caddy", 16, suite.GateLoad(suite.DefaultGateFraction))
+	const maxCount = 16
+	v := gateRun(t, "caddy", maxCount, suite.GateLoad(suite.DefaultGateFraction))
 	require.Len(t, v.Decisions, 6, "CPU, throughput and RSS at maximum rate; CPU, p99 and RSS open loop")
 	for _, d := range v.Decisions {
 		assert.GreaterOrEqual(t, d.Interval.N, gate.MinPairsToDecide, "decided on valid pairs: %s", d.Reason)
-		assert.Equal(t, gate.Pass, d.Outcome, d.Reason)
+		assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)
+		if d.Outcome == gate.Inconclusive {
+			assert.Equal(t, maxCount, d.Interval.N, "undecided only when the rounds ran out: %s", d.Reason)
+			t.Logf("inconclusive at the budget: %s", d.Reason)
+		}
 	}
-	assert.Equal(t, gate.Pass, v.Outcome)
+	assert.NotEqual(t, gate.Fail, v.Outcome)
 }
 
 // A candidate with keep-alive between sidecars turned off (a new mTLS
