@@ -111,6 +111,7 @@ func TestKilledRunIsRecoveredAtTheNextStart(t *testing.T) {
 	ins, err := report.Open(journal)
 	require.NoError(t, err, "meshbench report reads a journal")
 	assert.Contains(t, ins[0].Results.Partial, "stopped before it finished")
+	assert.Positive(t, ins[0].Results.Environment.Cores, "the journal holds the environment it was measured on")
 
 	next, out2 := startNested(t, results, "-test.bench", "^NoSuchBenchmark$")
 	require.NoError(t, next.Wait(), "%s", out2.String())

@@ -195,6 +195,10 @@ func (s *Suite) target() (target.Target, error) {
 		close(done)
 		if err == nil {
 			env := tg.Environment()
+			// A journal recovered after a kill says what was measured on.
+			if jerr := s.journal.Environment(env); jerr != nil {
+				s.abort(fmt.Errorf("the journal cannot be written, so nothing is measured (%w)", jerr))
+			}
 			s.logf("target %s ready in %v: %s %s, %d cores, %s", tg.Name(), time.Since(start).Round(time.Millisecond),
 				env.Mesh.Name, env.Mesh.Version, env.Cores, env.CPUModel)
 			if env.Baseline != "" {
