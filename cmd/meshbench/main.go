@@ -57,6 +57,9 @@ const usage = `usage:
       the verdict a gated run stored, as Markdown, with the same exit code
   meshbench pin [GO.MOD]
       the local sidecar a go.mod pins, as -sidecar takes it (caddy@v2.11.9)
+  meshbench pins [-base FILE]
+      every pin the upgrade gate compares (local and kind sidecars, mesh releases), as NAME=VERSION;
+      with -base (a base tree's output), the changed ones as NAME REFERENCE CANDIDATE
   meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]
   meshbench calibrate [-o FIXTURE] [-note TEXT] RESULTS.json [MORE.json]
       a threshold fixture from quiet runs: each point's limits between the quiet intervals and a doubling`
@@ -72,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return verdictCmd(args[1:], stdout, stderr)
 	case "pin":
 		return pinCmd(args[1:], stdout)
+	case "pins":
+		return pinsCmd(args[1:], stdout, stderr)
 	case "report":
 		return reportCmd(args[1:], stdout, stderr)
 	case "calibrate":

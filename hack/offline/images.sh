@@ -140,12 +140,13 @@ debian_image() {
 	fi
 }
 
-# nginx_image: builds meshbench/nginx:<Debian nginx version> and prints the tag.
+# nginx_image: builds meshbench/nginx:<Debian nginx version> from Debian
+# ${NGINX_SUITE} (versions.env: the kind sidecar's pin) and prints the tag.
 # nginx runs in the foreground as the entrypoint; its logs go to the
 # container's stdout and stderr, as in the upstream nginx image.
 nginx_image() {
 	local root ver tag dir
-	root=$(debian_rootfs nginx nginx)
+	root=$(DEBIAN_SUITE="${NGINX_SUITE}" debian_rootfs nginx nginx)
 	[ -d "${root}/usr" ] || die "no nginx rootfs at '${root}'"
 	# shellcheck disable=SC2016 # dpkg-query's own ${Version}
 	ver=$(chroot "${root}" dpkg-query -W -f='${Version}' nginx)

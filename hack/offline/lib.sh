@@ -81,6 +81,12 @@ debian_mirror() {
 		uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
 			awk '$1=="deb" && $3=="'"${DEBIAN_SUITE}"'" {print $2; exit}')
 	fi
+	if [ -z "${uri}" ]; then
+		# another suite of the same archive (it serves every suite), not
+		# the security archive, which serves only updates
+		uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+			awk '/^URIs:/ && $2 !~ /security/ && $2 ~ /debian\/?$/ {print $2; exit}')
+	fi
 	[ -n "${uri}" ] || die "no apt source for Debian ${DEBIAN_SUITE}; set DEBIAN_MIRROR"
 	echo "${uri}"
 }
