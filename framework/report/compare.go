@@ -289,6 +289,7 @@ func (c Comparison) Observation() verdict.Observation {
 	}
 	o.Values[verdict.P50DeltaMs] = c.P50Delta
 	o.Values[verdict.P99DeltaPct] = c.P99Pct
+	o.Values[verdict.MeshedP99Ms] = c.Meshed.P99
 	o.Values[verdict.ThroughputLossPct] = c.QPSLossPct
 	if s, ok := c.Meshed.CPUPer1k[measure.RoleSidecar]; ok {
 		o.Values[verdict.SidecarCPUPer1kReqMs] = s

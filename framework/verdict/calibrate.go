@@ -55,7 +55,7 @@ type CalibratedPoint struct {
 }
 
 // calibrated are the metrics a calibration limits; MeshCores stays out.
-var calibrated = []Metric{P50DeltaMs, P99DeltaPct, ThroughputLossPct, SidecarCPUPer1kReqMs, SidecarRSSMiB}
+var calibrated = []Metric{P50DeltaMs, P99DeltaPct, MeshedP99Ms, ThroughputLossPct, SidecarCPUPer1kReqMs, SidecarRSSMiB}
 
 // severity maps a metric's value to a scale on which the Regression
 // multiplies it: the p50 delta, CPU and RSS as they are, the p99 increase
@@ -137,6 +137,9 @@ func pointLabels(s labels.Set) map[string]string {
 func (p *CalibratedPoint) limits() {
 	for _, m := range calibrated {
 		qs := p.Quiet[m]
+		if len(qs) == 0 && slices.Contains(optional, m) {
+			continue // not measured, not limited
+		}
 		if len(qs) == 0 {
 			p.Toothless = append(p.Toothless, m)
 			p.Rule.set(m, math.MaxFloat64)
@@ -204,6 +207,8 @@ func (l *Limit) set(m Metric, v float64) {
 		l.P50DeltaMs = v
 	case P99DeltaPct:
 		l.P99DeltaPct = v
+	case MeshedP99Ms:
+		l.MeshedP99Ms = &v
 	case ThroughputLossPct:
 		l.ThroughputLossPct = v
 	case SidecarCPUPer1kReqMs:
@@ -226,7 +231,10 @@ func (c *Calibration) catchall() {
 				rule = &Limit{Path: path, Concurrency: Concurrency{Min: 1}}
 			}
 			for _, m := range calibrated {
-				v, _ := p.Rule.Max(m)
+				v, ok := p.Rule.Max(m)
+				if !ok {
+					continue // an optional metric this point leaves out
+				}
 				cur, _ := rule.Max(m)
 				rule.set(m, max(cur, v))
 			}
@@ -301,7 +309,10 @@ func writeRule(b *bytes.Buffer, l Limit) {
 	}
 	fmt.Fprintf(b, "%spath: %s\n    concurrency: %q\n", first, l.Path, conc)
 	for _, m := range calibrated {
-		v, _ := l.Max(m)
+		v, ok := l.Max(m)
+		if !ok {
+			continue // an optional metric the rule leaves out
+		}
 		fmt.Fprintf(b, "    %s: %s\n", m, strconv.FormatFloat(v, 'g', -1, 64))
 	}
 }

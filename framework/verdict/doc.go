@@ -11,13 +11,14 @@
 //	    concurrency: "1-4"     # "N", "N-M", "N+" or "*"
 //	    p50DeltaMs: 2          # meshed-minus-baseline p50, milliseconds
 //	    p99DeltaPct: 600       # p99 increase over baseline, percent
+//	    meshedP99Ms: 5         # optional: the meshed arm's own p99, milliseconds
 //	    throughputLossPct: 85  # req/s loss versus baseline, percent
 //	    sidecarCPUPer1kReqMs: 1500  # sidecar CPU per 1000 requests, CPU-milliseconds
 //	    sidecarRSSMiB: 300     # resident memory of any one sidecar, MiB
 //	    meshCores: 1.5         # optional: cores of the whole mesh (sidecars, node proxies, waypoints, control plane)
 //
-// Every field but meshCores is required (a rule without meshCores does not
-// gate it) and every limit is a finite number ≥ 0: an unknown
+// Every field but meshedP99Ms and meshCores is required (a rule without
+// one of them does not gate it) and every limit is a finite number ≥ 0: an unknown
 // key (a misspelled limit), a missing limit or a value YAML reads as text
 // would otherwise switch a gate off without anyone noticing, so [Parse]
 // rejects them, naming the file, the line and the field. A bare * is a YAML

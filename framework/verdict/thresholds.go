@@ -65,8 +65,12 @@ type Limit struct {
 	// or path.Match glob, e.g. {payload: 16KiB} or {benchmark: "*Payload"}.
 	Match map[string]string
 
-	P50DeltaMs           float64 // largest meshed-minus-baseline p50, milliseconds
-	P99DeltaPct          float64 // largest p99 increase over baseline, percent
+	P50DeltaMs  float64 // largest meshed-minus-baseline p50, milliseconds
+	P99DeltaPct float64 // largest p99 increase over baseline, percent
+	// MeshedP99Ms is the largest p99 of the meshed arm itself, in
+	// milliseconds; nil when the rule does not gate it (the key is
+	// optional).
+	MeshedP99Ms          *float64
 	ThroughputLossPct    float64 // largest req/s loss versus baseline, percent
 	SidecarCPUPer1kReqMs float64 // most sidecar CPU per 1000 requests, CPU-milliseconds
 	SidecarRSSMiB        float64 // most resident memory of any one sidecar under load, MiB
@@ -95,6 +99,11 @@ func (l Limit) Max(m Metric) (float64, bool) {
 		return l.P50DeltaMs, true
 	case P99DeltaPct:
 		return l.P99DeltaPct, true
+	case MeshedP99Ms:
+		if l.MeshedP99Ms == nil {
+			return 0, false
+		}
+		return *l.MeshedP99Ms, true
 	case ThroughputLossPct:
 		return l.ThroughputLossPct, true
 	case SidecarCPUPer1kReqMs:
@@ -185,6 +194,7 @@ func Parse(name string, data []byte) (*Thresholds, error) {
 			Concurrency:          conc,
 			P50DeltaMs:           r.P50DeltaMs,
 			P99DeltaPct:          r.P99DeltaPct,
+			MeshedP99Ms:          r.MeshedP99Ms,
 			ThroughputLossPct:    r.ThroughputLossPct,
 			SidecarCPUPer1kReqMs: r.SidecarCPUPer1kReqMs,
 			SidecarRSSMiB:        r.SidecarRSSMiB,
@@ -210,6 +220,7 @@ type limitYAML struct {
 	Concurrency          string            `yaml:"concurrency"`
 	P50DeltaMs           float64           `yaml:"p50DeltaMs"`
 	P99DeltaPct          float64           `yaml:"p99DeltaPct"`
+	MeshedP99Ms          *float64          `yaml:"meshedP99Ms"`
 	ThroughputLossPct    float64           `yaml:"throughputLossPct"`
 	SidecarCPUPer1kReqMs float64           `yaml:"sidecarCPUPer1kReqMs"`
 	SidecarRSSMiB        float64           `yaml:"sidecarRSSMiB"`

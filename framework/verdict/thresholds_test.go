@@ -18,7 +18,7 @@ func TestLoadRejectsBadFixtures(t *testing.T) {
 	cases := []struct{ file, want string }{
 		// Unknown keys: a misspelled limit would otherwise switch a gate off.
 		{"unknown-limit", `testdata/bad/unknown-limit.yaml:6: limits[0].p50DeltaMS: unknown field; did you mean p50DeltaMs?`},
-		{"unknown-field", `testdata/bad/unknown-field.yaml:11: limits[0].owner: unknown field; known fields are path, concurrency, p50DeltaMs, p99DeltaPct, throughputLossPct, sidecarCPUPer1kReqMs, sidecarRSSMiB, meshCores, match`},
+		{"unknown-field", `testdata/bad/unknown-field.yaml:11: limits[0].owner: unknown field; known fields are path, concurrency, p50DeltaMs, p99DeltaPct, meshedP99Ms, throughputLossPct, sidecarCPUPer1kReqMs, sidecarRSSMiB, meshCores, match`},
 		{"unknown-top", `testdata/bad/unknown-top.yaml:2: targets: unknown field; did you mean target?`},
 		{"duplicate", `testdata/bad/duplicate.yaml:11: limits[0].p50DeltaMs: repeated; it is already set on line 6`},
 		{"merge-key", `testdata/bad/merge-key.yaml:12: limits[1].<<: YAML merge keys are not supported; write every field out so each rule reads on its own`},
@@ -148,13 +148,15 @@ func TestShippedFixtures(t *testing.T) {
 func TestWalkKeysMatchTypedDecode(t *testing.T) {
 	assert.Equal(t, topKeys, yamlKeys(reflect.TypeFor[fileYAML]()))
 	assert.Equal(t, limitKeys, yamlKeys(reflect.TypeFor[limitYAML]()))
-	cores := 1.5
+	cores, p99 := 1.5, 5.0
 	for _, m := range Metrics() {
-		_, ok := Limit{MeshCores: &cores}.Max(m)
+		_, ok := Limit{MeshCores: &cores, MeshedP99Ms: &p99}.Max(m)
 		assert.True(t, ok, "Limit.Max(%s)", m)
 	}
 	_, ok := Limit{}.Max(MeshCores)
 	assert.False(t, ok, "a rule without meshCores does not gate it")
+	_, ok = Limit{}.Max(MeshedP99Ms)
+	assert.False(t, ok, "a rule without meshedP99Ms does not gate it")
 	_, ok = Limit{}.Max("p90DeltaMs")
 	assert.False(t, ok)
 }
