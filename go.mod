@@ -291,4 +291,7 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-tool github.com/caddyserver/caddy/v2/cmd/caddy
+tool (
+	github.com/caddyserver/caddy/v2/cmd/caddy
+	github.com/meshbench/meshbench/cmd/meshbench
+)

@@ -58,7 +58,7 @@ func TestShippedFixturesAreTheirCalibration(t *testing.T) {
 			var out bytes.Buffer
 			require.NoError(t, run(context.Background(), args, &out, io.Discard))
 			assert.Equal(t, date.ReplaceAllString(string(want), "on DATE from"), date.ReplaceAllString(out.String(), "on DATE from"),
-				"regenerate it: go run ./cmd/meshbench calibrate -note %q -o %s %s", note[1], s.fixture, strings.Join(files, " "))
+				"regenerate it: go tool meshbench calibrate -note %q -o %s %s", note[1], s.fixture, strings.Join(files, " "))
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -63,6 +64,35 @@ func TestVerdictExitsWithTheOutcome(t *testing.T) {
 			assert.Equal(t, out.String(), string(written), "the summary file holds the same Markdown")
 		})
 	}
+}
+
+// The shell sees the verdict's exit code through `go tool meshbench`
+// (go.mod declares the command a tool); `go run` would turn every
+// non-zero exit into 1, which is why the README and the workflows use
+// `go tool`.
+func TestGoToolExitsWithTheVerdict(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command with the go tool; run without -short")
+	}
+	steady := []float64{100, 101, 99, 100, 100.5, 99.5}
+	for _, tc := range []struct {
+		cand []float64
+		code int
+	}{
+		{[]float64{150, 152, 149, 151, 150, 150}, 1},
+		{[]float64{100, 130, 95, 125, 101, 128}, 3},
+	} {
+		cmd := exec.Command("go", "tool", "meshbench", "verdict", resultsWith(t, steady, tc.cand))
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%s", out)
+		assert.Equal(t, tc.code, ee.ExitCode(), "%s", out)
+	}
+	cmd := exec.Command("go", "tool", "meshbench", "verdict", filepath.Join(t.TempDir(), "missing.json"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	assert.Equal(t, 2, ee.ExitCode(), "%s", out)
 }
 
 // A results file without a verdict is exit code 2, naming the file and why.

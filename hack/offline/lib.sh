@@ -76,16 +76,16 @@ debian_mirror() {
 	fi
 	local uri
 	uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		awk '/^URIs:/{u=$2} /^Suites:/{for(i=2;i<=NF;i++) if($i=="'"${DEBIAN_SUITE}"'") {print u; exit}}')
+		awk '/^URIs:/{u=$2} /^Suites:/{for(i=2;i<=NF;i++) if($i=="'"${DEBIAN_SUITE}"'") {print u; exit}}' || true)
 	if [ -z "${uri}" ]; then
 		uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-			awk '$1=="deb" && $3=="'"${DEBIAN_SUITE}"'" {print $2; exit}')
+			awk '$1=="deb" && $3=="'"${DEBIAN_SUITE}"'" {print $2; exit}' || true)
 	fi
 	if [ -z "${uri}" ]; then
 		# another suite of the same archive (it serves every suite), not
 		# the security archive, which serves only updates
 		uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-			awk '/^URIs:/ && $2 !~ /security/ && $2 ~ /debian\/?$/ {print $2; exit}')
+			awk '/^URIs:/ && $2 !~ /security/ && $2 ~ /debian\/?$/ {print $2; exit}' || true)
 	fi
 	[ -n "${uri}" ] || die "no apt source for Debian ${DEBIAN_SUITE}; set DEBIAN_MIRROR"
 	echo "${uri}"
