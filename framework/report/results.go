@@ -51,6 +51,10 @@ type Results struct {
 	// journal). Its figures are real, but its verdict covers only what
 	// was measured.
 	Partial string `json:"partial,omitempty"`
+	// Plan says what fitting the run to its deadline (go test's -timeout
+	// less a margin, or -budget) changed: scenarios run with shorter
+	// windows than -duration, and scenarios skipped, one line each.
+	Plan []string `json:"plan,omitempty"`
 	// Reference is the stored run the gate compared this run against
 	// (-reference), when it did.
 	Reference *StoredReference `json:"reference,omitempty"`

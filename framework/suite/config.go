@@ -36,12 +36,15 @@ type Config struct {
 	ConcurrencySet bool          `json:"concurrencySet,omitempty"`
 	Duration       time.Duration `json:"duration"`
 	Warmup         time.Duration `json:"warmup"`
-	QPS            float64       `json:"qps"`
-	RateTolerance  float64       `json:"rateTolerance"`
-	Protocol       load.Protocol `json:"protocol"`
-	ResponseSize   int           `json:"responseSize"`
-	RequestSize    int           `json:"requestSize"`
-	Sidecar        string        `json:"sidecar"`
+	// Budget is how long the run may measure, from its start (0: only go
+	// test's -timeout, less a 25 % margin, bounds it).
+	Budget        time.Duration `json:"budget,omitempty"`
+	QPS           float64       `json:"qps"`
+	RateTolerance float64       `json:"rateTolerance"`
+	Protocol      load.Protocol `json:"protocol"`
+	ResponseSize  int           `json:"responseSize"`
+	RequestSize   int           `json:"requestSize"`
+	Sidecar       string        `json:"sidecar"`
 	// Candidate, when set, is an upgrade gate's candidate sidecar; Sidecar
 	// is then the reference. The arms are baseline, reference, candidate.
 	Candidate string `json:"candidate,omitempty"`
@@ -190,6 +193,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	}
 	fs.StringVar(&c.Target, "target", "", "where to run: local (default: processes on loopback with real sidecars); kind; remote (the default when -kubeconfig or $KUBECONFIG is set)")
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
+	fs.DurationVar(&c.Budget, "budget", 0, "measure for at most this long from the start: scenarios that would not fit get shorter windows (locally, down to 1s), else are skipped, and the run says which (0: go test's -timeout less a 25 % margin bounds the run alone)")
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run (default 3s local, 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
 	fs.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "warm-up before each window, thrown away: the processes, and the sidecars' mTLS connection pools, live across runs, so the warm-up lets the load settle; the window opens its own loadgen connections")
 	fs.Float64Var(&c.QPS, "qps", 0, "open-loop target rate in req/s per run; 0 is closed loop at maximum rate")
@@ -407,6 +411,7 @@ func (c *Config) checkLoad() []error {
 	}{
 		{c.Duration < 0, fmt.Sprintf("-duration=%v: must be > 0", c.Duration)},
 		{c.Warmup < 0, fmt.Sprintf("-warmup=%v: must be >= 0", c.Warmup)},
+		{c.Budget < 0, fmt.Sprintf("-budget=%v: must be >= 0 (0: no budget but go test's -timeout)", c.Budget)},
 		{c.QPS < 0, fmt.Sprintf("-qps=%v: must be >= 0", c.QPS)},
 		{c.RateTolerance <= 0 || c.RateTolerance >= 1, fmt.Sprintf("-rate-tolerance=%v: must be in (0, 1)", c.RateTolerance)},
 		{c.ResponseSize < 0, fmt.Sprintf("-payload=%d: must be >= 0", c.ResponseSize)},

@@ -124,26 +124,38 @@ func TestKilledRunIsRecoveredAtTheNextStart(t *testing.T) {
 	assert.NoFileExists(t, journal)
 }
 
-// A deadline (go test's -timeout) that cannot hold the plan stops the
-// measuring before the go command would kill the binary: the rounds that
-// fit are measured, the rest skipped, and the results say partial and why.
-func TestDeadlineStopsMeasuringAndReports(t *testing.T) {
+// A deadline (go test's -timeout) that cannot hold the plan at the asked
+// windows: the run plans to end three quarters of the way to the go
+// command's kill (and 30 s before it), fits what it can, shortening
+// windows (not under 1 s) or skipping a sweep, says which in its output
+// and its results, and ends whole before the kill.
+func TestPlanFitsTheDeadline(t *testing.T) {
 	results := t.TempDir()
 	// The go command would kill the binary 61 s in (-timeout 1s and its
-	// minute of grace); 30 s are kept to report and tear down, so of four
-	// points of two 5 s runs about two fit.
+	// minute of grace): the plan ends 31 s in. The two sweeps of the
+	// benchmark are four 5 s runs each, about 22 s a sweep: the first fits
+	// (or nearly), the second cannot at 5 s windows.
+	start := time.Now()
 	cmd, out := startNested(t, results, "-test.timeout", "1s", "-duration", "5s")
 	err := cmd.Wait()
-	assert.Equal(t, 1, exitCode(err), "a partial run fails: %s", out.String())
+	assert.Equal(t, 0, exitCode(err), "a run fitted to its deadline is whole: %s", out.String())
+	assert.Less(t, time.Since(start), 61*time.Second, "ended before the go command's kill")
+	assert.Contains(t, out.String(), "plan: 1 benchmarks (BenchmarkNested), measured within")
 	files, _ := filepath.Glob(filepath.Join(results, "*.json"))
 	require.Len(t, files, 1, "%s", out.String())
 	res, err := report.Read(files[0])
 	require.NoError(t, err)
-	assert.Contains(t, res.Partial, "deadline: the go command kills this binary in")
-	assert.NotEmpty(t, res.Records)
-	assert.Less(t, len(res.Records), 8, "not every point was measured")
-	assert.Contains(t, out.String(), "# meshbench: stopping: deadline: the go command kills this binary in")
-	assert.Contains(t, out.String(), "FAIL meshbench: partial run: deadline:")
+	assert.Empty(t, res.Partial)
+	require.NotEmpty(t, res.Plan, "the second sweep cannot fit at 5 s windows: %s", out.String())
+	for _, note := range res.Plan {
+		assert.Regexp(t, `^BenchmarkNested: (skipped: \d+ runs need at least|windows shortened from 5s to \d)`, note)
+		assert.Contains(t, out.String(), "# meshbench: plan: "+note)
+	}
+	require.NotEmpty(t, res.Records)
+	for _, r := range res.Records {
+		d := r.Run.Load.Options.Duration
+		assert.True(t, d >= time.Second && d <= 5*time.Second, "%s: a %v window", r.Name(), d)
+	}
 }
 
 // Bad inputs stop the run before anything is measured, naming the flag.

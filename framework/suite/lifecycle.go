@@ -98,6 +98,7 @@ func (s *Suite) onInterrupt(ctx context.Context) {
 func (s *Suite) Run(testenv env.Environment, m *testing.M) int {
 	defer s.stop()
 	defer close(s.done)
+	s.planRun(m)
 	code := testenv.Run(m)
 	// The teardown, whatever the Finish funcs did: e2e-framework skips the
 	// funcs of a Finish after the first that fails, so a TestMain that

@@ -57,6 +57,11 @@ type Scenario struct {
 	// openLoop is set on a point that runs open loop at a rate known only
 	// once it runs (GateLoad's open point), for the gate's plan.
 	openLoop bool
+	// planned is set once the run's plan has fitted the scenario to its
+	// time (planScenario); window, when set, is the shorter window it
+	// runs with instead of -duration.
+	planned bool
+	window  time.Duration
 }
 
 // Axis is one swept dimension: a label and its values.

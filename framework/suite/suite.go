@@ -58,6 +58,8 @@ type Suite struct {
 	partial  string
 	started  time.Time
 	deadline time.Time // from go test's -timeout; zero for none
+	// plan is when measuring must be done, and what fitting to it changed.
+	plan runPlan
 	// journal holds every run on disk as soon as it is measured; loadLog
 	// tallies the loadgen's log lines, written whole to logFile.
 	journal *report.Journal
@@ -331,7 +333,7 @@ func (s *Suite) summarize() error {
 	res := &report.Results{
 		Schema: report.Schema, Started: s.started, Finished: time.Now(), Command: os.Args,
 		Settings: s.Config, Records: recs, Comparisons: cs, Proofs: report.Proofs(recs),
-		Partial: s.partialReason(),
+		Partial: s.partialReason(), Plan: s.planNotes(),
 	}
 	if s.tg != nil {
 		res.Environment = s.tg.Environment()
@@ -392,7 +394,7 @@ func (s *Suite) settleJournal(werr error) error {
 		return werr
 	}
 	if werr != nil {
-		return fmt.Errorf("%w; every run measured is in the journal %s (go run ./cmd/meshbench report %s)", werr, s.journal.Path, s.journal.Path)
+		return fmt.Errorf("%w; every run measured is in the journal %s (go tool meshbench report %s)", werr, s.journal.Path, s.journal.Path)
 	}
 	return s.journal.Remove()
 }

@@ -31,6 +31,9 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	sc.Name = cmp.Or(sc.Name, s.Name)
 	s.planGate(b, sc)
 	s.planThresholds(b, sc)
+	if !sc.planned {
+		sc = s.planScenario(b, sc, len(armsOf(tg, sc)))
+	}
 	if len(sc.Axes) > 0 {
 		s.sweepAxis(b, sc)
 		return
@@ -87,10 +90,11 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 // returns the runs of its -count rounds and the time one run takes.
 func (s *Suite) logPlan(b *testing.B, sc Scenario, key string, conc []int, arms int) (total int, per time.Duration) {
 	reps, most := s.reps(), s.roundsAtMost()
-	per = s.Config.Warmup + s.Config.Duration + 300*time.Millisecond
+	window := cmp.Or(sc.window, s.Config.Duration)
+	per = s.Config.Warmup + window + 300*time.Millisecond
 	total = len(conc) * arms * reps
 	if f := sc.Workload.Flow; f != nil {
-		per = f.Ramp() + s.Config.Duration + 300*time.Millisecond
+		per = f.Ramp() + window + 300*time.Millisecond
 	}
 	if most > reps {
 		s.logf("%s: %s, %s=%v, %d interleaved rounds each, then one at a time while the gate is undecided, up to %d: %d to %d runs, about %v to %v",
@@ -238,6 +242,9 @@ func runLabels(b *testing.B, sc Scenario, c int) labels.Set {
 // measure runs one load and records it under the sub-benchmark's labels.
 func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm target.Arm, rep int) (report.Record, error) {
 	o := s.Config.loadOptions(c)
+	if sc.window > 0 {
+		o.Duration = sc.window // the run's plan shortened it (planScenario)
+	}
 	// The workload's protocol is the load's: a Protocols axis or a
 	// scenario's own protocol wins over -protocol.
 	o.Protocol = cmp.Or(sc.Workload.Protocol, o.Protocol)
