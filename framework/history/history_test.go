@@ -276,7 +276,7 @@ func TestHTMLIsSelfContainedWithAChartPerSeries(t *testing.T) {
 	assert.Equal(t, "sidecar CPU per 1k req", c.Title)
 	require.Len(t, c.Series, 3, "values, segment means, one change point")
 	assert.Len(t, c.Series[0].Points, 12)
-	assert.Equal(t, []float64{0.5, 6.5, 6.5, 12.5}, []float64{c.Series[1].Points[0].X, c.Series[1].Points[1].X, c.Series[1].Points[2].X, c.Series[1].Points[3].X})
+	assert.Equal(t, []float64{1, 6, 7, 12}, []float64{c.Series[1].Points[0].X, c.Series[1].Points[1].X, c.Series[1].Points[2].X, c.Series[1].Points[3].X})
 	assert.Equal(t, 7.0, c.Series[2].Points[0].X)
 	assert.Contains(t, c.Series[2].Name, "change at run 7: +")
 	assert.Contains(t, page, `<td class="worse">&#43;40.7 %</td>`, "html/template writes + as &#43;")

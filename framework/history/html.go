@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/meshbench/meshbench/framework/report"
 )
@@ -117,8 +118,8 @@ func (g *Group) Chart(s Series, id string) report.Chart {
 	return c
 }
 
-// means is the step line of the segments' means, each drawn from half a
-// run before its first run to half a run after its last.
+// means is the line of the segments' means, each drawn from its first
+// run to its last.
 func (g *Group) means(s Series) report.Series {
 	out := report.Series{Name: "mean between change points", Colour: 7, Dashed: true}
 	bounds := []int{0}
@@ -130,7 +131,10 @@ func (g *Group) means(s Series) report.Series {
 	for i := 0; i+1 < len(bounds); i++ {
 		lo, hi := bounds[i], bounds[i+1]
 		m := mean(xs[lo:hi])
-		for _, x := range []float64{float64(s.Points[lo].Run) + 0.5, float64(s.Points[hi-1].Run) + 1.5} {
+		if slices.Min(xs[lo:hi]) == slices.Max(xs[lo:hi]) {
+			m = xs[lo] // not a rounding error away, which the axis would magnify
+		}
+		for _, x := range []float64{float64(s.Points[lo].Run + 1), float64(s.Points[hi-1].Run + 1)} {
 			out.Points = append(out.Points, report.Point{X: x, Y: m, Lo: m, Hi: m})
 		}
 	}
