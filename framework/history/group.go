@@ -31,6 +31,7 @@ type Difference struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// String returns e.g. "environment.cores: 4 here, 2 there".
 func (d Difference) String() string {
 	if d.Detail != "" {
 		return d.Field + ": " + d.Detail

@@ -278,6 +278,8 @@ func (g *Group) noteSidecars() {
 // Regression is a series whose newest run sits after a change point in
 // the bad direction.
 type Regression struct {
+	// Group is the group's ID, Series the series and Change its last
+	// change point.
 	Group  int
 	Series Series
 	Change Change
