@@ -67,7 +67,7 @@ func changeWords(c Change) string {
 
 func interval(c Change) string {
 	if c.Interval == nil {
-		return "— (a side has one run)"
+		return "—" // a side with one run, or a value ≤ 0
 	}
 	return fmt.Sprintf("%+.1f %% … %+.1f %%", (c.Interval.Lo-1)*100, (c.Interval.Hi-1)*100)
 }

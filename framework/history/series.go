@@ -101,7 +101,7 @@ type Change struct {
 	Percent float64 `json:"percent"`
 	// Interval is the ratio after/before of the two segments' geometric
 	// means with its 95 % Welch interval (stats.UnpairedLogRatio); nil
-	// when a segment has fewer than two runs.
+	// when a segment has fewer than two runs (or a value ≤ 0).
 	Interval *stats.RatioInterval `json:"interval,omitempty"`
 	// Worse says the change is in the metric's bad direction.
 	Worse bool `json:"worse"`
