@@ -7,6 +7,7 @@
 //	meshbench report results/20261130T170000Z-local.json
 //	meshbench report -o out -format md -prices my-prices.yaml base.json candidate.json
 //	meshbench calibrate -o fixtures/thresholds/local.yaml quiet1.json quiet2.json
+//	meshbench history -o out -fail-on-change 10 results/    # exit 1 past the limit, 2 bad input
 //
 // gate runs the gate's benchmark with go test and exits with its verdict,
 // which go test's own exit code (1 for anything) cannot carry; verdict
@@ -62,7 +63,10 @@ const usage = `usage:
       with -base (a base tree's output), the changed ones as NAME REFERENCE CANDIDATE
   meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]
   meshbench calibrate [-o FIXTURE] [-note TEXT] RESULTS.json [MORE.json]
-      a threshold fixture from quiet runs: each point's limits between the quiet intervals and a doubling`
+      a threshold fixture from quiet runs: each point's limits between the quiet intervals and a doubling
+  meshbench history [-o DIR] [-p PVALUE] [-window N] [-follow-version] [-fail-on-change PCT] RESULTS...
+      change points across runs (files or directories), per comparable group, scenario and metric;
+      exits 1 when a series' newest run sits after a change worse than PCT percent, 2 on bad input`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -81,6 +85,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return reportCmd(args[1:], stdout, stderr)
 	case "calibrate":
 		return calibrateCmd(args[1:], stdout, stderr)
+	case "history":
+		return historyCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
