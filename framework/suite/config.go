@@ -52,6 +52,10 @@ type Config struct {
 	// rounds a point may grow to while its gate is inconclusive.
 	Gate     string `json:"gate,omitempty"`
 	MaxCount int    `json:"maxCount,omitempty"`
+	// GateFraction, when set, is the open-loop rate of a gate's open
+	// point (suite.GateLoad) as a fraction of the capacity the meshed arms
+	// just showed, instead of the scenario's own.
+	GateFraction float64 `json:"gateFraction,omitempty"`
 	// Reference, when set, is a stored results file this run's meshed arm
 	// is gated against (stored-reference mode, for meshes that cannot run
 	// two versions at once), with the fixture of Gate.
@@ -193,6 +197,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	}
 	fs.StringVar(&c.Target, "target", "", "where to run: local (default: processes on loopback with real sidecars); kind; remote (the default when -kubeconfig or $KUBECONFIG is set)")
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
+	fs.Float64Var(&c.GateFraction, "gate-fraction", 0, "a gate's open-loop rate as a fraction of the capacity the meshed arms just showed, instead of the scenario's own (BenchmarkUpgradeGate: 0.25); on kind 0.2: at 0.25 (2083 req/s) most open-loop runs missed their rate by 5-11 %")
 	fs.DurationVar(&c.Budget, "budget", 0, "measure for at most this long from the start: scenarios that would not fit get shorter windows (locally, down to 1s), else are skipped, and the run says which (0: go test's -timeout less a 25 % margin bounds the run alone)")
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run (default 3s local, 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
 	fs.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "warm-up before each window, thrown away: the processes, and the sidecars' mTLS connection pools, live across runs, so the warm-up lets the load settle; the window opens its own loadgen connections")
@@ -411,6 +416,7 @@ func (c *Config) checkLoad() []error {
 	}{
 		{c.Duration < 0, fmt.Sprintf("-duration=%v: must be > 0", c.Duration)},
 		{c.Warmup < 0, fmt.Sprintf("-warmup=%v: must be >= 0", c.Warmup)},
+		{c.GateFraction < 0 || c.GateFraction >= 1, fmt.Sprintf("-gate-fraction=%v: a fraction of the capacity, in (0, 1)", c.GateFraction)},
 		{c.Budget < 0, fmt.Sprintf("-budget=%v: must be >= 0 (0: no budget but go test's -timeout)", c.Budget)},
 		{c.QPS < 0, fmt.Sprintf("-qps=%v: must be >= 0", c.QPS)},
 		{c.RateTolerance <= 0 || c.RateTolerance >= 1, fmt.Sprintf("-rate-tolerance=%v: must be in (0, 1)", c.RateTolerance)},

@@ -158,3 +158,20 @@ func TestCandidateFlagsOnClusters(t *testing.T) {
 	_, err = normalize(t, "-target", "kind", "-candidate", "nginx:1.27+keepalive-off")
 	assert.ErrorContains(t, err, `-candidate=nginx:1.27+keepalive-off: "nginx:1.27+keepalive-off" is not an image reference`)
 }
+
+// -gate-fraction and -budget: a fraction in (0, 1) and a time ≥ 0, each
+// refused otherwise with the flag's name.
+func TestGateFractionAndBudgetFlags(t *testing.T) {
+	cfg, err := normalize(t, "-gate-fraction", "0.2", "-budget", "5m")
+	require.NoError(t, err)
+	assert.Equal(t, 0.2, cfg.GateFraction)
+	assert.Equal(t, "5m0s", cfg.Budget.String())
+	for args, want := range map[[2]string]string{
+		{"-gate-fraction", "1"}:    "-gate-fraction=1: a fraction of the capacity, in (0, 1)",
+		{"-gate-fraction", "-0.1"}: "-gate-fraction=-0.1: a fraction of the capacity, in (0, 1)",
+		{"-budget", "-1s"}:         "-budget=-1s: must be >= 0 (0: no budget but go test's -timeout)",
+	} {
+		_, err := normalize(t, args[0], args[1])
+		assert.EqualError(t, err, want)
+	}
+}

@@ -254,6 +254,9 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 	if sc.Load != nil {
 		sc.Load(&o)
 	}
+	if f := s.Config.GateFraction; f > 0 && o.RateFraction > 0 {
+		o.QPS, o.RateFraction = o.QPS/o.RateFraction*f, f // -gate-fraction
+	}
 	if o.Concurrency != c {
 		return report.Record{}, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
 	}
