@@ -158,6 +158,40 @@ func TestPlanFitsTheDeadline(t *testing.T) {
 	}
 }
 
+// A disk that fills mid-sweep (a 24 KiB tmpfs as -results): the run
+// stops measuring at the first record the journal cannot hold, says so,
+// and fails; every record before it is in the journal, which `meshbench
+// report` reads; no results file is left truncated.
+func TestFullDiskKeepsWhatWasJournaled(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a small tmpfs to fill: run as root (CI does)")
+	}
+	results := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", results).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s): the full-disk test needs one", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", results).Run() })
+	cmd, out := startNested(t, results)
+	err := cmd.Wait()
+	assert.Equal(t, 1, exitCode(err), "a run stopped by a full disk fails: %s", out.String())
+	assert.Contains(t, out.String(), "# meshbench: stopping: the journal cannot be written, so nothing more is measured (")
+	assert.Contains(t, out.String(), "no space left on device")
+	js, _ := filepath.Glob(filepath.Join(results, "*"+report.JournalExt))
+	require.Len(t, js, 1, "the journal stays: %s", out.String())
+	res, _, err := report.ReadJournal(js[0])
+	require.NoError(t, err)
+	assert.NotEmpty(t, res.Records, "what was measured before the disk filled")
+	t.Logf("%d of 8 runs journaled before the disk filled", len(res.Records))
+	ins, err := report.Open(js[0])
+	require.NoError(t, err, "meshbench report reads it")
+	assert.Len(t, ins, 1)
+	files, _ := filepath.Glob(filepath.Join(results, "*.json"))
+	for _, f := range files {
+		_, err := report.Read(f)
+		assert.NoError(t, err, "a results file is whole or absent: %s", f)
+	}
+}
+
 // Bad inputs stop the run before anything is measured, naming the flag.
 func TestBadRunInputsAreRefusedUpFront(t *testing.T) {
 	for _, tc := range []struct {
