@@ -6,6 +6,7 @@
 //	meshbench pin go.mod                                # caddy@v2.11.9
 //	meshbench report results/20261130T170000Z-local.json
 //	meshbench report -o out -format md -prices my-prices.yaml base.json candidate.json
+//	meshbench report -format csv,smp results/20261130T170000Z-local.json
 //	meshbench calibrate -o fixtures/thresholds/local.yaml quiet1.json quiet2.json
 //
 // gate runs the gate's benchmark with go test and exits with its verdict,
@@ -57,7 +58,8 @@ const usage = `usage:
       the verdict a gated run stored, as Markdown, with the same exit code
   meshbench pin [GO.MOD]
       the local sidecar a go.mod pins, as -sidecar takes it (caddy@v2.11.9)
-  meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]
+  meshbench report [-o DIR] [-format html,md,csv,smp] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]
+      reports (html, md) and exports (csv: one row per run; smp: Service Mesh Performance results) of results files
   meshbench calibrate [-o FIXTURE] [-note TEXT] RESULTS.json [MORE.json]
       a threshold fixture from quiet runs: each point's limits between the quiet intervals and a doubling`
 
@@ -87,7 +89,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("meshbench report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("o", ".", "directory to write the reports to")
-	formats := fs.String("format", "html,md", "formats to write: html, md, or both comma-separated")
+	formats := fs.String("format", "html,md", "formats to write, comma-separated: html, md, csv (one row per run), smp (Service Mesh Performance YAML)")
 	pricesFile := fs.String("prices", "", "price fixture for the cost model (default: the embedded fixtures/prices/example.yaml)")
 	spectrumC := fs.Int("spectrum-c", 0, "concurrency whose latency spectrum is drawn (default: the highest measured)")
 	if err := fs.Parse(args); err != nil {
