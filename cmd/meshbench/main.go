@@ -6,6 +6,7 @@
 //	meshbench pin go.mod                                # caddy@v2.11.9
 //	meshbench report results/20261130T170000Z-local.json
 //	meshbench report -o out -format md -prices my-prices.yaml base.json candidate.json
+//	meshbench report -format csv,smp results/20261130T170000Z-local.json
 //	meshbench calibrate -o fixtures/thresholds/local.yaml quiet1.json quiet2.json
 //	meshbench history -o out -fail-on-change 10 results/    # exit 1 past the limit, 2 bad input
 //
@@ -61,7 +62,8 @@ const usage = `usage:
   meshbench pins [-base FILE]
       every pin the upgrade gate compares (local and kind sidecars, mesh releases), as NAME=VERSION;
       with -base (a base tree's output), the changed ones as NAME REFERENCE CANDIDATE
-  meshbench report [-o DIR] [-format html,md] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]
+  meshbench report [-o DIR] [-format html,md,csv,smp] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]
+      reports (html, md) and exports (csv: one row per run; smp: Service Mesh Performance results) of results files
   meshbench calibrate [-o FIXTURE] [-note TEXT] RESULTS.json [MORE.json]
       a threshold fixture from quiet runs: each point's limits between the quiet intervals and a doubling
   meshbench history [-o DIR] [-p PVALUE] [-window N] [-follow-version] [-fail-on-change PCT] RESULTS...
@@ -98,7 +100,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("meshbench report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("o", ".", "directory to write the reports to")
-	formats := fs.String("format", "html,md", "formats to write: html, md, or both comma-separated")
+	formats := fs.String("format", "html,md", "formats to write, comma-separated: html, md, csv (one row per run), smp (Service Mesh Performance YAML)")
 	pricesFile := fs.String("prices", "", "price fixture for the cost model (default: the embedded fixtures/prices/example.yaml)")
 	spectrumC := fs.Int("spectrum-c", 0, "concurrency whose latency spectrum is drawn (default: the highest measured)")
 	if err := fs.Parse(args); err != nil {

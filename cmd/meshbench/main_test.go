@@ -28,6 +28,17 @@ func TestReportWritesEachFormatAndPrintsThePaths(t *testing.T) {
 	out.Reset()
 	require.NoError(t, run(context.Background(), []string{"report", "-o", dir, "-format", "md", recorded, recorded}, &out, &errb))
 	assert.Equal(t, filepath.Join(dir, "compare-local-vs-local.md")+"\n", out.String())
+
+	out.Reset()
+	require.NoError(t, run(context.Background(), []string{"report", "-o", dir, "-format", "csv,smp", recorded}, &out, &errb))
+	csvPath, smpPath := filepath.Join(dir, "local.csv"), filepath.Join(dir, "local.smp.yaml")
+	assert.Equal(t, csvPath+"\n"+smpPath+"\n", out.String())
+	data, err := os.ReadFile(csvPath)
+	require.NoError(t, err)
+	assert.Equal(t, 1+16, bytes.Count(data, []byte("\n")), "a header and one row per run of the 16")
+	data, err = os.ReadFile(smpPath)
+	require.NoError(t, err)
+	assert.Equal(t, 8, bytes.Count(data, []byte("smp_version: smps/v1\n")), "one result per scenario and arm: 4 × 2")
 }
 
 func TestReportRejectsBadArguments(t *testing.T) {
@@ -40,7 +51,8 @@ func TestReportRejectsBadArguments(t *testing.T) {
 		{nil, usage},
 		{[]string{"draw"}, "unknown command \"draw\"\n" + usage},
 		{[]string{"report"}, "report: no results file given\n" + usage},
-		{[]string{"report", "-format", "pdf", recorded}, `report: -format: format "pdf": want html, md or both, comma-separated`},
+		{[]string{"report", "-format", "html,xlsx", recorded}, `report: -format: format "xlsx": want html, md, csv or smp, or several comma-separated`},
+		{[]string{"report", "-format", "pdf", recorded}, `report: -format: format "pdf": want html, md, csv or smp, or several comma-separated`},
 		{[]string{"report", "-prices", "nope.yaml", recorded}, "report: -prices: prices: open nope.yaml: no such file or directory"},
 		{[]string{"report", "-o", dir, "nope.json"}, "report: nope.json: open nope.json: no such file or directory"},
 	} {

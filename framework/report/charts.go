@@ -32,6 +32,10 @@ const (
 	Stacked ChartKind = "stacked"
 	// Rate draws lines like Lines, against a linear X: a request rate.
 	Rate ChartKind = "rate"
+	// Points draws each series as points with their intervals, never
+	// joined, over categories (Point.Label at X = 0, 1, 2 …): a
+	// categorical axis such as placement or protocol.
+	Points ChartKind = "points"
 )
 
 // Chart is one chart's data, exactly as drawn: the report embeds it as JSON
@@ -44,14 +48,23 @@ type Chart struct {
 	YLabel string    `json:"yLabel"`
 	// LogY draws the values on a logarithmic axis (latencies that span
 	// decades, from a loopback p50 to a queued p99.9).
-	LogY   bool     `json:"logY,omitempty"`
+	LogY bool `json:"logY,omitempty"`
+	// Scenario is the one sweep the chart draws, e.g. "BenchmarkOneHop" or
+	// "BenchmarkPayload/c=8": the labels its points share, all but Axis.
+	// A derived chart, such as the extra hop, names both scenarios it
+	// subtracts: "BenchmarkTwoHop − BenchmarkOneHop".
+	Scenario string `json:"scenario,omitempty"`
+	// Axis is the label the sweep varies (c, payload, qps, placement …).
+	Axis   string   `json:"axis,omitempty"`
 	Series []Series `json:"series"`
 }
 
 // Series is one line or one stacked layer.
 type Series struct {
-	Name   string  `json:"name"`
-	Points []Point `json:"points"`
+	Name string `json:"name"`
+	// Scenario is the chart's: every point of the series is of that sweep.
+	Scenario string  `json:"scenario,omitempty"`
+	Points   []Point `json:"points"`
 	// Colour picks the palette entry (-1: by position) and Dashed the line
 	// style; they are looks only, not data.
 	Colour int  `json:"-"`
@@ -59,13 +72,18 @@ type Series struct {
 }
 
 // Point is one value: a median with its interval over repeats (Lo = Hi =
-// Y when there is none), at X, or in category Label for Stacked charts.
+// Y when there is none), at X, or in category Label for Stacked and Points
+// charts; on other charts Label is how X is printed (c=8, 16KiB).
 type Point struct {
 	X     float64 `json:"x"`
 	Y     float64 `json:"y"`
 	Lo    float64 `json:"lo"`
 	Hi    float64 `json:"hi"`
 	Label string  `json:"label,omitempty"`
+	// Run is the comparison the value is of (Comparison.Scenario, e.g.
+	// "BenchmarkPayload/payload=16KiB/c=8"); for a difference, both,
+	// joined by " − ".
+	Run string `json:"run,omitempty"`
 }
 
 var palette = []color.RGBA{
@@ -85,6 +103,8 @@ func (c Chart) SVG() (string, error) {
 	switch c.Kind {
 	case Stacked:
 		err = c.addStacked(p)
+	case Points:
+		err = c.addPoints(p)
 	default:
 		err = c.addLines(p)
 	}
@@ -105,21 +125,31 @@ func (c Chart) SVG() (string, error) {
 	return s, nil
 }
 
-// scaleY leaves room above the data for the legend, and draws a
-// logarithmic axis when the chart asks for one and every value is positive.
+// scaleY leaves room above the data for the legend, one line per series,
+// and draws a logarithmic axis when the chart asks for one and every value
+// is positive.
 func (c Chart) scaleY(p *plot.Plot) {
-	lo := math.Inf(1)
+	lo, entries := math.Inf(1), 0
 	for _, s := range c.Series {
+		if len(s.Points) > 0 {
+			entries++
+		}
 		for _, q := range s.Points {
 			lo = math.Min(lo, math.Min(q.Lo, q.Y))
 		}
 	}
+	if math.IsInf(lo, 1) || !(p.Y.Max >= p.Y.Min) || math.IsInf(p.Y.Max-p.Y.Min, 0) {
+		return // nothing drawn: gonum's empty frame
+	}
+	// The share of the height the legend takes, with a margin.
+	free := 1 - math.Min(0.55, 0.075*float64(entries)+0.05)
 	if c.LogY && lo > 0 && !math.IsInf(lo, 1) {
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-		p.Y.Min, p.Y.Max = lo/1.5, p.Y.Max*6
+		p.Y.Min = lo / 1.5
+		p.Y.Max = p.Y.Min * math.Pow(math.Max(p.Y.Max, p.Y.Min*1.5)/p.Y.Min, 1/free)
 		return
 	}
-	p.Y.Max += (p.Y.Max - p.Y.Min) * 0.35
+	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/free
 }
 
 // xys adapts points to gonum's XYer and YErrorer.
@@ -196,7 +226,75 @@ func (c Chart) addLines(p *plot.Plot) error {
 	// which a log axis cannot draw.
 	p.X.Scale = plot.LogScale{}
 	p.X.Min, p.X.Max = lo/1.5, hi*1.5
-	p.X.Tick.Marker = plot.ConstantTicks(tickAt(xs, "%g"))
+	p.X.Tick.Marker = plot.ConstantTicks(c.ticks())
+	return nil
+}
+
+// ticks are one labelled tick at each distinct X of the chart's points,
+// printed as the point's Label (c=8, 16KiB) or else as the number.
+func (c Chart) ticks() []plot.Tick {
+	seen := map[float64]bool{}
+	var ts []plot.Tick
+	for _, s := range c.Series {
+		for _, q := range s.Points {
+			if seen[q.X] {
+				continue
+			}
+			seen[q.X] = true
+			label := q.Label
+			if label == "" {
+				label = strings.TrimSuffix(fmt.Sprintf("%g", q.X), ".0")
+			}
+			ts = append(ts, plot.Tick{Value: q.X, Label: label})
+		}
+	}
+	return ts
+}
+
+// addPoints draws each series as points with error bars over categories,
+// the series side by side within a category, and no line between them.
+func (c Chart) addPoints(p *plot.Plot) error {
+	var names []string
+	for i, s := range c.Series {
+		if len(s.Points) == 0 {
+			continue
+		}
+		shifted := make(xys, len(s.Points))
+		for j, q := range s.Points {
+			shifted[j] = q
+			shifted[j].X += 0.5*(float64(i)+0.5)/float64(len(c.Series)) - 0.25
+			for int(q.X) >= len(names) {
+				names = append(names, "")
+			}
+			names[int(q.X)] = q.Label
+		}
+		col := palette[i%len(palette)]
+		if s.Colour >= 0 {
+			col = palette[s.Colour%len(palette)]
+		}
+		sc, err := plotter.NewScatter(shifted)
+		if err != nil {
+			return fmt.Errorf("series %s: %w", s.Name, err)
+		}
+		sc.Color, sc.Radius = col, vg.Points(3)
+		if s.Dashed {
+			sc.Shape = draw.RingGlyph{}
+		} else {
+			sc.Shape = draw.CircleGlyph{}
+		}
+		eb, err := plotter.NewYErrorBars(shifted)
+		if err != nil {
+			return fmt.Errorf("series %s: %w", s.Name, err)
+		}
+		eb.Color = col
+		p.Add(sc, eb)
+		p.Legend.Add(s.Name, sc)
+	}
+	if len(names) == 0 {
+		return nil // nothing measured: an empty frame
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
 	return nil
 }
 
@@ -232,7 +330,7 @@ func (c Chart) addStacked(p *plot.Plot) error {
 	return nil
 }
 
-// tickAt makes one labelled tick at each distinct value.
+// tickAt makes one labelled tick at each distinct value of vs.
 func tickAt(vs []float64, format string) []plot.Tick {
 	seen := map[float64]bool{}
 	var ts []plot.Tick

@@ -59,7 +59,7 @@ func TestComparisonSideBySide(t *testing.T) {
 
 	var page bytes.Buffer
 	require.NoError(t, report.HTML(&page, ins, report.Options{}))
-	block := regexp.MustCompile(`<script type="application/json" id="data-cmp-compare-cores-one-hop">([^<]*)</script>`).FindSubmatch(page.Bytes())
+	block := regexp.MustCompile(`<script type="application/json" id="data-cmp-compare-cores-BenchmarkOneHop-one-hop">([^<]*)</script>`).FindSubmatch(page.Bytes())
 	require.NotNil(t, block)
 	var ch report.Chart
 	require.NoError(t, json.Unmarshal(block[1], &ch))
@@ -67,8 +67,10 @@ func TestComparisonSideBySide(t *testing.T) {
 	assert.Equal(t, "sidecar/caddy v2-candidate cores", ch.Series[1].Name)
 	for i, c := range cs[:2] { // one-hop c=1 and c=4
 		s := c.Meshed.MeshCoresPer1kRPS
-		assert.Equal(t, at(float64(c.Concurrency), s), ch.Series[0].Points[i])
+		assert.Equal(t, report.Point{X: float64(c.Concurrency), Y: s.Median, Lo: s.Lo, Hi: s.Hi, Label: fmt.Sprintf("c=%d", c.Concurrency), Run: c.Scenario()},
+			ch.Series[0].Points[i])
 		assert.InDelta(t, 2*s.Median, ch.Series[1].Points[i].Y, 1e-12)
 	}
-	assert.Equal(t, 2*2*8+2*3, bytes.Count(page.Bytes(), []byte(`type="application/json"`)), "8 charts per path per run, 3 per path to compare")
+	assert.Equal(t, 2*(2*8+1)+2*3, bytes.Count(page.Bytes(), []byte(`type="application/json"`)),
+		"per run 8 charts per sweep and the extra hop; 3 per concurrency sweep to compare")
 }

@@ -79,6 +79,10 @@ func TestParseFormats(t *testing.T) {
 	fs, err := report.ParseFormats("html,md")
 	require.NoError(t, err)
 	assert.Equal(t, []report.Format{report.FormatHTML, report.FormatMarkdown}, fs)
+	fs, err = report.ParseFormats("csv, smp")
+	require.NoError(t, err)
+	assert.Equal(t, []report.Format{report.FormatCSV, report.FormatSMP}, fs)
+	assert.Equal(t, []string{"html", "md", "csv", "smp.yaml"}, []string{report.FormatHTML.Ext(), report.FormatMarkdown.Ext(), report.FormatCSV.Ext(), report.FormatSMP.Ext()})
 	_, err = report.ParseFormats("pdf")
-	assert.EqualError(t, err, `format "pdf": want html, md or both, comma-separated`)
+	assert.EqualError(t, err, `format "pdf": want html, md, csv or smp, or several comma-separated`)
 }

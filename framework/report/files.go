@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -17,23 +18,38 @@ type Format string
 const (
 	FormatHTML     Format = "html" // one self-contained page with charts
 	FormatMarkdown Format = "md"   // tables for CI summaries and PR comments
+	// FormatCSV is one row per run, for spreadsheets (see CSV).
+	FormatCSV Format = "csv"
+	// FormatSMP is the Service Mesh Performance results, as Meshery
+	// reads them (see SMP).
+	FormatSMP Format = "smp"
 )
 
-// Formats is every format, in the order they are written.
+// Formats are the formats a report is written in by default, in the
+// order they are written: what the main job writes beside its results.
 var Formats = []Format{FormatHTML, FormatMarkdown}
 
-// ParseFormats reads a comma-separated list such as "html,md".
+// AllFormats is every format, in the order ParseFormats names them.
+var AllFormats = []Format{FormatHTML, FormatMarkdown, FormatCSV, FormatSMP}
+
+// Ext is the file name extension of a format's file: html, md, csv, and
+// smp.yaml for SMP's YAML.
+func (f Format) Ext() string {
+	if f == FormatSMP {
+		return "smp.yaml"
+	}
+	return string(f)
+}
+
+// ParseFormats reads a comma-separated list such as "html,md" or "csv".
 func ParseFormats(s string) ([]Format, error) {
 	var out []Format
 	for _, f := range strings.Split(s, ",") {
-		switch Format(strings.TrimSpace(f)) {
-		case FormatHTML:
-			out = append(out, FormatHTML)
-		case FormatMarkdown:
-			out = append(out, FormatMarkdown)
-		default:
-			return nil, fmt.Errorf("format %q: want html, md or both, comma-separated", f)
+		name := Format(strings.TrimSpace(f))
+		if !slices.Contains(AllFormats, name) {
+			return nil, fmt.Errorf("format %q: want html, md, csv or smp, or several comma-separated", f)
 		}
+		out = append(out, name)
 	}
 	return out, nil
 }
@@ -45,11 +61,15 @@ func Render(w io.Writer, f Format, ins []Input, o Options) error {
 		return HTML(w, ins, o)
 	case FormatMarkdown:
 		return Markdown(w, ins, o)
+	case FormatCSV:
+		return CSV(w, ins)
+	case FormatSMP:
+		return SMP(w, ins)
 	}
 	return fmt.Errorf("unknown report format %q", f)
 }
 
-// WriteFiles renders ins in every format of fs and writes dir/<name>.<format>
+// WriteFiles renders ins in every format of fs and writes dir/<name>.<ext>
 // for each, returning the paths. One input is named after its results file;
 // several after all of them. Every format is rendered before any file is
 // written, so a failure leaves no half-written report.
@@ -76,7 +96,7 @@ func WriteFiles(dir string, ins []Input, fs []Format, o Options) ([]string, erro
 	}
 	var paths []string
 	for i, f := range fs {
-		p := filepath.Join(dir, name+"."+string(f))
+		p := filepath.Join(dir, name+"."+f.Ext())
 		if err := WriteAtomic(p, bufs[i].Bytes(), 0o644); err != nil {
 			return paths, fmt.Errorf("write report: %w", err)
 		}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/target"
 )
 
 //go:embed report.html.tmpl
@@ -30,11 +32,18 @@ type htmlChart struct {
 	SVG    template.HTML
 }
 
+// htmlGroup is one scenario's charts, drawn.
+type htmlGroup struct {
+	Scenario, Axis string
+	Path           target.Path
+	Charts         []htmlChart
+}
+
 // htmlRun is a run with its charts drawn.
 type htmlRun struct {
 	run
 	Index        int
-	Charts       []htmlChart
+	Groups       []htmlGroup
 	VerdictWord  string
 	VerdictLines []string
 	Roles        []measure.Role
@@ -69,12 +78,16 @@ func HTML(w io.Writer, ins []Input, o Options) error {
 		hr.VerdictWord, hr.VerdictLines = r.Verdict()
 		hr.Roles, hr.Rows = r.resourceRows()
 		hr.Procs, hr.Nodes = r.processRows()
-		for _, c := range r.charts(o.SpectrumC) {
-			hc, err := drawn(c, fmt.Sprintf("data-r%d-%s", i, c.ID))
-			if err != nil {
-				return fmt.Errorf("html report: %s: %w", r.File, err)
+		for _, g := range r.charts(o.SpectrumC) {
+			hg := htmlGroup{Scenario: g.Scenario, Axis: g.Axis, Path: g.Path}
+			for _, c := range g.Charts {
+				hc, err := drawn(c, fmt.Sprintf("data-r%d-%s", i, c.ID))
+				if err != nil {
+					return fmt.Errorf("html report: %s: %w", r.File, err)
+				}
+				hg.Charts = append(hg.Charts, hc)
 			}
-			hr.Charts = append(hr.Charts, hc)
+			hr.Groups = append(hr.Groups, hg)
 		}
 		runs = append(runs, hr)
 	}
@@ -91,6 +104,10 @@ func drawn(c Chart, dataID string) (htmlChart, error) {
 	if err != nil {
 		return htmlChart{}, err
 	}
+	// The root element carries the chart's scenario and axis, escaped,
+	// for a reader or a test to find the chart of a sweep.
+	svg = strings.Replace(svg, "<svg", fmt.Sprintf(`<svg data-scenario="%s" data-axis="%s"`,
+		template.HTMLEscapeString(c.Scenario), template.HTMLEscapeString(c.Axis)), 1)
 	// The SVG is gonum's drawing of numbers and labels it escapes itself.
 	return htmlChart{Chart: c, DataID: dataID, SVG: template.HTML(svg)}, nil
 }

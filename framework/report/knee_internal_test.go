@@ -26,7 +26,7 @@ func TestKneeIsTheLastRateBeforeTheP99Doubles(t *testing.T) {
 
 // A run with nothing measured for a chart still draws: an empty frame.
 func TestEmptyChartsDraw(t *testing.T) {
-	for _, k := range []ChartKind{Lines, Spectrum, Rate, Stacked} {
+	for _, k := range []ChartKind{Lines, Spectrum, Rate, Stacked, Points} {
 		for _, c := range []Chart{{ID: "none", Kind: k}, {ID: "empty", Kind: k, LogY: true, Series: []Series{{Name: "x"}}}} {
 			svg, err := c.SVG()
 			assert.NoError(t, err, "%s %s", k, c.ID)

@@ -31,6 +31,17 @@ func openRecorded(t *testing.T) []report.Input {
 	return ins
 }
 
+// mainJob is a real default main job's results on the local target: every
+// shipped scenario, two repeats, Caddy sidecars.
+const mainJob = "../../fixtures/thresholds/calibration/20261201T195250Z-local.json.gz"
+
+func openMainJob(t *testing.T) []report.Input {
+	t.Helper()
+	ins, err := report.Open(mainJob)
+	require.NoError(t, err)
+	return ins
+}
+
 func examplePrices(t *testing.T) *report.Prices {
 	t.Helper()
 	p, err := report.LoadPrices("")
@@ -74,20 +85,24 @@ func TestHTMLChartDataMatchesResults(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, report.HTML(&b, ins, report.Options{}))
 	charts := chartData(t, b.Bytes())
-	require.Len(t, charts, 16)
+	require.Len(t, charts, 8*2+1, "8 per sweep of one-hop and two-hop, and the extra hop")
 	stored := ins[0].Results.Comparisons
 	require.Len(t, stored, 4)
 	for _, c := range stored {
 		x := float64(c.Concurrency)
-		p := string(c.Path)
+		p := c.Benchmark + "-" + string(c.Path) // the sweep: BenchmarkOneHop over c, on one-hop
+		at := func(s stats.Summary) report.Point {
+			return report.Point{X: x, Y: s.Median, Lo: s.Lo, Hi: s.Hi, Label: fmt.Sprintf("c=%d", c.Concurrency), Run: c.Scenario()}
+		}
 		lat := charts["latency-"+p]
-		assert.Equal(t, at(x, c.Baseline.P50), find(t, lat, "baseline p50", x), c.Scenario())
-		assert.Equal(t, at(x, c.Meshed.P99), find(t, lat, "meshed p99", x), c.Scenario())
-		assert.Equal(t, at(x, c.Meshed.P999), find(t, lat, "meshed p99.9", x), c.Scenario())
-		assert.Equal(t, at(x, c.Baseline.QPS), find(t, charts["throughput-"+p], "baseline", x), c.Scenario())
-		assert.Equal(t, at(x, c.QPSLossPct), find(t, charts["loss-"+p], "meshed vs baseline", x), c.Scenario())
+		assert.Equal(t, at(c.Baseline.P50), find(t, lat, "baseline p50", x), c.Scenario())
+		assert.Equal(t, at(c.Meshed.P99), find(t, lat, "meshed p99", x), c.Scenario())
+		assert.Equal(t, at(c.Meshed.P999), find(t, lat, "meshed p99.9", x), c.Scenario())
+		assert.Equal(t, at(c.Baseline.QPS), find(t, charts["throughput-"+p], "baseline", x), c.Scenario())
+		assert.Equal(t, at(c.QPSLossPct), find(t, charts["loss-"+p], "meshed vs baseline", x), c.Scenario())
 		rate := charts["rate-"+p]
-		assert.Equal(t, report.Point{X: c.Meshed.QPS.Median, Y: c.Meshed.P99.Median, Lo: c.Meshed.P99.Lo, Hi: c.Meshed.P99.Hi},
+		assert.Equal(t, report.Point{X: c.Meshed.QPS.Median, Y: c.Meshed.P99.Median, Lo: c.Meshed.P99.Lo, Hi: c.Meshed.P99.Hi,
+			Label: fmt.Sprintf("c=%d", c.Concurrency), Run: c.Scenario()},
 			find(t, rate, "meshed p99", c.Meshed.QPS.Median), c.Scenario())
 		cpu := charts["cpu-"+p]
 		for _, s := range cpu.Series {
@@ -116,14 +131,10 @@ func TestHTMLChartDataMatchesResults(t *testing.T) {
 			}
 			rss := charts["rss-"+p].Series[0].Points
 			assert.Equal(t, report.Point{X: 4, Y: c.Meshed.IdleRSS[measure.RoleSidecar].Median, Lo: c.Meshed.IdleRSS[measure.RoleSidecar].Lo,
-				Hi: c.Meshed.IdleRSS[measure.RoleSidecar].Hi, Label: "sidecar idle"}, rss[4])
+				Hi: c.Meshed.IdleRSS[measure.RoleSidecar].Hi, Label: "sidecar idle", Run: c.Scenario()}, rss[4])
 			assert.Equal(t, c.Meshed.RSS[measure.RoleSidecar].Median, rss[5].Y)
 		}
 	}
-}
-
-func at(x float64, s stats.Summary) report.Point {
-	return report.Point{X: x, Y: s.Median, Lo: s.Lo, Hi: s.Hi}
 }
 
 func find(t *testing.T, c report.Chart, series string, x float64) report.Point {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/target"
@@ -80,32 +82,6 @@ func newRun(in Input, p *Prices) run {
 	return r
 }
 
-// paths lists the comparisons' paths in order of first appearance.
-func paths(cs []Comparison) []target.Path {
-	var out []target.Path
-	for _, c := range cs {
-		if !slices.Contains(out, c.Path) {
-			out = append(out, c.Path)
-		}
-	}
-	return out
-}
-
-func onPath(cs []Comparison, p target.Path) []Comparison {
-	var out []Comparison
-	for _, c := range cs {
-		if c.Path == p {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// point is a summary as a chart point at x.
-func point(x float64, s stats.Summary) Point {
-	return Point{X: x, Y: s.Median, Lo: s.Lo, Hi: s.Hi}
-}
-
 // arm names an arm's statistics in a comparison.
 type arm struct {
 	Name  target.Arm
@@ -117,93 +93,94 @@ var arms = []arm{
 	{target.Meshed, func(c Comparison) ArmStats { return c.Meshed }},
 }
 
-// latencyChart is p50, p99 and p99.9 against concurrency, per arm.
-func latencyChart(id string, p target.Path, cs []Comparison) Chart {
-	ch := Chart{ID: id, Title: fmt.Sprintf("Latency vs concurrency, %s", p), Kind: Lines, XLabel: "concurrency (connections)", YLabel: "latency (ms)", LogY: true}
-	quantiles := []struct {
-		name string
-		get  func(ArmStats) stats.Summary
-	}{
-		{"p50", func(a ArmStats) stats.Summary { return a.P50 }},
-		{"p99", func(a ArmStats) stats.Summary { return a.P99 }},
-		{"p99.9", func(a ArmStats) stats.Summary { return a.P999 }},
-	}
+// quantiles are the latencies a latency chart draws.
+var quantiles = []struct {
+	name string
+	get  func(ArmStats) stats.Summary
+}{
+	{"p50", func(a ArmStats) stats.Summary { return a.P50 }},
+	{"p99", func(a ArmStats) stats.Summary { return a.P99 }},
+	{"p99.9", func(a ArmStats) stats.Summary { return a.P999 }},
+}
+
+// latencyChart is p50, p99 and p99.9 against the sweep's axis, per arm.
+func latencyChart(s sweep) Chart {
+	ch := s.chart("latency", "Latency vs "+axisTitle(s.Axis), "latency (ms)")
+	ch.LogY = true
 	for _, a := range arms {
 		for i, q := range quantiles {
-			s := Series{Name: fmt.Sprintf("%s %s", a.Name, q.name), Colour: i, Dashed: a.Name == target.Baseline}
-			for _, c := range cs {
-				if st := a.Stats(c); st.Repeats > 0 {
-					s.Points = append(s.Points, point(float64(c.Concurrency), q.get(st)))
-				}
-			}
-			ch.Series = append(ch.Series, s)
+			ch.Series = append(ch.Series, s.series(fmt.Sprintf("%s %s", a.Name, q.name), i, a.Name == target.Baseline,
+				func(c Comparison) stats.Summary { return q.get(a.Stats(c)) }))
 		}
 	}
 	return ch
 }
 
-// throughputChart is achieved req/s against concurrency, per arm.
-func throughputChart(id string, p target.Path, cs []Comparison) Chart {
-	ch := Chart{ID: id, Title: fmt.Sprintf("Throughput vs concurrency, %s", p), Kind: Lines, XLabel: "concurrency (connections)", YLabel: "achieved req/s"}
+// throughputChart is the achieved req/s against the sweep's axis, per arm.
+func throughputChart(s sweep) Chart {
+	ch := s.chart("throughput", "Throughput vs "+axisTitle(s.Axis), "achieved req/s")
 	for _, a := range arms {
-		s := Series{Name: string(a.Name), Colour: -1}
-		for _, c := range cs {
-			if st := a.Stats(c); st.Repeats > 0 {
-				s.Points = append(s.Points, point(float64(c.Concurrency), st.QPS))
-			}
-		}
-		ch.Series = append(ch.Series, s)
+		ch.Series = append(ch.Series, s.series(string(a.Name), -1, false, func(c Comparison) stats.Summary { return a.Stats(c).QPS }))
 	}
 	return ch
 }
 
-// lossChart is the paired throughput loss against concurrency.
-func lossChart(id string, p target.Path, cs []Comparison) Chart {
-	ch := Chart{ID: id, Title: fmt.Sprintf("Throughput loss vs concurrency, %s", p), Kind: Lines, XLabel: "concurrency (connections)", YLabel: "throughput loss (% of baseline)"}
-	s := Series{Name: "meshed vs baseline", Colour: 1}
-	for _, c := range cs {
-		if c.QPSLossPct.N > 0 {
-			s.Points = append(s.Points, point(float64(c.Concurrency), c.QPSLossPct))
-		}
-	}
-	ch.Series = append(ch.Series, s)
+// lossChart is the paired throughput loss against the sweep's axis.
+func lossChart(s sweep) Chart {
+	ch := s.chart("loss", "Throughput loss vs "+axisTitle(s.Axis), "throughput loss (% of baseline)")
+	ch.Series = append(ch.Series, s.series("meshed vs baseline", 1, false, func(c Comparison) stats.Summary { return c.QPSLossPct }))
 	return ch
 }
 
 // spectrumChart is the latency at each percentile of the merged histogram
-// of every repeat, per arm, at one comparison's concurrency.
-func spectrumChart(id string, c Comparison) Chart {
-	ch := Chart{ID: id, Title: fmt.Sprintf("Latency spectrum, %s at c=%d (all repeats merged)", c.Path, c.Concurrency), Kind: Spectrum, XLabel: "percentile", YLabel: "latency (ms)", LogY: true}
+// of every repeat, per arm, at one point of a sweep.
+func spectrumChart(s sweep, c Comparison) Chart {
+	ch := Chart{ID: "spectrum-" + s.slug(), Title: fmt.Sprintf("Latency spectrum, %s at c=%d (all repeats merged)", c.Path, c.Concurrency),
+		Kind: Spectrum, XLabel: "percentile", YLabel: "latency (ms)", LogY: true, Scenario: s.Scenario, Axis: s.Axis}
 	for _, a := range arms {
 		h := a.Stats(c).Merged
 		if h == nil {
 			continue
 		}
-		s := Series{Name: string(a.Name), Colour: -1}
+		ser := Series{Name: string(a.Name), Scenario: s.Scenario, Colour: -1}
 		for _, q := range SpectrumPercentiles() {
 			v := stats.Percentile(h, q) * 1e3
-			s.Points = append(s.Points, Point{X: q, Y: v, Lo: v, Hi: v})
+			ser.Points = append(ser.Points, Point{X: q, Y: v, Lo: v, Hi: v, Run: c.Scenario()})
 		}
-		ch.Series = append(ch.Series, s)
+		ch.Series = append(ch.Series, ser)
 	}
 	return ch
 }
 
-// cpuChart stacks the CPU of each role per concurrency and arm.
-func cpuChart(id string, p target.Path, cs []Comparison) Chart {
-	ch := Chart{ID: id, Title: fmt.Sprintf("CPU per role, %s", p), Kind: Stacked, XLabel: "", YLabel: "CPU (millicores)"}
-	for _, role := range roles(cs) {
-		s := Series{Name: string(role)}
-		i := 0
-		for _, c := range cs {
-			for _, a := range arms {
-				st := a.Stats(c)
-				v := st.CPU[role] // the zero Summary when the arm has no such role
-				s.Points = append(s.Points, Point{X: float64(i), Y: v.Median, Lo: v.Lo, Hi: v.Hi, Label: fmt.Sprintf("c=%d %s", c.Concurrency, a.Name)})
-				i++
+// measuredArms are the arms that ran at some point of the sweep.
+func measuredArms(s sweep) []arm {
+	var out []arm
+	for _, a := range arms {
+		for _, c := range s.Points {
+			if a.Stats(c).Repeats > 0 {
+				out = append(out, a)
+				break
 			}
 		}
-		ch.Series = append(ch.Series, s)
+	}
+	return out
+}
+
+// cpuChart stacks each role's figure (get: millicores, or CPU-ms per 1k
+// requests) per point of the sweep and arm: one bar each.
+func cpuChart(id, title, yLabel string, s sweep, get func(ArmStats) map[measure.Role]stats.Summary) Chart {
+	ch := s.chart(id, title, yLabel)
+	ch.Kind, ch.XLabel = Stacked, ""
+	for _, role := range roles(s.Points) {
+		ser := Series{Name: string(role), Scenario: s.Scenario}
+		for i, c := range s.Points {
+			for _, a := range measuredArms(s) {
+				v := get(a.Stats(c))[role] // the zero Summary when the arm has no such role
+				ser.Points = append(ser.Points, Point{X: float64(len(ser.Points)), Y: v.Median, Lo: v.Lo, Hi: v.Hi,
+					Label: fmt.Sprintf("%s %s", s.tick(i), a.Name), Run: c.Scenario()})
+			}
+		}
+		ch.Series = append(ch.Series, ser)
 	}
 	return ch
 }
@@ -233,8 +210,8 @@ func roleRank(r measure.Role) string {
 	return "9" + string(r)
 }
 
-// spectrumAt picks the comparison whose spectrum is drawn: concurrency c
-// when the run has it, else the highest concurrency measured.
+// spectrumAt picks the point whose spectrum and memory are drawn:
+// concurrency c when the sweep has it, else the highest concurrency.
 func spectrumAt(cs []Comparison, c int) (Comparison, bool) {
 	var best Comparison
 	found := false
@@ -249,71 +226,147 @@ func spectrumAt(cs []Comparison, c int) (Comparison, bool) {
 	return best, found
 }
 
-// charts are one run's charts, path by path.
-func (r run) charts(spectrumC int) []Chart {
-	var out []Chart
-	for _, p := range paths(r.Comparisons) {
-		cs := onPath(r.Comparisons, p)
-		out = append(out, latencyChart("latency-"+string(p), p, cs), throughputChart("throughput-"+string(p), p, cs),
-			lossChart("loss-"+string(p), p, cs))
-		c, ok := spectrumAt(cs, spectrumC)
-		if ok {
-			out = append(out, spectrumChart("spectrum-"+string(p), c))
+// chartGroup is one scenario's charts, under its name.
+type chartGroup struct {
+	Scenario string
+	Path     target.Path
+	Axis     string
+	Charts   []Chart
+}
+
+// charts are one run's charts, one group per sweep: latency, throughput,
+// loss and CPU per request against the sweep's own axis; a concurrency
+// sweep adds latency against the achieved rate with its knee, the latency
+// spectrum, CPU per role and memory, and a rate ladder its knee. The cost
+// of the extra hop (two-hop minus one-hop) closes, when both were swept.
+func (r run) charts(spectrumC int) []chartGroup {
+	var out []chartGroup
+	for _, s := range sweeps(r.Comparisons) {
+		g := chartGroup{Scenario: s.Scenario, Path: s.Path, Axis: s.Axis}
+		g.Charts = append(g.Charts, latencyChart(s), throughputChart(s), lossChart(s))
+		if s.Axis == labels.Concurrency || s.Axis == labels.QPS {
+			g.Charts = append(g.Charts, rateChart(s))
 		}
-		out = append(out, rateChart("rate-"+string(p), p, cs), cpuChart("cpu-"+string(p), p, cs), cpuPer1kChart("cpu1k-"+string(p), p, cs))
-		if ok {
-			out = append(out, rssChart("rss-"+string(p), c))
+		c, ok := spectrumAt(s.Points, spectrumC)
+		if s.Axis == labels.Concurrency && ok {
+			g.Charts = append(g.Charts, spectrumChart(s, c))
+		}
+		if s.Axis == labels.Concurrency {
+			g.Charts = append(g.Charts, cpuChart("cpu", "CPU per role", "CPU (millicores)", s, func(a ArmStats) map[measure.Role]stats.Summary { return a.CPU }))
+		}
+		g.Charts = append(g.Charts, cpuChart("cpu1k", "CPU per 1k requests per role", "CPU-ms per 1000 requests", s,
+			func(a ArmStats) map[measure.Role]stats.Summary { return a.CPUPer1k }))
+		if s.Axis == labels.Concurrency && ok {
+			g.Charts = append(g.Charts, rssChart(s, c))
+		}
+		if g.Charts = drawable(g.Charts); len(g.Charts) > 0 {
+			out = append(out, g)
+		}
+	}
+	if hop := extraHopCharts(r.Comparisons); len(hop) > 0 {
+		out = append(out, chartGroup{Scenario: hop[0].Scenario, Axis: labels.Concurrency, Charts: hop})
+	}
+	return out
+}
+
+// drawable drops the charts without a single point (a loss chart of a
+// scenario that ran one arm only).
+func drawable(cs []Chart) []Chart {
+	var out []Chart
+	for _, c := range cs {
+		for _, s := range c.Series {
+			if len(s.Points) > 0 {
+				out = append(out, c)
+				break
+			}
 		}
 	}
 	return out
 }
 
-// compareCharts put the runs side by side, path by path: the meshed arm's
-// p50 and p99, the throughput loss and the mesh cores per 1k req/s, one
-// series per run, against concurrency.
+// extraHopCharts draw the cost of one more meshed hop against
+// concurrency: each concurrency sweep on two hops minus its one-hop twin
+// (ExtraHops), one chart per pair of sweeps.
+func extraHopCharts(cs []Comparison) []Chart {
+	var out []Chart
+	index := map[string]int{}
+	for _, e := range ExtraHops(cs) {
+		if e.Key != labels.Concurrency+"="+strconv.Itoa(e.TwoHop.Concurrency) {
+			continue // a twin at some other point than a plain concurrency sweep
+		}
+		name := e.TwoHop.Labels.Without(labels.Concurrency).String() + " − " + e.OneHop.Labels.Without(labels.Concurrency).String()
+		i, ok := index[name]
+		if !ok {
+			i, index[name] = len(out), len(out)
+			out = append(out, Chart{ID: "extrahop-" + strings.Map(slugRune, name), Title: "Cost of one more meshed hop (two-hop minus one-hop; differences of medians)",
+				Kind: Lines, XLabel: axisTitle(labels.Concurrency), YLabel: "extra latency (ms)", Scenario: name, Axis: labels.Concurrency,
+				Series: []Series{{Name: "extra hop Δ p50", Scenario: name, Colour: 0}, {Name: "extra hop Δ p99", Scenario: name, Colour: 1}}})
+		}
+		run := e.TwoHop.Scenario() + " − " + e.OneHop.Scenario()
+		x, tick := float64(e.TwoHop.Concurrency), e.Key
+		for j, y := range []float64{e.P50DeltaMs, e.P99DeltaMs} {
+			out[i].Series[j].Points = append(out[i].Series[j].Points, Point{X: x, Y: y, Lo: y, Hi: y, Label: tick, Run: run})
+		}
+	}
+	return out
+}
+
+// compareCharts put the runs side by side, concurrency sweep by
+// concurrency sweep: the meshed arm's p50 and p99, the throughput loss and
+// the mesh cores per 1k req/s, one series per run, against concurrency.
 func compareCharts(runs []run) []Chart {
-	var ps []target.Path
-	for _, r := range runs {
-		for _, p := range paths(r.Comparisons) {
-			if !slices.Contains(ps, p) {
-				ps = append(ps, p)
+	var order []string
+	bySweep := map[string]sweep{}
+	perRun := make([]map[string]sweep, len(runs))
+	for i, r := range runs {
+		perRun[i] = map[string]sweep{}
+		for _, s := range sweeps(r.Comparisons) {
+			if s.Axis != labels.Concurrency {
+				continue
+			}
+			key := s.slug()
+			perRun[i][key] = s
+			if _, ok := bySweep[key]; !ok {
+				bySweep[key] = s
+				order = append(order, key)
 			}
 		}
 	}
-	figures := []struct {
-		id, title, y string
-		logY         bool
-		get          []func(Comparison) stats.Summary
-		names        []string
-	}{
-		{"latency", "Meshed latency per run", "latency (ms)", true,
-			[]func(Comparison) stats.Summary{func(c Comparison) stats.Summary { return c.Meshed.P50 }, func(c Comparison) stats.Summary { return c.Meshed.P99 }},
-			[]string{"p50", "p99"}},
-		{"loss", "Throughput loss per run", "throughput loss (% of baseline)", false,
-			[]func(Comparison) stats.Summary{func(c Comparison) stats.Summary { return c.QPSLossPct }}, []string{"loss"}},
-		{"cores", "Mesh cores per 1k req/s per run", "cores per 1000 req/s", false,
-			[]func(Comparison) stats.Summary{func(c Comparison) stats.Summary { return c.Meshed.MeshCoresPer1kRPS }}, []string{"cores"}},
-	}
 	var out []Chart
-	for _, p := range ps {
-		for _, f := range figures {
-			ch := Chart{ID: fmt.Sprintf("compare-%s-%s", f.id, p), Title: fmt.Sprintf("%s, %s", f.title, p), Kind: Lines,
-				XLabel: "concurrency (connections)", YLabel: f.y, LogY: f.logY}
+	for _, key := range order {
+		for _, f := range compareFigures {
+			ch := bySweep[key].chart("compare-"+f.id, f.title, f.y)
+			ch.LogY = f.logY
 			for i, r := range runs {
+				s, ok := perRun[i][key]
 				for j, get := range f.get {
-					s := Series{Name: r.Label + " " + f.names[j], Colour: i, Dashed: j > 0}
-					for _, c := range onPath(r.Comparisons, p) {
-						if v := get(c); v.N > 0 {
-							s.Points = append(s.Points, point(float64(c.Concurrency), v))
-						}
+					ser := Series{Name: r.Label + " " + f.names[j], Scenario: ch.Scenario, Colour: i, Dashed: j > 0}
+					if ok {
+						ser = s.series(ser.Name, i, j > 0, get)
 					}
-					ch.Series = append(ch.Series, s)
+					ch.Series = append(ch.Series, ser)
 				}
 			}
 			out = append(out, ch)
 		}
 	}
 	return out
+}
+
+// compareFigures are the figures compareCharts draws.
+var compareFigures = []struct {
+	id, title, y string
+	logY         bool
+	get          []func(Comparison) stats.Summary
+	names        []string
+}{
+	{"latency", "Meshed latency per run", "latency (ms)", true,
+		[]func(Comparison) stats.Summary{func(c Comparison) stats.Summary { return c.Meshed.P50 }, func(c Comparison) stats.Summary { return c.Meshed.P99 }},
+		[]string{"p50", "p99"}},
+	{"loss", "Throughput loss per run", "throughput loss (% of baseline)", false,
+		[]func(Comparison) stats.Summary{func(c Comparison) stats.Summary { return c.QPSLossPct }}, []string{"loss"}},
+	{"cores", "Mesh cores per 1k req/s per run", "cores per 1000 req/s", false,
+		[]func(Comparison) stats.Summary{func(c Comparison) stats.Summary { return c.Meshed.MeshCoresPer1kRPS }}, []string{"cores"}},
 }
 
 // KneeFactor defines the knee of a latency-against-rate curve: the highest
@@ -323,25 +376,25 @@ const KneeFactor = 2
 
 // rateChart is p50 and p99 against the achieved rate, per arm, with each
 // arm's knee as a one-point series.
-func rateChart(id string, p target.Path, cs []Comparison) Chart {
-	ch := Chart{ID: id, Title: fmt.Sprintf("Latency vs achieved rate, %s (knee: last p99 ≤ %d× the lowest-rate p99)", p, KneeFactor),
-		Kind: Rate, XLabel: "achieved req/s", YLabel: "latency (ms)", LogY: true}
+func rateChart(s sweep) Chart {
+	ch := s.chart("rate", fmt.Sprintf("Latency vs achieved rate (knee: last p99 ≤ %d× the lowest-rate p99)", KneeFactor), "latency (ms)")
+	ch.Kind, ch.XLabel, ch.LogY = Rate, "achieved req/s", true
 	for i, a := range arms {
 		var p50, p99 []Point
-		for _, c := range cs {
+		for j, c := range s.Points {
 			if st := a.Stats(c); st.Repeats > 0 {
-				p50 = append(p50, Point{X: st.QPS.Median, Y: st.P50.Median, Lo: st.P50.Lo, Hi: st.P50.Hi})
-				p99 = append(p99, Point{X: st.QPS.Median, Y: st.P99.Median, Lo: st.P99.Lo, Hi: st.P99.Hi})
+				p50 = append(p50, Point{X: st.QPS.Median, Y: st.P50.Median, Lo: st.P50.Lo, Hi: st.P50.Hi, Label: s.tick(j), Run: c.Scenario()})
+				p99 = append(p99, Point{X: st.QPS.Median, Y: st.P99.Median, Lo: st.P99.Lo, Hi: st.P99.Hi, Label: s.tick(j), Run: c.Scenario()})
 			}
 		}
 		byX := func(a, b Point) int { return cmp.Compare(a.X, b.X) }
 		slices.SortStableFunc(p50, byX)
 		slices.SortStableFunc(p99, byX)
 		ch.Series = append(ch.Series,
-			Series{Name: fmt.Sprintf("%s p50", a.Name), Points: p50, Colour: i, Dashed: true},
-			Series{Name: fmt.Sprintf("%s p99", a.Name), Points: p99, Colour: i})
+			Series{Name: fmt.Sprintf("%s p50", a.Name), Scenario: s.Scenario, Points: p50, Colour: i, Dashed: true},
+			Series{Name: fmt.Sprintf("%s p99", a.Name), Scenario: s.Scenario, Points: p99, Colour: i})
 		if k, ok := knee(p99); ok {
-			ch.Series = append(ch.Series, Series{Name: fmt.Sprintf("%s knee", a.Name), Points: []Point{k}, Colour: i + 2})
+			ch.Series = append(ch.Series, Series{Name: fmt.Sprintf("%s knee", a.Name), Scenario: s.Scenario, Points: []Point{k}, Colour: i + 2})
 		}
 	}
 	return ch
@@ -362,36 +415,18 @@ func knee(p99 []Point) (Point, bool) {
 	return k, true
 }
 
-// cpuPer1kChart stacks each role's CPU per 1000 requests per concurrency
-// and arm: what a request costs, role by role.
-func cpuPer1kChart(id string, p target.Path, cs []Comparison) Chart {
-	ch := cpuChart(id, p, cs)
-	ch.Title, ch.YLabel = fmt.Sprintf("CPU per 1k requests per role, %s", p), "CPU-ms per 1000 requests"
-	for i := range ch.Series {
-		role := measure.Role(ch.Series[i].Name)
-		j := 0
-		for _, c := range cs {
-			for _, a := range arms {
-				v := a.Stats(c).CPUPer1k[role]
-				ch.Series[i].Points[j].Y, ch.Series[i].Points[j].Lo, ch.Series[i].Points[j].Hi = v.Median, v.Lo, v.Hi
-				j++
-			}
-		}
-	}
-	return ch
-}
-
 // rssChart is each role's largest resident memory idle and under load, in
-// the meshed arm at one comparison's concurrency.
-func rssChart(id string, c Comparison) Chart {
-	ch := Chart{ID: id, Title: fmt.Sprintf("RSS idle vs under load, %s meshed at c=%d", c.Path, c.Concurrency), Kind: Stacked, YLabel: "largest RSS of the role (MiB)"}
-	s := Series{Name: "MiB"}
+// the meshed arm at one point of a sweep.
+func rssChart(s sweep, c Comparison) Chart {
+	ch := Chart{ID: "rss-" + s.slug(), Title: fmt.Sprintf("RSS idle vs under load, %s meshed at c=%d", c.Path, c.Concurrency), Kind: Stacked,
+		YLabel: "largest RSS of the role (MiB)", Scenario: s.Scenario, Axis: s.Axis}
+	ser := Series{Name: "MiB", Scenario: s.Scenario}
 	for _, role := range roles([]Comparison{c}) {
 		idle, load := c.Meshed.IdleRSS[role], c.Meshed.RSS[role]
-		s.Points = append(s.Points,
-			Point{X: float64(len(s.Points)), Y: idle.Median, Lo: idle.Lo, Hi: idle.Hi, Label: string(role) + " idle"},
-			Point{X: float64(len(s.Points) + 1), Y: load.Median, Lo: load.Lo, Hi: load.Hi, Label: string(role) + " load"})
+		ser.Points = append(ser.Points,
+			Point{X: float64(len(ser.Points)), Y: idle.Median, Lo: idle.Lo, Hi: idle.Hi, Label: string(role) + " idle", Run: c.Scenario()},
+			Point{X: float64(len(ser.Points) + 1), Y: load.Median, Lo: load.Lo, Hi: load.Hi, Label: string(role) + " load", Run: c.Scenario()})
 	}
-	ch.Series = append(ch.Series, s)
+	ch.Series = append(ch.Series, ser)
 	return ch
 }

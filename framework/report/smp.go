@@ -1,0 +1,196 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/stats"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// SMPVersion is the smp_version the SMP export writes: the spec's own
+// name for its version (smps.yaml's SMPSVersion).
+const SMPVersion = "smps/v1"
+
+// SMPResult is one Service Mesh Performance result: the
+// PerformanceTestResult message of the spec's
+// protos/service_mesh_performance.proto, with its fields named as the
+// proto names them (which protobuf's JSON and YAML readers accept), and
+// meshbench's own figures under the one extra key meshbench_extension.
+// The SMP export writes one per scenario and arm.
+type SMPResult struct {
+	SMPVersion string            `yaml:"smp_version"`
+	ID         string            `yaml:"id"`
+	Labels     map[string]string `yaml:"labels"`
+	// StartTime and EndTime bound the arm's measured windows, UTC.
+	StartTime   time.Time  `yaml:"start_time"`
+	EndTime     time.Time  `yaml:"end_time"`
+	LatenciesMs SMPLatency `yaml:"latencies_ms"`
+	// ActualQPS is the achieved req/s, the median over repeats.
+	ActualQPS    float64 `yaml:"actual_QPS"`
+	DetailsURI   string  `yaml:"details_uri"`
+	TestID       string  `yaml:"testId"`
+	MeshConfigID string  `yaml:"meshConfigId"`
+	EnvID        string  `yaml:"envId"`
+	// Meshbench holds what SMP has no field for. A strict protobuf reader
+	// must be told to discard unknown fields to read past it.
+	Meshbench SMPExtension `yaml:"meshbench_extension"`
+}
+
+// SMPLatency is PerformanceTestResult.Latency, in milliseconds: p50, p90
+// and p99 are the medians over repeats, as the report prints them; min,
+// average and max are of every repeat's histogram merged.
+type SMPLatency struct {
+	Min     float64 `yaml:"min"`
+	Average float64 `yaml:"average"`
+	P50     float64 `yaml:"p50"`
+	P90     float64 `yaml:"p90"`
+	P99     float64 `yaml:"p99"`
+	Max     float64 `yaml:"max"`
+}
+
+// SMPExtension is meshbench's part of an SMP result.
+type SMPExtension struct {
+	// Schema is the results file's schema the figures come from.
+	Schema      string      `yaml:"schema"`
+	Scenario    string      `yaml:"scenario"`
+	Arm         target.Arm  `yaml:"arm"`
+	Path        target.Path `yaml:"path"`
+	Concurrency int         `yaml:"concurrency"`
+	// Repeats is how many repeats the figures summarise, Invalid how many
+	// of them were invalid.
+	Repeats int     `yaml:"repeats"`
+	Invalid int     `yaml:"invalid"`
+	P999Ms  float64 `yaml:"p999_ms"`
+	// Intervals are each figure's median and interval over repeats
+	// (stats.Summary: the interval is the one the report prints), by name:
+	// p50_ms, p90_ms, p99_ms, p999_ms, qps, and for the meshed arm the
+	// paired overheads p50_delta_ms, p99_delta_pct, throughput_loss_pct.
+	Intervals map[string]SMPInterval `yaml:"intervals"`
+	// CPUMsPer1k is each role's CPU-ms per 1000 requests, median over
+	// repeats.
+	CPUMsPer1k map[string]float64 `yaml:"cpu_ms_per_1k"`
+	// PerRepeat are the individual repeats, in repeat order.
+	PerRepeat []SMPRepeat `yaml:"per_repeat"`
+}
+
+// SMPInterval is a median with its interval over N repeats.
+type SMPInterval struct {
+	Median float64 `yaml:"median"`
+	Lo     float64 `yaml:"lo"`
+	Hi     float64 `yaml:"hi"`
+	N      int     `yaml:"n"`
+}
+
+// SMPRepeat is one repeat of an arm.
+type SMPRepeat struct {
+	Repeat int     `yaml:"repeat"`
+	P50Ms  float64 `yaml:"p50_ms"`
+	P99Ms  float64 `yaml:"p99_ms"`
+	P999Ms float64 `yaml:"p999_ms"`
+	QPS    float64 `yaml:"qps"`
+	Valid  bool    `yaml:"valid"`
+}
+
+// SMP writes the SMP results of every input as a YAML stream, one
+// document per scenario and arm, in sweep order.
+func SMP(w io.Writer, ins []Input) error {
+	if len(ins) == 0 {
+		return fmt.Errorf("smp export: no results")
+	}
+	enc := yaml.NewEncoder(w)
+	for _, in := range ins {
+		for _, r := range SMPResults(in.Results) {
+			if err := enc.Encode(r); err != nil {
+				return fmt.Errorf("smp export: %s: %w", in.File, err)
+			}
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("smp export: %w", err)
+	}
+	return nil
+}
+
+// SMPResults are the SMP results of one run: one per scenario and arm
+// that ran.
+func SMPResults(res *Results) []SMPResult {
+	records := upgradeArms(res.Records)
+	var out []SMPResult
+	for _, c := range Compare(res.Records) {
+		byArm := map[target.Arm]map[int]Record{}
+		for _, rec := range records {
+			if rec.Path == c.Path && rec.key().Key() == c.Labels.Key() {
+				if byArm[rec.Arm] == nil {
+					byArm[rec.Arm] = map[int]Record{}
+				}
+				byArm[rec.Arm][rec.Repeat] = rec
+			}
+		}
+		for i, a := range arms {
+			st := a.Stats(c)
+			if st.Repeats == 0 {
+				continue
+			}
+			// The repeats the figures summarise: those of both arms when
+			// both ran (Compare pairs them), else the arm's own.
+			other := byArm[arms[1-i].Name]
+			var rs []Record
+			for _, rep := range slices.Sorted(maps.Keys(byArm[a.Name])) {
+				if _, paired := other[rep]; paired || len(other) == 0 || arms[1-i].Stats(c).Repeats == 0 {
+					rs = append(rs, byArm[a.Name][rep])
+				}
+			}
+			out = append(out, smpResult(res, c, a.Name, st, rs))
+		}
+	}
+	return out
+}
+
+func smpResult(res *Results, c Comparison, arm target.Arm, st ArmStats, rs []Record) SMPResult {
+	env := res.Environment
+	name := c.Labels.With(labels.Arm, string(arm)).String()
+	r := SMPResult{SMPVersion: SMPVersion, ID: res.RunID() + "/" + name, TestID: name,
+		MeshConfigID: env.Mesh.Name + " " + env.Mesh.Version, EnvID: env.Target,
+		Labels: c.Labels.Map(), ActualQPS: st.QPS.Median,
+		LatenciesMs: SMPLatency{P50: st.P50.Median, P90: st.P90.Median, P99: st.P99.Median}}
+	maps.Copy(r.Labels, map[string]string{labels.Arm: string(arm), labels.Path: string(c.Path), "target": env.Target,
+		"mesh": env.Mesh.Name, "meshVersion": env.Mesh.Version})
+	if h := st.Merged; h != nil {
+		r.LatenciesMs.Min, r.LatenciesMs.Average, r.LatenciesMs.Max = h.Min*1e3, h.Avg*1e3, h.Max*1e3
+	}
+	x := SMPExtension{Schema: res.Schema, Scenario: c.Scenario(), Arm: arm, Path: c.Path, Concurrency: c.Concurrency,
+		Repeats: st.Repeats, Invalid: st.Invalid, P999Ms: st.P999.Median, CPUMsPer1k: map[string]float64{},
+		Intervals: map[string]SMPInterval{"p50_ms": interval(st.P50), "p90_ms": interval(st.P90), "p99_ms": interval(st.P99),
+			"p999_ms": interval(st.P999), "qps": interval(st.QPS)}}
+	if arm == target.Meshed && len(c.Problems) == 0 {
+		x.Intervals["p50_delta_ms"], x.Intervals["p99_delta_pct"] = interval(c.P50Delta), interval(c.P99Pct)
+		x.Intervals["throughput_loss_pct"] = interval(c.QPSLossPct)
+	}
+	for role, s := range st.CPUPer1k {
+		x.CPUMsPer1k[string(role)] = s.Median
+	}
+	for _, rec := range rs {
+		l := rec.Load
+		if r.StartTime.IsZero() || l.Start.Before(r.StartTime) {
+			r.StartTime = l.Start.UTC()
+		}
+		if end := l.Start.Add(l.Elapsed).UTC(); end.After(r.EndTime) {
+			r.EndTime = end
+		}
+		x.PerRepeat = append(x.PerRepeat, SMPRepeat{Repeat: rec.Repeat, P50Ms: l.Percentile(50) * 1e3, P99Ms: l.Percentile(99) * 1e3,
+			P999Ms: l.Percentile(99.9) * 1e3, QPS: l.AchievedQPS, Valid: rec.Valid()})
+	}
+	r.Meshbench = x
+	return r
+}
+
+func interval(s stats.Summary) SMPInterval {
+	return SMPInterval{Median: s.Median, Lo: s.Lo, Hi: s.Hi, N: s.N}
+}
