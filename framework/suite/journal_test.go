@@ -233,3 +233,21 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// -request-size reaches the loadgen in every run: the targets take what
+// the client sends from the workload, which -request-size now sets when
+// the scenario does not (it was dropped: issue 20).
+func TestRequestSizeReachesEveryRun(t *testing.T) {
+	results := t.TempDir()
+	cmd, out := startNested(t, results, "-test.bench", "Nested/qps=50/payload=128B", "-request-size", "4096")
+	_ = cmd.Wait() // the runs' validity is not what this test is about
+	files, _ := filepath.Glob(filepath.Join(results, "*.json"))
+	require.Len(t, files, 1, "%s", out.String())
+	res, err := report.Read(files[0])
+	require.NoError(t, err)
+	require.Len(t, res.Records, 2, "one baseline and one meshed run")
+	for _, r := range res.Records {
+		assert.Equal(t, 4096, r.Run.Load.Options.RequestSize, "%s: the loadgen's request body", r.Name())
+		assert.Equal(t, 4096, r.Run.Workload.RequestSize, "%s: the workload the target ran", r.Name())
+	}
+}

@@ -260,6 +260,9 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 	if o.Concurrency != c {
 		return report.Record{}, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
 	}
+	// -request-size is what the client sends unless the scenario sends its
+	// own: the targets take the request from the workload
+	sc.Workload.RequestSize = cmp.Or(sc.Workload.RequestSize, o.RequestSize)
 	run, err := tg.Run(s.ctx, target.Spec{Arm: arm, Workload: sc.Workload, Load: o, Fault: sc.Fault})
 	if err != nil {
 		return report.Record{}, err

@@ -446,7 +446,13 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 func (t *Target) shards(s target.Spec, w target.Workload, ar *arm) []load.Options {
 	o := s.Load
 	o.Protocol, o.RequestSize, o.Flow = w.Protocol, w.RequestSize, w.Flow
-	o.Headers = map[string]string{workload.SourceHeader: "loadgen"}
+	// the scenario's own headers go on the wire too; the source header
+	// says the request came from the loadgen (the path proof reads it)
+	o.Headers = maps.Clone(o.Headers)
+	if o.Headers == nil {
+		o.Headers = map[string]string{}
+	}
+	o.Headers[workload.SourceHeader] = "loadgen"
 	if s.Fault != nil {
 		o.ExpectErrors = true
 		o.Timeline = cmp.Or(o.Timeline, 50*time.Millisecond)

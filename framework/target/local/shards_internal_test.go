@@ -1,0 +1,30 @@
+package local
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/workload"
+)
+
+// What a client sends reaches every loadgen shard: the workload's request
+// size and protocol, and the scenario's own headers beside the source
+// header the path proof reads; the spec's headers are not changed.
+func TestShardsKeepWhatTheClientSends(t *testing.T) {
+	spec := target.Spec{Arm: target.Meshed, Load: load.Options{Concurrency: 4, Headers: map[string]string{"x-tenant": "a", "authorization": "Bearer t"}}}
+	w := target.Workload{Path: target.OneHop, Protocol: "http1", RequestSize: 4096, Loadgens: 2}
+	ar := &arm{urls: map[target.Path][]string{target.OneHop: {"http://127.0.0.1:1/", "http://127.0.0.1:2/"}}}
+	shards := (&Target{}).shards(spec, w, ar)
+	require.Len(t, shards, 2)
+	for i, o := range shards {
+		assert.Equal(t, 4096, o.RequestSize)
+		assert.Equal(t, load.Protocol("http1"), o.Protocol)
+		assert.Equal(t, map[string]string{"x-tenant": "a", "authorization": "Bearer t", workload.SourceHeader: "loadgen"}, o.Headers)
+		assert.Equal(t, ar.urls[target.OneHop][i], o.URL)
+	}
+	assert.Equal(t, map[string]string{"x-tenant": "a", "authorization": "Bearer t"}, spec.Load.Headers, "the spec's own map is not written to")
+}
