@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshbench/meshbench/framework/target"
 )
 
 // planMargin is the share of the time to the deadline (go test's -timeout
@@ -156,8 +158,12 @@ func (s *Suite) runOverhead(sc Scenario) time.Duration {
 // under minWindow); else it is skipped, saying so. An upgrade gate is
 // never shortened (its windows are part of what it compares): the
 // deadline stops it between rounds instead.
-func (s *Suite) planScenario(b *testing.B, sc Scenario, arms int) Scenario {
+func (s *Suite) planScenario(b *testing.B, sc Scenario, tg target.Target) Scenario {
+	if sc.planned {
+		return sc // planned at the outermost Sweep
+	}
 	sc.planned = true
+	arms := len(armsOf(tg, sc))
 	top, _, _ := strings.Cut(b.Name(), "/")
 	i := slices.Index(s.plan.benches, top)
 	if s.plan.end.IsZero() || i < 0 || s.gate != nil {

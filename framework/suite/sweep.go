@@ -31,9 +31,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	sc.Name = cmp.Or(sc.Name, s.Name)
 	s.planGate(b, sc)
 	s.planThresholds(b, sc)
-	if !sc.planned {
-		sc = s.planScenario(b, sc, len(armsOf(tg, sc)))
-	}
+	sc = s.planScenario(b, sc, tg)
 	if len(sc.Axes) > 0 {
 		s.sweepAxis(b, sc)
 		return
