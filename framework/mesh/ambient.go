@@ -17,6 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+func init() {
+	register(Adapter{Name: "istio-ambient", Rank: 3, New: func(c config) Mesh { return newAmbient(c) },
+		Marks: []InjectionMark{{Key: "istio.io/dataplane-mode", Value: "ambient"}}})
+}
+
 // Istio ambient names.
 const (
 	ambientDataplaneMode = "istio.io/dataplane-mode"

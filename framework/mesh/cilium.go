@@ -15,6 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+func init() {
+	register(Adapter{Name: "cilium", Rank: 4, New: func(c config) Mesh { return newCilium(c) }})
+}
+
 // ciliumConfigKeys are the cilium-config settings that change what a
 // benchmark measures.
 var ciliumConfigKeys = []string{

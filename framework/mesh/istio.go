@@ -17,6 +17,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+func init() {
+	register(Adapter{Name: "istio", Rank: 2, New: func(c config) Mesh { return newIstio(c) },
+		Proxies: []string{istioProxy},
+		Marks:   []InjectionMark{{Key: "istio-injection", Value: "enabled"}, {Key: "istio.io/rev"}}})
+}
+
 // Istio names.
 const (
 	istioProxy          = "istio-proxy"

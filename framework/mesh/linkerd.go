@@ -17,6 +17,12 @@ import (
 	"github.com/meshbench/meshbench/framework/pki"
 )
 
+func init() {
+	register(Adapter{Name: "linkerd", Rank: 1, New: func(c config) Mesh { return newLinkerd(c) },
+		Proxies: []string{linkerdProxy},
+		Marks:   []InjectionMark{{Key: "linkerd.io/inject", Value: "enabled", Annotation: true}}})
+}
+
 // Linkerd names.
 const (
 	linkerdProxy       = "linkerd-proxy"

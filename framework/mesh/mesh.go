@@ -291,32 +291,27 @@ func WithMTLSEvidence(f EvidenceFunc) Option { return optionFunc(func(c *config)
 // "wireguard" (it needs the kernel's WireGuard module).
 func WithEncryption(kind string) Option { return optionFunc(func(c *config) { c.encryption = kind }) }
 
-// Names lists the adapters New knows, in a stable order.
+// Names lists the registered adapters, in a stable order (their Rank,
+// then their name).
 func Names() []string {
-	return []string{"none", "linkerd", "istio", "istio-ambient", "cilium", "sidecar"}
+	var out []string
+	for _, a := range adapters() {
+		out = append(out, a.Name)
+	}
+	return out
 }
 
-// New returns the adapter called name.
+// New returns the adapter registered as name.
 func New(name string, opts ...Option) (Mesh, error) {
 	var cfg config
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	switch name {
-	case "none":
-		return none{}, nil
-	case "linkerd":
-		return newLinkerd(cfg), nil
-	case "istio":
-		return newIstio(cfg), nil
-	case "istio-ambient":
-		return newAmbient(cfg), nil
-	case "cilium":
-		return newCilium(cfg), nil
-	case "sidecar":
-		return newSidecar(cfg), nil
+	a, ok := lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown mesh %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	return nil, fmt.Errorf("unknown mesh %q (known: %s)", name, strings.Join(Names(), ", "))
+	return a.New(cfg), nil
 }
 
 // Restart restarts the Deployments, StatefulSets and DaemonSets of namespace
@@ -423,20 +418,6 @@ func envValue(c *corev1.Container, name string) (string, bool) {
 	return "", false
 }
 
-// knownProxies are the proxy containers of every mesh meshbench knows. A
-// baseline pod must have none of them, whatever mesh the run is about.
-var knownProxies = []string{"linkerd-proxy", "istio-proxy", "mb-sidecar"}
-
-// injectionMarks are the namespace labels and annotations that make a mesh
-// inject new pods.
-var injectionMarks = []struct{ key, value, kind string }{
-	{"istio-injection", "enabled", "label"},
-	{"istio.io/rev", "", "label"},
-	{"istio.io/dataplane-mode", "ambient", "label"},
-	{"linkerd.io/inject", "enabled", "annotation"},
-	{sidecarLabel, "enabled", "label"},
-}
-
 // verifyBaseline checks that no pod of namespace runs any mesh's data plane
 // and that the namespace is not marked for injection.
 func verifyBaseline(ctx context.Context, c kubernetes.Interface, mesh, namespace string, extraProxies ...string) (Verification, error) {
@@ -446,13 +427,13 @@ func verifyBaseline(ctx context.Context, c kubernetes.Interface, mesh, namespace
 		return v, fmt.Errorf("get namespace %s: %w", namespace, err)
 	}
 	var problems []string
-	for _, m := range injectionMarks {
+	for _, m := range injectionMarks() {
 		src := ns.Labels
-		if m.kind == "annotation" {
+		if m.Annotation {
 			src = ns.Annotations
 		}
-		if got, ok := src[m.key]; ok && (m.value == "" || got == m.value) {
-			problems = append(problems, fmt.Sprintf("the namespace has %s %s=%s, so new pods would be meshed", m.kind, m.key, got))
+		if got, ok := src[m.Key]; ok && (m.Value == "" || got == m.Value) {
+			problems = append(problems, fmt.Sprintf("the namespace has %s %s=%s, so new pods would be meshed", m.kind(), m.Key, got))
 		}
 	}
 	pods, err := livePods(ctx, c, namespace, "")
@@ -462,7 +443,7 @@ func verifyBaseline(ctx context.Context, c kubernetes.Interface, mesh, namespace
 	if len(pods) == 0 {
 		problems = append(problems, "no running pods to verify")
 	}
-	proxies := append(append([]string{}, knownProxies...), extraProxies...)
+	proxies := append(knownProxies(), extraProxies...)
 	for i := range pods {
 		p := &pods[i]
 		pc := PodCheck{Pod: p.Name, Node: p.Spec.NodeName}

@@ -6,6 +6,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+func init() {
+	register(Adapter{Name: "none", Rank: 0, New: func(config) Mesh { return none{} }})
+}
+
 // none is no mesh. Its "meshed" arm is a second baseline: a run with it is
 // an A/A run, which measures how much two identical arms drift apart.
 type none struct{}

@@ -11,9 +11,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+func init() {
+	register(Adapter{Name: "sidecar", Rank: 5, New: func(c config) Mesh { return newSidecar(c) },
+		Proxies: []string{defaultSidecarName},
+		Marks:   []InjectionMark{{Key: sidecarLabel, Value: "enabled"}}})
+}
+
 // sidecarLabel marks a namespace whose pod templates the harness injects the
 // bring-your-own proxy into.
 const sidecarLabel = "meshbench.io/sidecar"
+
+// defaultSidecarName is the bring-your-own sidecar's container name when
+// the run names none.
+const defaultSidecarName = "mb-sidecar"
 
 // sidecar is a bring-your-own proxy: the harness adds a proxy container
 // (default name mb-sidecar) from a given image and arguments to the meshed
@@ -35,7 +45,7 @@ type sidecar struct {
 func newSidecar(cfg config) *sidecar {
 	name := cfg.sidecarName
 	if name == "" {
-		name = "mb-sidecar"
+		name = defaultSidecarName
 	}
 	return &sidecar{name: name, image: cfg.sidecarImage, args: cfg.sidecarArgs, evidence: cfg.evidence}
 }
