@@ -10,7 +10,7 @@ import (
 	"github.com/meshbench/meshbench/framework/workload"
 )
 
-func init() { sidecars["caddy"] = func() Sidecar { return caddy{} } }
+func init() { registerSidecar("caddy", func() Sidecar { return caddy{} }) }
 
 // caddy is the default sidecar: Caddy v2, built from this module's go.mod
 // tool dependency, so nothing but Go is needed.

@@ -12,7 +12,7 @@ import (
 	"github.com/meshbench/meshbench/framework/workload"
 )
 
-func init() { sidecars["envoy"] = func() Sidecar { return envoy{} } }
+func init() { registerSidecar("envoy", func() Sidecar { return envoy{} }) }
 
 // envoy is the sidecar when envoy is on PATH (e.g. from
 // https://www.envoyproxy.io/docs/envoy/latest/start/install; Debian has no

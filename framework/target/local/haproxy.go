@@ -11,7 +11,7 @@ import (
 	"github.com/meshbench/meshbench/framework/workload"
 )
 
-func init() { sidecars["haproxy"] = func() Sidecar { return haproxy{} } }
+func init() { registerSidecar("haproxy", func() Sidecar { return haproxy{} }) }
 
 // haproxy is the sidecar when haproxy is on PATH (Debian: apt-get install
 // haproxy). Connections to peers and apps are reused (http-reuse always).

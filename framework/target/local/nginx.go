@@ -13,7 +13,7 @@ import (
 	"github.com/meshbench/meshbench/framework/workload"
 )
 
-func init() { sidecars["nginx"] = func() Sidecar { return nginx{} } }
+func init() { registerSidecar("nginx", func() Sidecar { return nginx{} }) }
 
 // nginx is the sidecar when nginx is on PATH (Debian: apt-get install
 // nginx-light). Upstream connections are kept alive on both sides.

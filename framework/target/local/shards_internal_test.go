@@ -28,3 +28,17 @@ func TestShardsKeepWhatTheClientSends(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"x-tenant": "a", "authorization": "Bearer t"}, spec.Load.Headers, "the spec's own map is not written to")
 }
+
+// Local sidecars register by name, once: a second proxy of the same name
+// is refused, naming it, and registering it panics at start.
+func TestSidecarRegistryRefusesDuplicates(t *testing.T) {
+	assert.Equal(t, []string{"caddy", "envoy", "haproxy", "nginx"}, SidecarNames())
+	mk := func() Sidecar { return caddy{} }
+	assert.EqualError(t, addSidecar("caddy", mk), `local: sidecar "caddy" registered twice`)
+	assert.PanicsWithError(t, `local: sidecar "nginx" registered twice`, func() { registerSidecar("nginx", mk) })
+	require.NoError(t, addSidecar("throwaway", mk))
+	t.Cleanup(func() { delete(sidecars, "throwaway") })
+	s, err := lookSidecar("throwaway")
+	require.NoError(t, err)
+	assert.Equal(t, caddy{}, s)
+}

@@ -96,7 +96,26 @@ type Outbound struct {
 // scenario is skipped with the reason.
 type h2Upstream interface{ h2Upstream() }
 
+// sidecars are the registered proxies, by name: each proxy's file
+// registers itself (registerSidecar) from an init func.
 var sidecars = map[string]func() Sidecar{}
+
+// registerSidecar adds a proxy the local target can run as the sidecar;
+// a name registered twice panics at start, naming it.
+func registerSidecar(name string, mk func() Sidecar) {
+	if err := addSidecar(name, mk); err != nil {
+		panic(err)
+	}
+}
+
+// addSidecar is registerSidecar's check and insertion.
+func addSidecar(name string, mk func() Sidecar) error {
+	if _, dup := sidecars[name]; dup {
+		return fmt.Errorf("local: sidecar %q registered twice", name)
+	}
+	sidecars[name] = mk
+	return nil
+}
 
 // SidecarNames lists the proxies the local target knows, sorted.
 func SidecarNames() []string {
