@@ -143,6 +143,8 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 		Placement:       placement,
 		Loadgens:        c.Loadgens,
 		NamespacePrefix: c.Namespace,
+		NodeCPU:         c.NodeCPU,
+		NodeCPUImage:    c.NodeCPUImage,
 		InstallMesh:     c.MeshInstall,
 		Install:         c.installOptions(),
 		ChartDir:        c.MeshCharts,

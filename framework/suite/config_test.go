@@ -158,3 +158,20 @@ func TestCandidateFlagsOnClusters(t *testing.T) {
 	_, err = normalize(t, "-target", "kind", "-candidate", "nginx:1.27+keepalive-off")
 	assert.ErrorContains(t, err, `-candidate=nginx:1.27+keepalive-off: "nginx:1.27+keepalive-off" is not an image reference`)
 }
+
+func TestNodeCPUFlags(t *testing.T) {
+	t.Setenv("MESHBENCH_NODECPU_IMAGE", "")
+	cfg, err := normalize(t, "-target", "kind")
+	require.NoError(t, err)
+	assert.Equal(t, "kubelet", cfg.NodeCPU)
+	assert.Equal(t, "meshbench/mbnodecpu:dev", cfg.NodeCPUImage)
+
+	t.Setenv("MESHBENCH_NODECPU_IMAGE", "registry.corp/mbnodecpu:v1")
+	cfg, err = normalize(t, "-target", "kind", "-node-cpu", "agent")
+	require.NoError(t, err)
+	assert.Equal(t, "agent", cfg.NodeCPU)
+	assert.Equal(t, "registry.corp/mbnodecpu:v1", cfg.NodeCPUImage)
+
+	_, err = normalize(t, "-target", "kind", "-node-cpu", "cadvisor")
+	assert.EqualError(t, err, "-node-cpu=cadvisor: want kubelet or agent")
+}
