@@ -102,7 +102,11 @@ func (s *Suite) loadImagesInto(ctx context.Context, cl kind.Cluster, loaded *boo
 		return nil
 	}
 	*loaded = true
-	local := localImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage, s.Config.candidateImage())
+	agent := "" // the node CPU agent's image, when it is deployed
+	if s.Config.NodeCPU == kube.NodeCPUAgent {
+		agent = s.Config.NodeCPUImage
+	}
+	local := localImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage, s.Config.candidateImage(), agent)
 	if len(local) == 0 {
 		return nil
 	}

@@ -202,6 +202,12 @@ func (t *Target) useCounters(c kubernetes.Interface) {
 		}
 		return s, err
 	}
+	if t.o.NodeCPU == NodeCPUAgent {
+		// The node reads stay the figures; the agent is read beside them
+		// and compared, to check it.
+		t.agent = &nodeAgent{c: c, now: t.now, logf: t.o.Logf, pods: map[string]string{}, anchors: map[string]clockAnchor{}}
+		t.fetch = t.comparing(t.fetch)
+	}
 }
 
 // newTarget builds a Target around a clientset without touching the cluster.
@@ -302,10 +308,9 @@ func (t *Target) preflight(ctx context.Context) error {
 		if err := t.deployNodeAgent(ctx); err != nil {
 			return err
 		}
-		if _, err := t.fetch(ctx, t.nodes[0].Name); err != nil {
+		if _, err := t.agent.fetch(ctx, t.nodes[0].Name); err != nil {
 			return fmt.Errorf("kube target: node CPU agent on node %s: %w\n%s", t.nodes[0].Name, err, agentFallback)
 		}
-		return nil
 	}
 	if _, err := t.fetch(ctx, t.nodes[0].Name); err != nil {
 		return fmt.Errorf("kube target: kubelet metrics of node %s: %w", t.nodes[0].Name, err)

@@ -178,7 +178,7 @@ func TestUseCounters(t *testing.T) {
 		agent  bool
 	}{
 		"kind":            {Options{NodeExec: exec}, nodestats.Source, false},
-		"kind, agent":     {Options{NodeExec: exec, NodeCPU: NodeCPUAgent}, nodestats.Source, false},
+		"kind, agent":     {Options{NodeExec: exec, NodeCPU: NodeCPUAgent}, nodestats.Source, true},
 		"remote":          {Options{}, kubeletCounters, false},
 		"remote, agent":   {Options{NodeCPU: NodeCPUAgent}, agentCounters, true},
 		"remote, kubelet": {Options{NodeCPU: NodeCPUKubelet}, kubeletCounters, false},
@@ -265,4 +265,47 @@ func TestDeployNodeAgentCannotRun(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "FailedCreate: DaemonSet mbnodecpu cannot create pods (5 times): Error creating: admission webhook \"validate.kyverno.svc-fail\" denied the request: policy disallow-host-path")
 	assert.True(t, strings.HasSuffix(err.Error(), "\n"+agentFallback), err.Error())
+}
+
+func TestCompareReads(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
+	busy := kubelet.ContainerKey{Namespace: "mb", Pod: "backend-1", Container: "sidecar"}
+	quiet := kubelet.ContainerKey{Namespace: "mb", Pod: "backend-1", Container: "app"}
+	unread := kubelet.ContainerKey{Namespace: "kube-system", Pod: "etcd-n1", Container: "etcd"}
+	snap := func(at time.Time, node float64, cs map[kubelet.ContainerKey]float64) kubelet.Snapshot {
+		s := kubelet.Snapshot{Node: "n1", NodeCPUSeconds: kubelet.Sample{Value: node, Time: at}, Containers: map[kubelet.ContainerKey]kubelet.Container{}}
+		for k, v := range cs {
+			s.Containers[k] = kubelet.Container{ID: k.Container, CPUSeconds: kubelet.Sample{Value: v, Time: at}}
+		}
+		return s
+	}
+	a0, a1 := t0.Add(time.Millisecond), t0.Add(2*time.Second+time.Millisecond)
+	before := readPair{
+		node:  snap(t0, 10, map[kubelet.ContainerKey]float64{busy: 1, quiet: 1, unread: 3}),
+		agent: snap(a0, 10, map[kubelet.ContainerKey]float64{busy: 1, quiet: 1}),
+	}
+	after := readPair{
+		node:  snap(t0.Add(2*time.Second), 12, map[kubelet.ContainerKey]float64{busy: 1.5, quiet: 1.01, unread: 3.1}),
+		agent: snap(a1, 12.02, map[kubelet.ContainerKey]float64{busy: 1.505, quiet: 1.01}),
+	}
+	assert.Equal(t, []string{
+		"node n1: kube-system/etcd-n1/etcd: 50.0 millicores by the node read, not read by the agent",
+		"node n1: mb/backend-1/sidecar: 250.0 millicores over 2s by the node read, 252.5 over 2s by the agent (+1.0%)",
+		"node n1: node 1.000 cores by the node read, 1.010 by the agent; containers at most 1.0% apart",
+	}, compareReads(before, after))
+}
+
+// Comparing keeps the node read's figures, whatever the agent answers.
+func TestComparingKeepsTheNodeRead(t *testing.T) {
+	var logs []string
+	c := fake.NewClientset()
+	tg, err := newTarget(c, Options{NodeCPU: NodeCPUAgent, Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	require.NoError(t, err)
+	tg.agent = &nodeAgent{c: c, pods: map[string]string{}, anchors: map[string]clockAnchor{}, now: time.Now, logf: tg.o.Logf}
+	want := kubelet.Snapshot{Node: "n1", NodeCPUSeconds: kubelet.Sample{Value: 3}}
+	fetch := tg.comparing(func(context.Context, string) (kubelet.Snapshot, error) { return want, nil })
+	got, err := fetch(context.Background(), "n1")
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Equal(t, []string{"node CPU agent vs node read: node n1: the agent's read failed: node n1: no ready pod of the node CPU agent on it"}, logs)
 }

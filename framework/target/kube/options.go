@@ -86,8 +86,10 @@ type Options struct {
 	// NodeExec: NodeCPUKubelet, the kubelets' cached counters, or
 	// NodeCPUAgent, the mbnodecpu DaemonSet (fixtures/manifests.NodeCPUAgent)
 	// the target deploys in a namespace of its own and reads at the
-	// instant through the API server's pod proxy. Ignored with NodeExec.
-	// Default NodeCPUKubelet.
+	// instant through the API server's pod proxy. With NodeExec the node
+	// reads stay the figures, and NodeCPUAgent also deploys the agent and
+	// logs, read by read, how far its figures are from them (to check it
+	// on kind). Default NodeCPUKubelet.
 	NodeCPU string
 	// NodeCPUImage is the agent's image. Default
 	// manifests.DefaultNodeCPUImage.
