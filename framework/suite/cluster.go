@@ -102,7 +102,11 @@ func (s *Suite) loadImagesInto(ctx context.Context, cl kind.Cluster, loaded *boo
 		return nil
 	}
 	*loaded = true
-	local := localImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage, s.Config.candidateImage())
+	agent := "" // the node CPU agent's image, when it is deployed
+	if s.Config.NodeCPU == kube.NodeCPUAgent {
+		agent = s.Config.NodeCPUImage
+	}
+	local := localImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage, s.Config.candidateImage(), agent)
 	if len(local) == 0 {
 		return nil
 	}
@@ -143,6 +147,8 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 		Placement:       placement,
 		Loadgens:        c.Loadgens,
 		NamespacePrefix: c.Namespace,
+		NodeCPU:         c.NodeCPU,
+		NodeCPUImage:    c.NodeCPUImage,
 		InstallMesh:     c.MeshInstall,
 		Install:         c.installOptions(),
 		ChartDir:        c.MeshCharts,

@@ -18,6 +18,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target/kube"
 	"github.com/meshbench/meshbench/framework/target/local"
 )
 
@@ -69,6 +70,10 @@ type Config struct {
 	NginxImage   string `json:"nginxImage,omitempty"`
 	LoadgenImage string `json:"loadgenImage,omitempty"`
 	KindCluster  string `json:"kindCluster,omitempty"`
+	// NodeCPU is where a remote cluster's CPU is read (kube.Options.NodeCPU):
+	// kubelet or agent; NodeCPUImage the agent's image.
+	NodeCPU      string `json:"nodeCPU,omitempty"`
+	NodeCPUImage string `json:"nodeCPUImage,omitempty"`
 	// CiliumEncryption is the transparent encryption -mesh=cilium installs
 	// and checks: ipsec, wireguard or none.
 	CiliumEncryption string `json:"ciliumEncryption,omitempty"`
@@ -223,6 +228,8 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.Loadgens, "loadgens", 1, "kind/remote: loadgen replicas a run is sharded over (histograms merged)")
 	fs.StringVar(&c.NginxImage, "nginx-image", manifests.DefaultImages.Nginx, "kind/remote: backend and frontend image")
 	fs.StringVar(&c.LoadgenImage, "loadgen-image", manifests.DefaultImages.Loadgen, "kind/remote: loadgen image (built from ./cmd/mbloadgen)")
+	fs.StringVar(&c.NodeCPU, "node-cpu", kube.NodeCPUKubelet, "remote: where CPU is read: kubelet (the kubelets' cached counters, refreshed every 10-15 s) or agent (the mbnodecpu DaemonSet, read at the instant); kind reads on its nodes")
+	fs.StringVar(&c.NodeCPUImage, "nodecpu-image", nodeCPUImage(), "remote: with -node-cpu=agent, the agent's image (built from ./cmd/mbnodecpu; default $MESHBENCH_NODECPU_IMAGE)")
 	fs.StringVar(&c.KindCluster, "kind-cluster", "meshbench", "kind: cluster name; an existing cluster of that name is reused and kept")
 	fs.StringVar(&c.CiliumEncryption, "cilium-encryption", "ipsec", "kind/remote: with -mesh=cilium, its transparent encryption: ipsec, wireguard, or none (Cilium as the CNI only, for kernels without ESP or WireGuard)")
 	fs.StringVar(&c.BaselineKubeconfig, "baseline-kubeconfig", "", "remote: with a mesh that is on for a whole cluster (cilium), the kubeconfig of the cluster the baseline arm runs on (kind makes <kind-cluster>-baseline)")
@@ -242,6 +249,11 @@ func (c *Config) Normalize() error {
 	errs = append(errs, c.checkMesh()...)
 	errs = append(errs, c.checkLoad()...)
 	errs = append(errs, c.checkSidecars()...)
+	switch c.NodeCPU {
+	case "", kube.NodeCPUKubelet, kube.NodeCPUAgent:
+	default:
+		errs = append(errs, fmt.Errorf("-node-cpu=%s: want %s or %s", c.NodeCPU, kube.NodeCPUKubelet, kube.NodeCPUAgent))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -512,4 +524,13 @@ func moduleRoot() string {
 			return dir
 		}
 	}
+}
+
+// nodeCPUImage is -nodecpu-image's default: $MESHBENCH_NODECPU_IMAGE, else
+// the image hack/offline/images.sh mbnodecpu builds.
+func nodeCPUImage() string {
+	if v := os.Getenv("MESHBENCH_NODECPU_IMAGE"); v != "" {
+		return v
+	}
+	return manifests.DefaultNodeCPUImage
 }

@@ -175,3 +175,20 @@ func TestGateFractionAndBudgetFlags(t *testing.T) {
 		assert.EqualError(t, err, want)
 	}
 }
+
+func TestNodeCPUFlags(t *testing.T) {
+	t.Setenv("MESHBENCH_NODECPU_IMAGE", "")
+	cfg, err := normalize(t, "-target", "kind")
+	require.NoError(t, err)
+	assert.Equal(t, "kubelet", cfg.NodeCPU)
+	assert.Equal(t, "meshbench/mbnodecpu:dev", cfg.NodeCPUImage)
+
+	t.Setenv("MESHBENCH_NODECPU_IMAGE", "registry.corp/mbnodecpu:v1")
+	cfg, err = normalize(t, "-target", "kind", "-node-cpu", "agent")
+	require.NoError(t, err)
+	assert.Equal(t, "agent", cfg.NodeCPU)
+	assert.Equal(t, "registry.corp/mbnodecpu:v1", cfg.NodeCPUImage)
+
+	_, err = normalize(t, "-target", "kind", "-node-cpu", "cadvisor")
+	assert.EqualError(t, err, "-node-cpu=cadvisor: want kubelet or agent")
+}

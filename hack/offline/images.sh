@@ -8,6 +8,8 @@
 #   images.sh go TAG PKG [CLUSTER]      builds the Go main package PKG (a path in
 #                                       this repository, e.g. ./cmd/x, or module/pkg@version)
 #                                       statically and makes TAG from it
+#   images.sh mbnodecpu [CLUSTER]       meshbench/mbnodecpu:dev (MBNODECPU_IMAGE overrides
+#                                       the tag), the node CPU agent from ./cmd/mbnodecpu
 #   images.sh binary TAG FILE [PATH]    a static binary FILE as TAG, at PATH
 #                                       in the image (default /usr/local/bin/<name>)
 #   images.sh debian TAG PKG[,PKG...] [ENTRYPOINT...]
@@ -225,6 +227,12 @@ images_main() {
 		[ "$#" -ge 2 ] || die "usage: images.sh go TAG PKG [CLUSTER]"
 		timed "go-image-$(basename "$2")" go_image "$1" "$2"
 		[ "$#" -lt 3 ] || timed load-image load_images "$3" "$1"
+		;;
+	mbnodecpu)
+		local tag="${MBNODECPU_IMAGE:-meshbench/mbnodecpu:dev}"
+		timed go-image-mbnodecpu go_image "${tag}" ./cmd/mbnodecpu
+		echo "${tag}"
+		[ "$#" = 0 ] || timed load-image load_images "$1" "${tag}"
 		;;
 	binary)
 		[ "$#" -ge 2 ] || die "usage: images.sh binary TAG FILE [PATH]"

@@ -75,6 +75,9 @@ type Target struct {
 	// cannot run on this cluster, "" when they can.
 	killer      killer
 	faultWhyNot string
+	// agent reads the nodes' counters with Options.NodeCPU agent; nil
+	// otherwise.
+	agent *nodeAgent
 }
 
 // arm is one side's namespaces; in a run, as the run's placement sees it
@@ -176,9 +179,15 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (*Target, error) {
 const kubeletCounters = "the kubelets' /metrics/resource and /metrics/cadvisor through the API server (cached, refreshed every 10-15 s)"
 
 // useCounters picks where CPU and memory are read: on the nodes, at the
-// moment of the read, when the target can run commands there (kind);
+// moment of the read, when the target can run commands there (kind) or
+// through its node agent (Options.NodeCPU agent, deployed by preflight);
 // else from the kubelets.
 func (t *Target) useCounters(c kubernetes.Interface) {
+	if t.o.NodeExec == nil && t.o.NodeCPU == NodeCPUAgent {
+		t.agent = &nodeAgent{c: c, now: t.now, logf: t.o.Logf, pods: map[string]string{}, anchors: map[string]clockAnchor{}}
+		t.counterSource, t.onDemand, t.fetch = agentCounters, true, t.agent.fetch
+		return
+	}
 	if t.o.NodeExec == nil {
 		t.counterSource = kubeletCounters
 		t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) { return kubelet.Fetch(ctx, c, node) }
@@ -192,6 +201,12 @@ func (t *Target) useCounters(c kubernetes.Interface) {
 			t.o.Logf("CPU counters: %v", m)
 		}
 		return s, err
+	}
+	if t.o.NodeCPU == NodeCPUAgent {
+		// The node reads stay the figures; the agent is read beside them
+		// and compared, to check it.
+		t.agent = &nodeAgent{c: c, now: t.now, logf: t.o.Logf, pods: map[string]string{}, anchors: map[string]clockAnchor{}}
+		t.fetch = t.comparing(t.fetch)
 	}
 }
 
@@ -288,6 +303,14 @@ func (t *Target) preflight(ctx context.Context) error {
 	}
 	if t.nodes, err = t.readNodes(ctx); err != nil {
 		return err
+	}
+	if t.agent != nil {
+		if err := t.deployNodeAgent(ctx); err != nil {
+			return err
+		}
+		if _, err := t.agent.fetch(ctx, t.nodes[0].Name); err != nil {
+			return fmt.Errorf("kube target: node CPU agent on node %s: %w\n%s", t.nodes[0].Name, err, agentFallback)
+		}
 	}
 	if _, err := t.fetch(ctx, t.nodes[0].Name); err != nil {
 		return fmt.Errorf("kube target: kubelet metrics of node %s: %w", t.nodes[0].Name, err)

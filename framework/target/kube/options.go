@@ -82,6 +82,18 @@ type Options struct {
 	// files: framework/measure/nodestats) instead of from the kubelets'
 	// cached /metrics/resource and /metrics/cadvisor. Default nil.
 	NodeExec NodeExec
+	// NodeCPU is where CPU, memory and CFS counters are read without
+	// NodeExec: NodeCPUKubelet, the kubelets' cached counters, or
+	// NodeCPUAgent, the mbnodecpu DaemonSet (fixtures/manifests.NodeCPUAgent)
+	// the target deploys in a namespace of its own and reads at the
+	// instant through the API server's pod proxy. With NodeExec the node
+	// reads stay the figures, and NodeCPUAgent also deploys the agent and
+	// logs, read by read, how far its figures are from them (to check it
+	// on kind). Default NodeCPUKubelet.
+	NodeCPU string
+	// NodeCPUImage is the agent's image. Default
+	// manifests.DefaultNodeCPUImage.
+	NodeCPUImage string
 	// RestartTimeout bounds the wait, after a fault's window, for the
 	// kubelet to restart the killed container and for its pod to be ready
 	// again. Default 2m.
@@ -137,6 +149,13 @@ func (o *Options) normalize() error {
 		errs = append(errs, err)
 	}
 	o.Placement = p
+	switch o.NodeCPU {
+	case "":
+		o.NodeCPU = NodeCPUKubelet
+	case NodeCPUKubelet, NodeCPUAgent:
+	default:
+		errs = append(errs, fmt.Errorf("node CPU %q: want %s or %s", o.NodeCPU, NodeCPUKubelet, NodeCPUAgent))
+	}
 	if o.Loadgens == 0 {
 		o.Loadgens = 1
 	}

@@ -144,10 +144,10 @@ func eventProblem(events []corev1.Event, pods map[string]*corev1.Pod, probes int
 				return &PodError{Namespace: ev.Namespace, Pod: p.Name, Container: containerOf(ev.InvolvedObject.FieldPath),
 					Reason: "Unhealthy", Message: fmt.Sprintf("%d failed probes, the last: %s", fails[p.Name], ev.Message)}
 			}
-		case ev.Reason == "FailedCreate" && ev.InvolvedObject.Kind == "ReplicaSet":
+		case ev.Reason == "FailedCreate" && (ev.InvolvedObject.Kind == "ReplicaSet" || ev.InvolvedObject.Kind == "DaemonSet"):
 			if strings.Contains(ev.Message, "violates PodSecurity") || n >= 5 {
 				return &PodError{Namespace: ev.Namespace, Reason: "FailedCreate",
-					Message: fmt.Sprintf("ReplicaSet %s cannot create pods (%d times): %s", ev.InvolvedObject.Name, n, ev.Message)}
+					Message: fmt.Sprintf("%s %s cannot create pods (%d times): %s", ev.InvolvedObject.Kind, ev.InvolvedObject.Name, n, ev.Message)}
 			}
 		}
 	}
