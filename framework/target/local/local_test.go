@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/target"
@@ -229,4 +230,44 @@ func TestBusyMachineInvalidatesRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^busy machine: processes outside the run used \d+m of \d+ cores during the window \(the run's own \d+m\), over 10 % of the machine`,
 		run.Invalid.Of(validity.BusyMachine).String(), "%d busy loops", hogs)
+}
+
+// TestCPUProfileOfCaddySidecars: in an upgrade gate a run that asks for
+// CPU profiles gets one per sidecar on the path, taken over the window
+// through Caddy's admin socket, in which Caddy's HTTP server handles the
+// requests and, with +access-log, writes its access log; a run that does
+// not ask gets none.
+func TestCPUProfileOfCaddySidecars(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; run without -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tg, err := local.New(ctx, local.Options{Candidate: "caddy+access-log", Logf: t.Logf})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tg.Close(ctx)) }()
+	require.NoError(t, tg.CanProfile())
+	o := load.Options{Concurrency: 4, Duration: time.Second, Warmup: 200 * time.Millisecond}
+	plain, err := tg.Run(ctx, target.Spec{Arm: target.Candidate, Workload: target.Workload{Path: target.OneHop}, Load: o})
+	require.NoError(t, err)
+	assert.Empty(t, plain.CPUProfiles)
+	run, err := tg.Run(ctx, target.Spec{Arm: target.Candidate, Workload: target.Workload{Path: target.OneHop}, Load: o, CPUProfile: true})
+	require.NoError(t, err)
+	assert.Zero(t, run.Load.Errors)
+	var names []string
+	cum := map[string]float64{}
+	for _, p := range run.CPUProfiles {
+		names = append(names, p.Process)
+		prof, err := cpuprofile.Parse(p.Data)
+		require.NoError(t, err, p.Process)
+		assert.InDelta(t, time.Second, time.Duration(prof.DurationNanos), float64(300*time.Millisecond), p.Process)
+		for fn, s := range cpuprofile.Shares(prof, cpuprofile.Cumulative) {
+			cum[fn] = max(cum[fn], s)
+		}
+	}
+	assert.ElementsMatch(t, []string{"candidate/loadgen-sidecar", "candidate/backend-sidecar"}, names)
+	const server = "github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP"
+	const logRequest = "github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).logRequest"
+	assert.Greater(t, cum[server], 0.1, "Caddy's HTTP server handles the requests")
+	assert.Greater(t, cum[logRequest], 0.0, "Caddy writes the access log")
 }
