@@ -59,16 +59,22 @@ func (r *Report) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "%s.\n", r.None)
 	}
 	for _, p := range r.Points {
-		fmt.Fprintf(&b, "%s failed on %s. One extra round there, after the decision and not scored, profiled each arm's sidecars over its %.0f s window: "+
-			"reference %s, %d sidecars, %d samples (`%s`); candidate %s, %d sidecars, %d samples (`%s`). "+
-			"Shares are of each arm's own sidecar CPU; the difference is in percentage points.\n\n",
-			p.Scenario, p.Metric, p.Seconds, p.Reference.Spec, p.Reference.Sidecars, p.Reference.Samples, p.Reference.File,
-			p.Candidate.Spec, p.Candidate.Sidecars, p.Candidate.Samples, p.Candidate.File)
+		fmt.Fprintf(&b, "%s\n\n", p.Sentence("`"))
 		table(&b, "function (self)", p.Flat)
 		table(&b, "function (with what it calls)", p.Cumulative)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Sentence says what was profiled at p, and where its files are, each
+// file name between quote marks.
+func (p Point) Sentence(quote string) string {
+	return fmt.Sprintf("%s failed on %s. One extra round there, after the decision and not scored, profiled each arm's sidecars over its %.0f s window: "+
+		"reference %s, %d sidecars, %d samples (%s%s%s); candidate %s, %d sidecars, %d samples (%s%s%s). "+
+		"Shares are of each arm's own sidecar CPU; the difference is in percentage points.",
+		p.Scenario, p.Metric, p.Seconds, p.Reference.Spec, p.Reference.Sidecars, p.Reference.Samples, quote, p.Reference.File, quote,
+		p.Candidate.Spec, p.Candidate.Sidecars, p.Candidate.Samples, quote, p.Candidate.File, quote)
 }
 
 func table(b *strings.Builder, head string, rows []Row) {

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 
+	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/measure"
 )
 
@@ -21,6 +22,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"secured": secured,
 	"dash":    dash,
 	"cell":    func(m map[measure.Role]string, r measure.Role) string { return m[r] },
+	"pct":     cpuprofile.Pct,
+	"pp":      cpuprofile.PP,
 }).Parse(reportTemplate))
 
 // htmlChart is a chart with its drawing and the id of its data block.
