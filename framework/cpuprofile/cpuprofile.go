@@ -79,24 +79,7 @@ func Write(w io.Writer, p *profile.Profile) error {
 // "cpu" sample type (else its last one), flat or cumulative. A profile
 // with no CPU has no shares.
 func Shares(p *profile.Profile, k Kind) map[string]float64 {
-	idx := len(p.SampleType) - 1
-	for i, st := range p.SampleType {
-		if st.Type == "cpu" {
-			idx = i
-		}
-	}
-	out := map[string]float64{}
-	if idx < 0 {
-		return out
-	}
-	var total float64
-	for _, s := range p.Sample {
-		v := float64(s.Value[idx])
-		total += v
-		for _, fn := range functions(s, k) {
-			out[fn] += v
-		}
-	}
+	out, total := cpu(p, k)
 	if total == 0 {
 		return map[string]float64{}
 	}
@@ -104,6 +87,30 @@ func Shares(p *profile.Profile, k Kind) map[string]float64 {
 		out[fn] /= total
 	}
 	return out
+}
+
+// cpu is each function's CPU in p, flat or cumulative, in the unit of its
+// "cpu" sample type (else its last one), and p's total.
+func cpu(p *profile.Profile, k Kind) (map[string]float64, float64) {
+	idx := len(p.SampleType) - 1
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" {
+			idx = i
+		}
+	}
+	out := map[string]float64{}
+	var total float64
+	if idx < 0 {
+		return out, 0
+	}
+	for _, s := range p.Sample {
+		v := float64(s.Value[idx])
+		total += v
+		for _, fn := range functions(s, k) {
+			out[fn] += v
+		}
+	}
+	return out, total
 }
 
 // functions are the names a sample counts towards: its leaf (the innermost
@@ -131,10 +138,37 @@ func functions(s *profile.Sample, k Kind) []string {
 }
 
 // Diff compares the shares of the reference's and the candidate's
-// profile, kind k, and returns the n functions whose share moved most
-// (by absolute difference; ties by name), largest first.
+// profile, kind k, each of its own CPU, and returns the n functions whose
+// share moved most (by absolute difference; ties by name), largest first.
 func Diff(ref, cand *profile.Profile, k Kind, n int) []Row {
-	r, c := Shares(ref, k), Shares(cand, k)
+	return top(Shares(ref, k), Shares(cand, k), n)
+}
+
+// DiffPerRequest is Diff on CPU per request: the reference's profile
+// covered refRequests requests and the candidate's candRequests, and
+// every share is of the reference's CPU per request. Code both run alike
+// keeps its share, the candidate's column sums to its CPU per request
+// over the reference's, and the differences add up to the regression:
+// the code a candidate added stands out instead of every other share
+// shrinking around it.
+func DiffPerRequest(ref, cand *profile.Profile, refRequests, candRequests int64, k Kind, n int) []Row {
+	r, refTotal := cpu(ref, k)
+	c, _ := cpu(cand, k)
+	if refTotal == 0 || refRequests <= 0 || candRequests <= 0 {
+		return nil
+	}
+	for fn := range r {
+		r[fn] /= refTotal
+	}
+	scale := float64(refRequests) / float64(candRequests) / refTotal
+	for fn := range c {
+		c[fn] *= scale
+	}
+	return top(r, c, n)
+}
+
+// top is the n functions whose share moved most from r to c.
+func top(r, c map[string]float64, n int) []Row {
 	var rows []Row
 	for fn := range r {
 		rows = append(rows, Row{Function: fn, Reference: r[fn], Candidate: c[fn], Difference: c[fn] - r[fn]})

@@ -91,6 +91,33 @@ func TestDiffCumulativePointsAtTheNewCaller(t *testing.T) {
 	assert.InDelta(t, -0.2, rows[1].Difference, 1e-12)
 }
 
+// The candidate served 2000 requests with its 1 s of CPU, the reference
+// 2500 with its 1 s: per request the candidate costs 1.25 times the
+// reference, all of it in main.log (0.3 of the candidate's CPU, 0.375 of
+// the reference's per request), and main.serve moves by as much (1 to
+// 1.25), as does the zap encoder under main.log (0 to 0.25), while
+// crypto/aes.encrypt does less per request (0.4 to 0.25).
+func TestDiffPerRequestAddsUpToTheRegression(t *testing.T) {
+	rows := cpuprofile.DiffPerRequest(reference(), candidate(), 2500, 2000, cpuprofile.Cumulative, 4)
+	want := map[string]cpuprofile.Row{
+		"main.log":                            {Reference: 0, Candidate: 0.375, Difference: 0.375},
+		"main.serve":                          {Reference: 1, Candidate: 1.25, Difference: 0.25},
+		"zapcore.(*jsonEncoder).AppendString": {Reference: 0, Candidate: 0.25, Difference: 0.25},
+		"crypto/aes.encrypt":                  {Reference: 0.4, Candidate: 0.25, Difference: -0.15},
+	}
+	require.Len(t, rows, len(want))
+	assert.Equal(t, "main.log", rows[0].Function, "the largest change first")
+	assert.Equal(t, "crypto/aes.encrypt", rows[3].Function, "the smallest change last")
+	for _, r := range rows {
+		w, ok := want[r.Function]
+		require.True(t, ok, r.Function)
+		assert.InDelta(t, w.Reference, r.Reference, 1e-12, r.Function)
+		assert.InDelta(t, w.Candidate, r.Candidate, 1e-12, r.Function)
+		assert.InDelta(t, w.Difference, r.Difference, 1e-12, r.Function)
+	}
+	assert.Nil(t, cpuprofile.DiffPerRequest(reference(), candidate(), 0, 2000, cpuprofile.Flat, 3))
+}
+
 func TestMergeAddsTheSidecarsSamples(t *testing.T) {
 	m, err := cpuprofile.Merge([]*profile.Profile{reference(), candidate()})
 	require.NoError(t, err)
@@ -114,8 +141,8 @@ func TestWriteThenParseKeepsTheShares(t *testing.T) {
 func TestMarkdownTablesAndNone(t *testing.T) {
 	r := &cpuprofile.Report{Points: []cpuprofile.Point{{
 		Scenario: "benchmark=UpgradeGate/c=8", Metric: "sidecar CPU per 1k requests", Seconds: 3,
-		Reference: cpuprofile.Arm{Spec: "caddy", File: "r.reference.p.pprof", Sidecars: 2, Samples: 300},
-		Candidate: cpuprofile.Arm{Spec: "caddy+access-log", File: "r.candidate.p.pprof", Sidecars: 2, Samples: 350},
+		Reference: cpuprofile.Arm{Spec: "caddy", File: "r.reference.p.pprof", Sidecars: 2, Samples: 300, Requests: 6000},
+		Candidate: cpuprofile.Arm{Spec: "caddy+access-log", File: "r.candidate.p.pprof", Sidecars: 2, Samples: 350, Requests: 5600},
 		Flat:      []cpuprofile.Row{{Function: "zapcore.x", Reference: 0, Candidate: 0.031, Difference: 0.031}},
 		Cumulative: []cpuprofile.Row{{Function: "caddyhttp.(*Server).logRequest", Reference: 0.001, Candidate: 0.152,
 			Difference: 0.151}},
@@ -124,8 +151,9 @@ func TestMarkdownTablesAndNone(t *testing.T) {
 	require.NoError(t, r.Markdown(&b))
 	assert.Equal(t, "\n### Where the CPU went\n\n"+
 		"benchmark=UpgradeGate/c=8 failed on sidecar CPU per 1k requests. One extra round there, after the decision and not scored, profiled each arm's sidecars over its 3 s window: "+
-		"reference caddy, 2 sidecars, 300 samples (`r.reference.p.pprof`); candidate caddy+access-log, 2 sidecars, 350 samples (`r.candidate.p.pprof`). "+
-		"Shares are of each arm's own sidecar CPU; the difference is in percentage points.\n\n"+
+		"reference caddy, 2 sidecars, 300 samples, 6000 requests (`r.reference.p.pprof`); candidate caddy+access-log, 2 sidecars, 350 samples, 5600 requests (`r.candidate.p.pprof`). "+
+		"Shares are of the reference's sidecar CPU per request: code both run alike keeps its share, and the candidate's shares sum to its CPU per request over the reference's. "+
+		"Differences are in percentage points.\n\n"+
 		"| function (self) | reference | candidate | difference |\n| --- | ---: | ---: | ---: |\n"+
 		"| `zapcore.x` | 0.0 % | 3.1 % | +3.1 pp |\n\n"+
 		"| function (with what it calls) | reference | candidate | difference |\n| --- | ---: | ---: | ---: |\n"+

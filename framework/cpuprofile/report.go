@@ -30,7 +30,8 @@ type Point struct {
 	Reference Arm `json:"reference"`
 	Candidate Arm `json:"candidate"`
 	// Flat and Cumulative are the top TopN functions by the change of
-	// their share of the arm's sidecar CPU (Diff).
+	// their share of the reference's sidecar CPU per request
+	// (DiffPerRequest).
 	Flat       []Row `json:"flat"`
 	Cumulative []Row `json:"cumulative"`
 }
@@ -41,9 +42,11 @@ type Arm struct {
 	Spec string `json:"spec"`
 	// File is the merged profile's file name, in the results directory.
 	File string `json:"file"`
-	// Sidecars is how many profiles were merged; Samples their CPU samples.
+	// Sidecars is how many profiles were merged; Samples their CPU
+	// samples; Requests what the arm served in the profiled window.
 	Sidecars int   `json:"sidecars"`
 	Samples  int64 `json:"samples"`
+	Requests int64 `json:"requests"`
 }
 
 // Markdown writes r for the gate's summary: per point, the two profiles
@@ -71,10 +74,11 @@ func (r *Report) Markdown(w io.Writer) error {
 // file name between quote marks.
 func (p Point) Sentence(quote string) string {
 	return fmt.Sprintf("%s failed on %s. One extra round there, after the decision and not scored, profiled each arm's sidecars over its %.0f s window: "+
-		"reference %s, %d sidecars, %d samples (%s%s%s); candidate %s, %d sidecars, %d samples (%s%s%s). "+
-		"Shares are of each arm's own sidecar CPU; the difference is in percentage points.",
-		p.Scenario, p.Metric, p.Seconds, p.Reference.Spec, p.Reference.Sidecars, p.Reference.Samples, quote, p.Reference.File, quote,
-		p.Candidate.Spec, p.Candidate.Sidecars, p.Candidate.Samples, quote, p.Candidate.File, quote)
+		"reference %s, %d sidecars, %d samples, %d requests (%s%s%s); candidate %s, %d sidecars, %d samples, %d requests (%s%s%s). "+
+		"Shares are of the reference's sidecar CPU per request: code both run alike keeps its share, "+
+		"and the candidate's shares sum to its CPU per request over the reference's. Differences are in percentage points.",
+		p.Scenario, p.Metric, p.Seconds, p.Reference.Spec, p.Reference.Sidecars, p.Reference.Samples, p.Reference.Requests, quote, p.Reference.File, quote,
+		p.Candidate.Spec, p.Candidate.Sidecars, p.Candidate.Samples, p.Candidate.Requests, quote, p.Candidate.File, quote)
 }
 
 func table(b *strings.Builder, head string, rows []Row) {

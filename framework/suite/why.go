@@ -105,14 +105,21 @@ func (s *Suite) profilePoint(b *testing.B, tg target.Target, sc Scenario, c int,
 			a = &pt.Candidate
 		}
 		a.File = fmt.Sprintf("%s.%s.%s.pprof", stem, arm, point)
+		if run.Load != nil {
+			a.Requests = run.Load.Requests
+		}
 		var secs float64
 		if merged[arm], secs, err = s.writeProfile(run.CPUProfiles, a); err != nil {
 			return pt, fmt.Errorf("profiled round, %s: %w", arm, err)
 		}
 		pt.Seconds = max(pt.Seconds, secs)
 	}
-	pt.Flat = cpuprofile.Diff(merged[target.Reference], merged[target.Candidate], cpuprofile.Flat, cpuprofile.TopN)
-	pt.Cumulative = cpuprofile.Diff(merged[target.Reference], merged[target.Candidate], cpuprofile.Cumulative, cpuprofile.TopN)
+	rp, cp := merged[target.Reference], merged[target.Candidate]
+	pt.Flat = cpuprofile.DiffPerRequest(rp, cp, pt.Reference.Requests, pt.Candidate.Requests, cpuprofile.Flat, cpuprofile.TopN)
+	pt.Cumulative = cpuprofile.DiffPerRequest(rp, cp, pt.Reference.Requests, pt.Candidate.Requests, cpuprofile.Cumulative, cpuprofile.TopN)
+	if len(pt.Flat) == 0 {
+		return pt, errors.New("the profiled round served no request, or its profiles hold no CPU")
+	}
 	return pt, nil
 }
 

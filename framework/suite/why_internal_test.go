@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/cpuprofile"
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target"
 )
@@ -31,7 +32,7 @@ func (f *fakeTarget) Environment() target.Environment {
 func (f *fakeTarget) Close(context.Context) error { return nil }
 func (f *fakeTarget) Run(_ context.Context, s target.Spec) (*target.Run, error) {
 	f.specs = append(f.specs, s)
-	run := &target.Run{Arm: s.Arm}
+	run := &target.Run{Arm: s.Arm, Load: &load.Result{Requests: 1000}}
 	if !s.CPUProfile {
 		return run, nil
 	}
@@ -112,8 +113,8 @@ func TestExplainCPUProfilesAFailedPoint(t *testing.T) {
 	assert.Equal(t, "benchmark=BenchmarkOneHop/c=4/loop=closed/path=one-hop", pt.Scenario)
 	assert.Equal(t, "sidecar CPU per 1k req", pt.Metric)
 	assert.Equal(t, 3.0, pt.Seconds)
-	assert.Equal(t, cpuprofile.Arm{Spec: "caddy", File: "20261201T230000Z-fake.reference.OneHop_c=4.pprof", Sidecars: 2, Samples: 20}, pt.Reference)
-	assert.Equal(t, cpuprofile.Arm{Spec: "caddy+access-log", File: "20261201T230000Z-fake.candidate.OneHop_c=4.pprof", Sidecars: 2, Samples: 20}, pt.Candidate)
+	assert.Equal(t, cpuprofile.Arm{Spec: "caddy", File: "20261201T230000Z-fake.reference.OneHop_c=4.pprof", Sidecars: 2, Samples: 20, Requests: 1000}, pt.Reference)
+	assert.Equal(t, cpuprofile.Arm{Spec: "caddy+access-log", File: "20261201T230000Z-fake.candidate.OneHop_c=4.pprof", Sidecars: 2, Samples: 20, Requests: 1000}, pt.Candidate)
 	for a, stacks := range map[cpuprofile.Arm]int{pt.Reference: 2, pt.Candidate: 3} {
 		data, err := os.ReadFile(filepath.Join(s.Config.ResultsDir, a.File))
 		require.NoError(t, err)

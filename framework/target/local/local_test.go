@@ -10,11 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -235,8 +237,8 @@ func TestBusyMachineInvalidatesRun(t *testing.T) {
 // TestCPUProfileOfCaddySidecars: in an upgrade gate a run that asks for
 // CPU profiles gets one per sidecar on the path, taken over the window
 // through Caddy's admin socket, in which Caddy's HTTP server handles the
-// requests and, with +access-log, writes its access log; a run that does
-// not ask gets none.
+// requests; a run that does not ask gets none. The differential table of
+// the two arms' merged profiles points at the candidate's access log.
 func TestCPUProfileOfCaddySidecars(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes; run without -short")
@@ -247,27 +249,43 @@ func TestCPUProfileOfCaddySidecars(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
 	require.NoError(t, tg.CanProfile())
-	o := load.Options{Concurrency: 4, Duration: time.Second, Warmup: 200 * time.Millisecond}
+	o := load.Options{Concurrency: 4, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond}
 	plain, err := tg.Run(ctx, target.Spec{Arm: target.Candidate, Workload: target.Workload{Path: target.OneHop}, Load: o})
 	require.NoError(t, err)
 	assert.Empty(t, plain.CPUProfiles)
-	run, err := tg.Run(ctx, target.Spec{Arm: target.Candidate, Workload: target.Workload{Path: target.OneHop}, Load: o, CPUProfile: true})
-	require.NoError(t, err)
-	assert.Zero(t, run.Load.Errors)
-	var names []string
-	cum := map[string]float64{}
-	for _, p := range run.CPUProfiles {
-		names = append(names, p.Process)
-		prof, err := cpuprofile.Parse(p.Data)
-		require.NoError(t, err, p.Process)
-		assert.InDelta(t, time.Second, time.Duration(prof.DurationNanos), float64(300*time.Millisecond), p.Process)
-		for fn, s := range cpuprofile.Shares(prof, cpuprofile.Cumulative) {
-			cum[fn] = max(cum[fn], s)
+	merged := map[target.Arm]*profile.Profile{}
+	requests := map[target.Arm]int64{}
+	for _, arm := range []target.Arm{target.Reference, target.Candidate} {
+		run, err := tg.Run(ctx, target.Spec{Arm: arm, Workload: target.Workload{Path: target.OneHop}, Load: o, CPUProfile: true})
+		require.NoError(t, err)
+		assert.Zero(t, run.Load.Errors)
+		requests[arm] = run.Load.Requests
+		var names []string
+		var ps []*profile.Profile
+		for _, p := range run.CPUProfiles {
+			names = append(names, p.Process)
+			prof, err := cpuprofile.Parse(p.Data)
+			require.NoError(t, err, p.Process)
+			assert.InDelta(t, 2*time.Second, time.Duration(prof.DurationNanos), float64(300*time.Millisecond), p.Process)
+			ps = append(ps, prof)
 		}
+		assert.ElementsMatch(t, []string{string(arm) + "/loadgen-sidecar", string(arm) + "/backend-sidecar"}, names)
+		merged[arm], err = cpuprofile.Merge(ps)
+		require.NoError(t, err)
+		const server = "github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP"
+		assert.Greater(t, cpuprofile.Shares(merged[arm], cpuprofile.Cumulative)[server], 0.1, "%s: Caddy's HTTP server handles the requests", arm)
 	}
-	assert.ElementsMatch(t, []string{"candidate/loadgen-sidecar", "candidate/backend-sidecar"}, names)
-	const server = "github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP"
-	const logRequest = "github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).logRequest"
-	assert.Greater(t, cum[server], 0.1, "Caddy's HTTP server handles the requests")
-	assert.Greater(t, cum[logRequest], 0.0, "Caddy writes the access log")
+	ref, cand := merged[target.Reference], merged[target.Candidate]
+	rows := cpuprofile.DiffPerRequest(ref, cand, requests[target.Reference], requests[target.Candidate], cpuprofile.Cumulative, cpuprofile.TopN)
+	var md bytes.Buffer
+	require.NoError(t, (&cpuprofile.Report{Points: []cpuprofile.Point{{Scenario: "one-hop c=4", Metric: "(not gated)", Seconds: 2,
+		Reference:  cpuprofile.Arm{Spec: "caddy", Requests: requests[target.Reference]},
+		Candidate:  cpuprofile.Arm{Spec: "caddy+access-log", Requests: requests[target.Candidate]},
+		Flat:       cpuprofile.DiffPerRequest(ref, cand, requests[target.Reference], requests[target.Candidate], cpuprofile.Flat, cpuprofile.TopN),
+		Cumulative: rows}}}).Markdown(&md))
+	t.Log(md.String())
+	logging := slices.IndexFunc(rows, func(r cpuprofile.Row) bool {
+		return r.Difference > 0 && (strings.Contains(r.Function, "logRequest") || strings.HasPrefix(r.Function, "go.uber.org/zap"))
+	})
+	assert.GreaterOrEqual(t, logging, 0, "the cumulative table names Caddy's access logging among the top %d", cpuprofile.TopN)
 }
