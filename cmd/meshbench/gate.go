@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/gate"
 )
 
@@ -32,7 +33,9 @@ func (e *exitError) Unwrap() error { return e.err }
 type gateResults struct {
 	Gate        string        `json:"gate"`
 	GateVerdict *gate.Verdict `json:"gateVerdict"`
-	Settings    struct {
+	// Why is where the CPU went, when the gate failed on sidecar CPU.
+	Why      *cpuprofile.Report `json:"why"`
+	Settings struct {
 		Sidecar   string `json:"sidecar"`
 		Candidate string `json:"candidate"`
 		Target    string `json:"target"`
@@ -94,6 +97,9 @@ func writeVerdict(path, summary string, stdout io.Writer) error {
 	}
 	if err := r.GateVerdict.Markdown(io.MultiWriter(outs...), title); err != nil {
 		return &exitError{gate.ExitError, fmt.Errorf("verdict: writing the summary: %w", err)}
+	}
+	if err := r.Why.Markdown(io.MultiWriter(outs...)); err != nil {
+		return &exitError{gate.ExitError, fmt.Errorf("verdict: writing where the CPU went: %w", err)}
 	}
 	if code := r.GateVerdict.ExitCode(); code != 0 {
 		return &exitError{code, fmt.Errorf("gate %s: %s", r.GateVerdict.Outcome, path)}

@@ -13,12 +13,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/gate"
 )
 
 // resultsWith writes a results file whose gate verdict is decided from
 // the fixture fixtures/gates/local.yaml on one CPU measurement.
 func resultsWith(t *testing.T, ref, cand []float64) string {
+	t.Helper()
+	return resultsWhy(t, ref, cand, nil)
+}
+
+// resultsWhy is resultsWith, with where the CPU went.
+func resultsWhy(t *testing.T, ref, cand []float64, why *cpuprofile.Report) string {
 	t.Helper()
 	g, err := gate.Load("../../fixtures/gates/local.yaml")
 	require.NoError(t, err)
@@ -29,7 +36,7 @@ func resultsWith(t *testing.T, ref, cand []float64) string {
 	}
 	v, err := g.DecideSequential(ms, gate.Sequential{Max: 30, Decisions: len(ms)})
 	require.NoError(t, err)
-	data, err := json.Marshal(map[string]any{"gate": g.File, "gateVerdict": v,
+	data, err := json.Marshal(map[string]any{"gate": g.File, "gateVerdict": v, "why": why,
 		"settings": map[string]string{"sidecar": "caddy", "candidate": "caddy+access-log", "target": "local"}})
 	require.NoError(t, err)
 	p := filepath.Join(t.TempDir(), "run.json")
@@ -93,6 +100,31 @@ func TestGoToolExitsWithTheVerdict(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "%s", out)
 	assert.Equal(t, 2, ee.ExitCode(), "%s", out)
+}
+
+// verdict writes where the CPU went after the verdict, as the run stored
+// it: the differential table, or why no profile was taken.
+func TestVerdictSaysWhereTheCPUWent(t *testing.T) {
+	fail := []float64{150, 152, 149, 151, 150, 150}
+	steady := []float64{100, 101, 99, 100, 100.5, 99.5}
+	why := &cpuprofile.Report{Points: []cpuprofile.Point{{Scenario: "c=8", Metric: "sidecar CPU per 1k requests", Seconds: 3,
+		Reference:  cpuprofile.Arm{Spec: "caddy", File: "r.reference.p.pprof", Sidecars: 2, Samples: 300},
+		Candidate:  cpuprofile.Arm{Spec: "caddy+access-log", File: "r.candidate.p.pprof", Sidecars: 2, Samples: 400},
+		Cumulative: []cpuprofile.Row{{Function: "caddyhttp.(*Server).logRequest", Candidate: 0.15, Difference: 0.15}}}}}
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"verdict", resultsWhy(t, steady, fail, why)}, &out, &errb)
+	assert.Equal(t, 1, exitCode(err, &errb))
+	var md bytes.Buffer
+	require.NoError(t, why.Markdown(&md))
+	assert.Contains(t, out.String(), "\n### Where the CPU went\n\nc=8 failed on sidecar CPU per 1k requests.")
+	assert.True(t, bytes.HasSuffix(out.Bytes(), md.Bytes()), "the table ends the summary:\n%s", out.String())
+	assert.Contains(t, out.String(), "| `caddyhttp.(*Server).logRequest` | 0.0 % | 15.0 % | +15.0 pp |\n")
+
+	out.Reset()
+	none := &cpuprofile.Report{None: "no CPU profile: nginx is not a Go program with a pprof endpoint"}
+	err = run(context.Background(), []string{"verdict", resultsWhy(t, steady, fail, none)}, &out, &errb)
+	assert.Equal(t, 1, exitCode(err, &errb))
+	assert.True(t, bytes.HasSuffix(out.Bytes(), []byte("\n### Where the CPU went\n\nno CPU profile: nginx is not a Go program with a pprof endpoint.\n")), out.String())
 }
 
 // A results file without a verdict is exit code 2, naming the file and why.

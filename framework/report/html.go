@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/target"
 )
@@ -23,6 +24,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"secured": secured,
 	"dash":    dash,
 	"cell":    func(m map[measure.Role]string, r measure.Role) string { return m[r] },
+	"pct":     cpuprofile.Pct,
+	"pp":      cpuprofile.PP,
 }).Parse(reportTemplate))
 
 // htmlChart is a chart with its drawing and the id of its data block.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
@@ -45,6 +46,10 @@ type Results struct {
 	// level of its intervals and its sequential plan beside the decisions,
 	// which `meshbench verdict` reads back.
 	GateVerdict any `json:"gateVerdict,omitempty"`
+	// Why is where the CPU went where the gate failed on sidecar CPU:
+	// the differential top-N of the arms' CPU profiles and their files,
+	// beside this one, or why no profile was taken.
+	Why *cpuprofile.Report `json:"why,omitempty"`
 	// Partial, when set, says why this file holds only part of the run's
 	// plan and what stopped it: a signal, a full disk, the deadline, or
 	// an earlier run killed before it finished (recovered from its

@@ -149,6 +149,12 @@ func (s *Suite) judge(w io.Writer, res *report.Results) error {
 		res.GateVerdict = s.gateVerdict
 		err = errors.Join(err, s.gateVerdict.Err())
 	}
+	s.mu.Lock()
+	if why := s.why; len(why.Points) > 0 || why.None != "" {
+		res.Why = &why
+		_ = why.Markdown(w)
+	}
+	s.mu.Unlock()
 	return err
 }
 

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
@@ -89,7 +90,10 @@ type Suite struct {
 	// gateVerdict is the upgrade gate's decision, when there is one;
 	// otherErr what else failed the verdict.
 	gateVerdict *gate.Verdict
-	otherErr    error
+	// why is where the CPU went at the points where the gate failed on
+	// sidecar CPU (explainCPU), behind mu.
+	why      cpuprofile.Report
+	otherErr error
 	// verdict is report's outcome, carried out of e2e-framework's Finish
 	// (which only logs errors) into the exit code; failed is set when a
 	// sweep failed, for the log export.

@@ -77,6 +77,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			}
 			// -max-count: more rounds while the upgrade gate cannot decide.
 			s.addRounds(s.ctx, label(b, sc), runs, round)
+			s.explainCPU(b, tg, sc, c, runs, per)
 			for _, arm := range arms {
 				b.Run(labels.Arm+"="+string(arm), func(b *testing.B) { s.report(b, runs[arm]) })
 			}
@@ -239,29 +240,11 @@ func runLabels(b *testing.B, sc Scenario, c int) labels.Set {
 
 // measure runs one load and records it under the sub-benchmark's labels.
 func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm target.Arm, rep int) (report.Record, error) {
-	o := s.Config.loadOptions(c)
-	if sc.window > 0 {
-		o.Duration = sc.window // the run's plan shortened it (planScenario)
+	spec, err := s.spec(sc, c, arm)
+	if err != nil {
+		return report.Record{}, err
 	}
-	// The workload's protocol is the load's: a Protocols axis or a
-	// scenario's own protocol wins over -protocol.
-	o.Protocol = cmp.Or(sc.Workload.Protocol, o.Protocol)
-	if sc.Workload.Flow != nil {
-		o.QPS = 0 // a flow's rate is its users' and their think time's
-	}
-	if sc.Load != nil {
-		sc.Load(&o)
-	}
-	if f := s.Config.GateFraction; f > 0 && o.RateFraction > 0 {
-		o.QPS, o.RateFraction = o.QPS/o.RateFraction*f, f // -gate-fraction
-	}
-	if o.Concurrency != c {
-		return report.Record{}, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
-	}
-	// -request-size is what the client sends unless the scenario sends its
-	// own: the targets take the request from the workload
-	sc.Workload.RequestSize = cmp.Or(sc.Workload.RequestSize, o.RequestSize)
-	run, err := tg.Run(s.ctx, target.Spec{Arm: arm, Workload: sc.Workload, Load: o, Fault: sc.Fault})
+	run, err := tg.Run(s.ctx, spec)
 	if err != nil {
 		return report.Record{}, err
 	}
@@ -283,6 +266,34 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 		s.logf("%s/arm=%s: past the knee: %s", label(b, sc), arm, rec.Beyond)
 	}
 	return rec, nil
+}
+
+// spec is one run of arm at concurrency c of sc: the load the flags and
+// the scenario ask for.
+func (s *Suite) spec(sc Scenario, c int, arm target.Arm) (target.Spec, error) {
+	o := s.Config.loadOptions(c)
+	if sc.window > 0 {
+		o.Duration = sc.window // the run's plan shortened it (planScenario)
+	}
+	// The workload's protocol is the load's: a Protocols axis or a
+	// scenario's own protocol wins over -protocol.
+	o.Protocol = cmp.Or(sc.Workload.Protocol, o.Protocol)
+	if sc.Workload.Flow != nil {
+		o.QPS = 0 // a flow's rate is its users' and their think time's
+	}
+	if sc.Load != nil {
+		sc.Load(&o)
+	}
+	if f := s.Config.GateFraction; f > 0 && o.RateFraction > 0 {
+		o.QPS, o.RateFraction = o.QPS/o.RateFraction*f, f // -gate-fraction
+	}
+	if o.Concurrency != c {
+		return target.Spec{}, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
+	}
+	// -request-size is what the client sends unless the scenario sends its
+	// own: the targets take the request from the workload
+	sc.Workload.RequestSize = cmp.Or(sc.Workload.RequestSize, o.RequestSize)
+	return target.Spec{Arm: arm, Workload: sc.Workload, Load: o, Fault: sc.Fault}, nil
 }
 
 // report is a leaf sub-benchmark: its i-th call with b.N == 1 (one per

@@ -118,6 +118,10 @@ type Run struct {
 	// invalidate the run, such as a saturated machine, each of a stable
 	// kind.
 	Warnings validity.Reasons `json:"warnings,omitempty"`
+	// CPUProfiles are the sidecars' CPU profiles over the window, when
+	// the spec asked for them (Spec.CPUProfile); never stored with the
+	// run: whoever asked writes them where they belong.
+	CPUProfiles []CPUProfile `json:"-"`
 }
 
 // Valid reports whether nothing invalidated the run.

@@ -262,6 +262,25 @@ type Spec struct {
 	Load     load.Options `json:"-"`
 	// Fault, when set, happens during the window of this arm.
 	Fault *Fault `json:"fault,omitempty"`
+	// CPUProfile asks a Profiler for a CPU profile of each of the arm's
+	// sidecars over the measured window (Run.CPUProfiles). Profiling
+	// costs CPU: a run that takes one measures the profiler too.
+	CPUProfile bool `json:"-"`
+}
+
+// Profiler is a target that can take CPU profiles of an arm's sidecars
+// over a measured window (Spec.CPUProfile). CanProfile is nil when it
+// can, else why not, e.g. "nginx is not a Go program with a pprof
+// endpoint".
+type Profiler interface {
+	CanProfile() error
+}
+
+// CPUProfile is one process's CPU profile over a measured window, as Go
+// writes it (gzipped protobuf).
+type CPUProfile struct {
+	Process string
+	Data    []byte
 }
 
 // Supporter is a target that can tell, before anything runs, whether it

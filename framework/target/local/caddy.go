@@ -26,6 +26,9 @@ func (caddy) permissive() {}
 // variants: Caddy renders the no-keep-alive configuration.
 func (caddy) variants() {}
 
+// pprofEndpoint: Caddy's admin endpoint serves Go's net/http/pprof.
+func (caddy) pprofEndpoint() {}
+
 // h2Upstream: Caddy's reverse proxy speaks h2 over TLS and h2c upstream,
 // trailers included, so it carries h2 and gRPC end to end.
 func (caddy) h2Upstream() {}
@@ -135,8 +138,14 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 		logs["access"] = obj{"level": "INFO", "include": []string{"http.log.access"},
 			"writer": obj{"output": "file", "filename": s.AccessLogFile(), "roll": false}}
 	}
+	admin := obj{"disabled": true}
+	if s.Admin != "" {
+		// Only this process can reach the socket's directory; nothing is
+		// written back to disk when a profile is taken.
+		admin = obj{"listen": "unix/" + s.Admin, "config": obj{"persist": false}}
+	}
 	cfg := obj{
-		"admin":   obj{"disabled": true},
+		"admin":   admin,
 		"logging": obj{"logs": logs},
 		"storage": obj{"module": "file_system", "root": s.Dir},
 		"apps": obj{

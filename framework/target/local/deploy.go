@@ -221,7 +221,17 @@ func (t *Target) spec(name string, d target.Deployment, m meshArm) (SidecarSpec,
 		AccessLog: m.accessLog}, nil
 }
 
+// withAdmin gives s an admin socket when the target profiles its
+// sidecars and m's sidecar can serve pprof there.
+func (t *Target) withAdmin(m meshArm, s SidecarSpec) SidecarSpec {
+	if _, ok := plain(m.sc).(pprofEndpoint); ok && t.profiling() {
+		s.Admin = t.adminSocket(s)
+	}
+	return s
+}
+
 func (t *Target) startSidecar(ctx context.Context, m meshArm, name string, s SidecarSpec) (*process, error) {
+	s = t.withAdmin(m, s)
 	data, file, err := m.sc.Config(s)
 	if err != nil {
 		return nil, err
@@ -237,7 +247,7 @@ func (t *Target) startSidecar(ctx context.Context, m meshArm, name string, s Sid
 	}
 	// The sidecar shares its workload's pod: "meshed/backend-sidecar" sits
 	// beside "meshed/backend"; the loadgen's sidecars beside the loadgen.
-	p.pod = strings.TrimSuffix(name, "-sidecar")
+	p.pod, p.admin = strings.TrimSuffix(name, "-sidecar"), s.Admin
 	if s.Name == "loadgen" {
 		p.pod = "loadgen"
 	}

@@ -490,9 +490,14 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	if err != nil {
 		return nil, err
 	}
+	profiles := func() ([]target.CPUProfile, error) { return nil, nil }
+	if s.CPUProfile {
+		profiles = profileSidecars(ctx, ar.procs[w.Path], profileSeconds(s.Load.Duration))
+	}
 	results, err := sess.Measure(ctx)
 	fault.wait()
-	if err != nil {
+	cpu, perr := profiles()
+	if err = errors.Join(err, perr); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
 	}
 	measured, err := resources.Stop(ctx)
@@ -505,7 +510,7 @@ func (t *Target) window(ctx context.Context, s target.Spec, w target.Workload, a
 	if err != nil {
 		return nil, err
 	}
-	run := &target.Run{Arm: s.Arm, Path: w.Path, Workload: w, Fault: s.Fault, Load: res}
+	run := &target.Run{Arm: s.Arm, Path: w.Path, Workload: w, Fault: s.Fault, Load: res, CPUProfiles: cpu}
 	if len(results) > 1 {
 		run.Shards = results
 	}

@@ -10,14 +10,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/target"
@@ -229,4 +232,60 @@ func TestBusyMachineInvalidatesRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^busy machine: processes outside the run used \d+m of \d+ cores during the window \(the run's own \d+m\), over 10 % of the machine`,
 		run.Invalid.Of(validity.BusyMachine).String(), "%d busy loops", hogs)
+}
+
+// TestCPUProfileOfCaddySidecars: in an upgrade gate a run that asks for
+// CPU profiles gets one per sidecar on the path, taken over the window
+// through Caddy's admin socket, in which Caddy's HTTP server handles the
+// requests; a run that does not ask gets none. The differential table of
+// the two arms' merged profiles points at the candidate's access log.
+func TestCPUProfileOfCaddySidecars(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; run without -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tg, err := local.New(ctx, local.Options{Candidate: "caddy+access-log", Logf: t.Logf})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tg.Close(ctx)) }()
+	require.NoError(t, tg.CanProfile())
+	o := load.Options{Concurrency: 4, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond}
+	plain, err := tg.Run(ctx, target.Spec{Arm: target.Candidate, Workload: target.Workload{Path: target.OneHop}, Load: o})
+	require.NoError(t, err)
+	assert.Empty(t, plain.CPUProfiles)
+	merged := map[target.Arm]*profile.Profile{}
+	requests := map[target.Arm]int64{}
+	for _, arm := range []target.Arm{target.Reference, target.Candidate} {
+		run, err := tg.Run(ctx, target.Spec{Arm: arm, Workload: target.Workload{Path: target.OneHop}, Load: o, CPUProfile: true})
+		require.NoError(t, err)
+		assert.Zero(t, run.Load.Errors)
+		requests[arm] = run.Load.Requests
+		var names []string
+		var ps []*profile.Profile
+		for _, p := range run.CPUProfiles {
+			names = append(names, p.Process)
+			prof, err := cpuprofile.Parse(p.Data)
+			require.NoError(t, err, p.Process)
+			assert.InDelta(t, 2*time.Second, time.Duration(prof.DurationNanos), float64(300*time.Millisecond), p.Process)
+			ps = append(ps, prof)
+		}
+		assert.ElementsMatch(t, []string{string(arm) + "/loadgen-sidecar", string(arm) + "/backend-sidecar"}, names)
+		merged[arm], err = cpuprofile.Merge(ps)
+		require.NoError(t, err)
+		const server = "github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP"
+		assert.Greater(t, cpuprofile.Shares(merged[arm], cpuprofile.Cumulative)[server], 0.1, "%s: Caddy's HTTP server handles the requests", arm)
+	}
+	ref, cand := merged[target.Reference], merged[target.Candidate]
+	rows := cpuprofile.DiffPerRequest(ref, cand, requests[target.Reference], requests[target.Candidate], cpuprofile.Cumulative, cpuprofile.TopN)
+	var md bytes.Buffer
+	require.NoError(t, (&cpuprofile.Report{Points: []cpuprofile.Point{{Scenario: "one-hop c=4", Metric: "(not gated)", Seconds: 2,
+		Reference:  cpuprofile.Arm{Spec: "caddy", Requests: requests[target.Reference]},
+		Candidate:  cpuprofile.Arm{Spec: "caddy+access-log", Requests: requests[target.Candidate]},
+		Flat:       cpuprofile.DiffPerRequest(ref, cand, requests[target.Reference], requests[target.Candidate], cpuprofile.Flat, cpuprofile.TopN),
+		Cumulative: rows}}}).Markdown(&md))
+	t.Log(md.String())
+	logging := slices.IndexFunc(rows, func(r cpuprofile.Row) bool {
+		return r.Difference > 0 && (strings.Contains(r.Function, "logRequest") || strings.HasPrefix(r.Function, "go.uber.org/zap"))
+	})
+	assert.GreaterOrEqual(t, logging, 0, "the cumulative table names Caddy's access logging among the top %d", cpuprofile.TopN)
 }

@@ -30,6 +30,8 @@ type process struct {
 	pod     string // the workload it belongs to: the app and its sidecar share it
 	log     string
 	idleRSS int64
+	// admin is a sidecar's admin socket, serving pprof; "" when it has none.
+	admin string
 	// addrs are the listeners a (re)started incarnation must open before it
 	// counts as ready.
 	addrs []string

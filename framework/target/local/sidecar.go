@@ -59,6 +59,10 @@ type SidecarSpec struct {
 	// File is a stem for the files the proxy writes, unique in the run
 	// directory; default Name.
 	File string
+	// Admin, when set, is a unix socket for the proxy's admin endpoint,
+	// which serves Go's pprof (only proxies implementing pprofEndpoint
+	// are given it); "" keeps the admin endpoint off.
+	Admin string
 }
 
 // AccessLogFile is where the sidecar writes its access log, with AccessLog.
