@@ -93,24 +93,21 @@ func lookup(name string) (Adapter, bool) {
 
 // knownProxies are the proxy containers of every registered mesh.
 func knownProxies() []string {
-	var out []string
-	for _, a := range adapters() {
-		for _, p := range a.Proxies {
-			if !slices.Contains(out, p) {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
+	return union(func(a Adapter) []string { return a.Proxies })
 }
 
 // injectionMarks are the injection marks of every registered mesh.
 func injectionMarks() []InjectionMark {
-	var out []InjectionMark
+	return union(func(a Adapter) []InjectionMark { return a.Marks })
+}
+
+// union is what of every registered adapter in Names' order, each once.
+func union[T comparable](what func(Adapter) []T) []T {
+	var out []T
 	for _, a := range adapters() {
-		for _, m := range a.Marks {
-			if !slices.Contains(out, m) {
-				out = append(out, m)
+		for _, v := range what(a) {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
 			}
 		}
 	}
