@@ -284,8 +284,15 @@ func TestCPUProfileOfCaddySidecars(t *testing.T) {
 		Flat:       cpuprofile.DiffPerRequest(ref, cand, requests[target.Reference], requests[target.Candidate], cpuprofile.Flat, cpuprofile.TopN),
 		Cumulative: rows}}}).Markdown(&md))
 	t.Log(md.String())
-	logging := slices.IndexFunc(rows, func(r cpuprofile.Row) bool {
-		return r.Difference > 0 && (strings.Contains(r.Function, "logRequest") || strings.HasPrefix(r.Function, "go.uber.org/zap"))
-	})
-	assert.GreaterOrEqual(t, logging, 0, "the cumulative table names Caddy's access logging among the top %d", cpuprofile.TopN)
+	// The access log is what the candidate runs and the reference does
+	// not. Its rank among the top rows moves with a 2 s profile's few
+	// hundred samples (the proxy code above it grows with it), so the test
+	// reads its row from the whole diff: absent from the reference, a few
+	// percent of the reference's CPU per request in the candidate.
+	all := cpuprofile.DiffPerRequest(ref, cand, requests[target.Reference], requests[target.Candidate], cpuprofile.Cumulative, math.MaxInt)
+	i := slices.IndexFunc(all, func(r cpuprofile.Row) bool { return strings.HasSuffix(r.Function, "caddyhttp.(*Server).logRequest") })
+	require.GreaterOrEqual(t, i, 0, "Caddy's access logging ran in the candidate's sidecars")
+	assert.Less(t, all[i].Reference, 0.005, "and not in the reference's")
+	assert.Greater(t, all[i].Candidate, 0.03, "a share of CPU per request a table can show")
+	assert.InDelta(t, all[i].Candidate-all[i].Reference, all[i].Difference, 1e-9)
 }
