@@ -15,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // kindGateRounds is how many interleaved rounds each gate point starts
@@ -115,7 +116,7 @@ func kindGateRun(t *testing.T, cluster, candidate string, axes ...suite.Axis) *g
 
 // checkGateRecords: as many runs of each of the three arms, from lo to hi
 // (the sequential rule adds rounds while undecided), labelled by arm,
-// valid, with the path proved (secured in the meshed arms, plain in the
+// valid (an open-loop run may miss its rate on a slow cluster), with the path proved (secured in the meshed arms, plain in the
 // baseline) and sidecar CPU in the meshed arms only.
 func checkGateRecords(t *testing.T, recs []report.Record, lo, hi int) {
 	t.Helper()
@@ -124,7 +125,15 @@ func checkGateRecords(t *testing.T, recs []report.Record, lo, hi int) {
 		arms[r.Arm]++
 		name := r.Name()
 		assert.Contains(t, name, "arm="+string(r.Arm))
-		assert.True(t, r.Valid(), "%s invalid: %v", name, r.Invalid)
+		// On a slow kind cluster the open-loop point's loadgen can fall
+		// short of its rate (1190-1270 of 1348 req/s in a cold CI run,
+		// whose cluster read the meshed p99 ×2 the calibration clusters'):
+		// such a run says so and the gate leaves it out, so the open
+		// point stays undecided; nothing else may invalidate a run.
+		if !r.Valid() {
+			open := r.Labels.Value("load") == "open"
+			assert.True(t, open && r.Invalid.Only(validity.MissedRate), "%s invalid: %v", name, r.Invalid)
+		}
 		require.NotEmpty(t, r.Edges, name)
 		for _, e := range r.Edges {
 			assert.Equal(t, r.Arm.IsMeshed(), e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
