@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -62,6 +63,16 @@ type Scenario struct {
 	// runs with instead of -duration.
 	planned bool
 	window  time.Duration
+}
+
+// withShorthands moves the scenario's shorthands into its workload: the
+// path (one-hop when none is given) and the user flow.
+func (sc Scenario) withShorthands() Scenario {
+	sc.Workload.Path = cmp.Or(sc.Workload.Path, sc.Path, target.OneHop)
+	if sc.Workload.Flow == nil {
+		sc.Workload.Flow = sc.Flow
+	}
+	return sc
 }
 
 // Axis is one swept dimension: a label and its values.

@@ -36,10 +36,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 		s.sweepAxis(b, sc)
 		return
 	}
-	sc.Workload.Path = cmp.Or(sc.Workload.Path, sc.Path, target.OneHop)
-	if sc.Workload.Flow == nil {
-		sc.Workload.Flow = sc.Flow
-	}
+	sc = sc.withShorthands()
 	if err := sc.check(tg); err != nil {
 		b.Skipf("%s: skipped on the %s target: %v", label(b, sc), tg.Name(), err)
 	}
