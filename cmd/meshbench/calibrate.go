@@ -21,6 +21,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "fixture file to write (default: standard output)")
 	note := fs.String("note", "", "a line for the fixture's header: the machine and how the runs were made")
+	as := fs.String("target", "", "write the fixture for this target instead of the runs' own (kind runs as a first fixture for remote clusters); the header says so")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,11 +36,19 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
+	measured := tgt
+	switch *as {
+	case "", tgt:
+	case "local", "kind", "remote":
+		tgt = *as
+	default:
+		return fmt.Errorf("calibrate: -target=%s: want local, kind or remote", *as)
+	}
 	c, err := verdict.Calibrate(tgt, runs...)
 	if err != nil {
 		return err
 	}
-	data := c.YAML(calibrationHeader(tgt, fs.Args(), *note))
+	data := c.YAML(calibrationHeader(tgt, measured, fs.Args(), *note))
 	if _, err := verdict.Parse("calibrated", data); err != nil {
 		return fmt.Errorf("calibrate: the fixture written does not read back (a bug): %w", err)
 	}
@@ -84,9 +93,14 @@ func calibrationRuns(ins []report.Input, stderr io.Writer) (string, [][]verdict.
 
 // calibrationHeader says what the fixture is, where it came from and how
 // its limits were set.
-func calibrationHeader(tgt string, files []string, note string) string {
+func calibrationHeader(tgt, measured string, files []string, note string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Thresholds for target %s, calibrated by `meshbench calibrate` on %s from:\n", tgt, time.Now().UTC().Format("2006-01-02"))
+	if measured != tgt {
+		b.Reset()
+		fmt.Fprintf(&b, "Thresholds for target %s, calibrated on target %s (not on a %s cluster: a first fixture, to be recalibrated on your own) by `meshbench calibrate -target %s` on %s from:\n",
+			tgt, measured, tgt, tgt, time.Now().UTC().Format("2006-01-02"))
+	}
 	for _, f := range files {
 		fmt.Fprintf(&b, "  %s\n", filepath.Base(f))
 	}

@@ -38,9 +38,15 @@ var digits = regexp.MustCompile(`[0-9]+`)
 // to w, and returns the tally. Nothing of fortio's reaches the terminal
 // after it.
 func RouteFortioLog(w io.Writer) *LogTally {
-	t := &LogTally{w: w, counts: map[string]int{}}
+	t := NewLogTally(w)
 	flog.SetOutput(t)
 	return t
+}
+
+// NewLogTally returns a tally that writes every line to w: for logs that
+// are not this process's fortio's (a cluster's loadgen pods').
+func NewLogTally(w io.Writer) *LogTally {
+	return &LogTally{w: w, counts: map[string]int{}}
 }
 
 // Write writes p to the file and counts each of its lines.

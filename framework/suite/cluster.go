@@ -123,17 +123,41 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 	if err := s.loadImages(ctx); err != nil {
 		return nil, err
 	}
+	o, err := s.kubeOptions(c, logf)
+	if err != nil {
+		return nil, err
+	}
+	cw, _ := c.clusterWide()
+	o.KernelProof = cw != nil
+	tg, err := kube.New(ctx, s.cl.rest, o)
+	if err != nil {
+		return nil, err
+	}
+	if cw == nil {
+		return tg, nil
+	}
+	split, err := s.splitTarget(ctx, tg, o)
+	if err != nil {
+		return nil, errors.Join(err, tg.Close(context.WithoutCancel(ctx)))
+	}
+	return split, nil
+}
+
+// kubeOptions are the kube target's options from c: the mesh, the
+// placement, the candidate, the workloads and where the loadgen pods' logs
+// go.
+func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options, error) {
 	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
 	if err != nil {
-		return nil, fmt.Errorf("-mesh=%s: %w", c.Mesh, err)
+		return kube.Options{}, fmt.Errorf("-mesh=%s: %w", c.Mesh, err)
 	}
 	placement, err := kube.ParsePlacement(c.Placement)
 	if err != nil {
-		return nil, fmt.Errorf("-placement: %w", err)
+		return kube.Options{}, fmt.Errorf("-placement: %w", err)
 	}
 	cand, err := c.kubeCandidate()
 	if err != nil {
-		return nil, err
+		return kube.Options{}, err
 	}
 	var nodeExec kube.NodeExec
 	if s.cl.kind != nil {
@@ -158,20 +182,12 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 		},
 		Logf: logf,
 	}
-	cw, _ := c.clusterWide()
-	o.KernelProof = cw != nil
-	tg, err := kube.New(ctx, s.cl.rest, o)
-	if err != nil {
-		return nil, err
+	if s.loadLog != nil {
+		// The loadgen pods' logs of a run that failed requests, counted
+		// and kept as the local target's fortio log is (drainLog).
+		o.LoadgenLog = s.loadLog
 	}
-	if cw == nil {
-		return tg, nil
-	}
-	split, err := s.splitTarget(ctx, tg, o)
-	if err != nil {
-		return nil, errors.Join(err, tg.Close(context.WithoutCancel(ctx)))
-	}
-	return split, nil
+	return o, nil
 }
 
 // kindNodeExec runs commands on the nodes of kind cluster name (docker

@@ -204,7 +204,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
 	fs.Float64Var(&c.GateFraction, "gate-fraction", 0, "a gate's open-loop rate as a fraction of the capacity the meshed arms just showed, instead of the scenario's own (BenchmarkUpgradeGate: 0.25); the README says what kind needs")
 	fs.DurationVar(&c.Budget, "budget", 0, "measure for at most this long from the start: scenarios that would not fit get shorter windows (locally, down to 1s), else are skipped, and the run says which (0: go test's -timeout less a 25 % margin bounds the run alone)")
-	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run (default 3s local, 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
+	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run, also set by go test's -benchtime=3s (default 1s local, so that the main job fits 5 minutes; 3s for a local gate; 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
 	fs.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "warm-up before each window, thrown away: the processes, and the sidecars' mTLS connection pools, live across runs, so the warm-up lets the load settle; the window opens its own loadgen connections")
 	fs.Float64Var(&c.QPS, "qps", 0, "open-loop target rate in req/s per run; 0 is closed loop at maximum rate")
 	fs.Float64Var(&c.RateTolerance, "rate-tolerance", 0.05, "fraction by which an open-loop run may miss -qps and stay valid")
@@ -395,12 +395,12 @@ func setFlags() map[string]bool {
 }
 
 // checkZeros refuses a zero the user wrote where zero would otherwise
-// stand for the default: -duration 0s is not a 3 s window, and -count 0
+// stand for the default: -duration 0s is not the default window, and -count 0
 // measures nothing anyone can compare.
 func (c *Config) checkZeros(set map[string]bool) error {
 	var errs []error
 	if set["duration"] && c.Duration == 0 {
-		errs = append(errs, errors.New("-duration=0s: a window must be > 0; leave -duration out for the default (3s on the local target, 10s on a cluster)"))
+		errs = append(errs, errors.New("-duration=0s: a window must be > 0; leave -duration out for the default (1s on the local target, 3s for a local gate, 10s on a cluster)"))
 	}
 	if set["test.count"] {
 		if f := flag.Lookup("test.count"); f != nil && f.Value.String() == "0" {
@@ -410,6 +410,49 @@ func (c *Config) checkZeros(set map[string]bool) error {
 	return errors.Join(errs...)
 }
 
+// The default windows (-duration). The main job's local windows are short
+// so that the whole default run, every scenario at 3 interleaved rounds,
+// measures within 5 minutes on 2 cores; -duration (or go test's
+// -benchtime=3s) makes them longer on purpose. A local gate keeps 3 s
+// windows: its error rates were measured at 3 s. On a cluster the kubelet's
+// CPU counters refresh about every 10 s.
+const (
+	MainJobWindow   = time.Second
+	LocalGateWindow = 3 * time.Second
+	ClusterWindow   = 10 * time.Second
+)
+
+// defaultWindow is the window when -duration and -benchtime leave it open.
+func (c *Config) defaultWindow() time.Duration {
+	switch {
+	case c.Target != "local":
+		return ClusterWindow
+	case c.Candidate != "" || c.Reference != "":
+		return LocalGateWindow
+	}
+	return MainJobWindow
+}
+
+// benchtimeWindow reads go test's -benchtime as the window when it is a
+// duration (-benchtime=3s), as a Go user asks for longer benchmarks; the
+// load, not b.N, decides how long a run takes, so -benchtime=Nx is b.N
+// alone. -benchtime and -duration together are refused.
+func (c *Config) benchtimeWindow(set map[string]bool) error {
+	bt := flagValue("test.benchtime")
+	if !set["test.benchtime"] || strings.HasSuffix(bt, "x") {
+		return nil
+	}
+	d, err := time.ParseDuration(bt)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("-benchtime=%s: want a window such as 3s (or Nx, which meshbench ignores: the load decides a run's length)", bt)
+	}
+	if set["duration"] {
+		return fmt.Errorf("-benchtime=%s and -duration=%v: give one (both set the measured window)", bt, c.Duration)
+	}
+	c.Duration = d
+	return nil
+}
+
 // checkLoad checks the load flags and fills in the window's default.
 func (c *Config) checkLoad() []error {
 	var errs []error
@@ -417,10 +460,7 @@ func (c *Config) checkLoad() []error {
 		errs = append(errs, errors.New("-concurrency: empty"))
 	}
 	if c.Duration == 0 {
-		c.Duration = 3 * time.Second
-		if c.Target != "local" {
-			c.Duration = 10 * time.Second
-		}
+		c.Duration = c.defaultWindow()
 	}
 	for _, bad := range []struct {
 		bad  bool

@@ -200,7 +200,8 @@ func TestBadRunInputsAreRefusedUpFront(t *testing.T) {
 		want string
 		code int
 	}{
-		{"zero window", []string{"-duration", "0s"}, "meshbench: bad flags: -duration=0s: a window must be > 0; leave -duration out for the default (3s on the local target, 10s on a cluster)", 2},
+		{"zero window", []string{"-duration", "0s"}, "meshbench: bad flags: -duration=0s: a window must be > 0; leave -duration out for the default (1s on the local target, 3s for a local gate, 10s on a cluster)", 2},
+		{"benchtime and duration", []string{"-test.benchtime", "3s", "-duration", "2s"}, "meshbench: bad flags: -benchtime=3s and -duration=2s: give one (both set the measured window)", 2},
 		{"zero count", []string{"-test.count", "0"}, "meshbench: bad flags: -count=0: measures no round to compare; leave -count out for the default (3 interleaved rounds), or give at least 1", 2},
 		{"results not writable", []string{"-results", "/proc/meshbench-results"}, "-results=/proc/meshbench-results: results directory: mkdir /proc/meshbench-results:", 1},
 	} {

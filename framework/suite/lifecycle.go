@@ -46,6 +46,9 @@ func (s *Suite) Environment() env.Environment {
 		err = s.Config.checkZeros(setFlags())
 	}
 	if err == nil {
+		err = s.Config.benchtimeWindow(setFlags())
+	}
+	if err == nil {
 		err = s.Config.Normalize()
 	}
 	if err == nil {

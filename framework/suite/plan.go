@@ -133,14 +133,23 @@ func fitWindow(left time.Duration, runs int, overhead, window, least time.Durati
 }
 
 // scenarioRuns is how many runs a scenario's sweep plans: every axis
-// value, concurrency, arm and round.
+// value (each applied, as the sweep does: a placement sets its own c),
+// concurrency, arm and round.
 func (s *Suite) scenarioRuns(sc Scenario, arms int) int {
-	n := arms * s.reps()
-	for _, ax := range sc.Axes {
-		n *= max(len(ax.Values), 1)
+	if len(sc.Axes) == 0 {
+		_, conc := s.concurrency(sc.withShorthands())
+		return arms * s.reps() * len(conc)
 	}
-	_, conc := s.concurrency(sc)
-	return n * len(conc)
+	n := 0
+	for _, v := range sc.Axes[0].Values {
+		next := sc
+		next.Axes = sc.Axes[1:]
+		if v.Apply != nil {
+			v.Apply(&next)
+		}
+		n += s.scenarioRuns(next, arms)
+	}
+	return n
 }
 
 // runOverhead is the time a run takes beside its window: the warm-up (or a
@@ -163,31 +172,58 @@ func (s *Suite) planScenario(b *testing.B, sc Scenario, tg target.Target) Scenar
 		return sc // planned at the outermost Sweep
 	}
 	sc.planned = true
-	arms := len(armsOf(tg, sc))
 	top, _, _ := strings.Cut(b.Name(), "/")
+	sc = s.lengthenWindow(top, sc)
+	asked := cmp.Or(sc.window, s.Config.Duration)
+	arms := len(armsOf(tg, sc))
 	i := slices.Index(s.plan.benches, top)
 	if s.plan.end.IsZero() || i < 0 || s.gate != nil {
 		return sc
 	}
-	least := minWindow
+	least := max(minWindow, sc.leastWindow())
 	if s.Config.Target != "local" {
-		least = s.Config.Duration
+		least = asked
 	}
 	// the benchmarks after this one keep a point each at its shortest
 	after := time.Duration(len(s.plan.benches)-i-1) * time.Duration(arms*s.reps()) * (minWindow + s.Config.Warmup + 300*time.Millisecond)
 	left := time.Until(s.plan.end) - after
 	runs, overhead := s.scenarioRuns(sc, arms), s.runOverhead(sc)
-	w, ok := fitWindow(left, runs, overhead, s.Config.Duration, least)
+	w, ok := fitWindow(left, runs, overhead, asked, least)
 	switch {
 	case !ok:
 		note := fmt.Sprintf("%s: skipped: %d runs need at least %v with %v windows, and %v is left (%s, keeping the benchmarks after it their shortest sweep); give a longer -timeout or -budget, or fewer scenarios (-bench)",
 			top, runs, time.Duration(runs)*(overhead+least), least, max(left, 0).Round(time.Second), s.plan.why)
 		s.planNote(note)
 		b.Skip(note)
-	case w < s.Config.Duration:
+	case w < asked:
 		sc.window = w
 		s.planNote(fmt.Sprintf("%s: windows shortened from %v to %v: %d runs in the %v left (%s, keeping the benchmarks after it their shortest sweep)",
-			top, s.Config.Duration, w, runs, left.Round(time.Second), s.plan.why))
+			top, asked, w, runs, left.Round(time.Second), s.plan.why))
+	}
+	return sc
+}
+
+// faultRecovery is the part of a window a fault scenario keeps after its
+// fault, for the restart and the recovery it measures.
+const faultRecovery = 2 * time.Second
+
+// leastWindow is the shortest window sc's runs need: its own MinWindow,
+// and for a fault, the fault's time into the window and faultRecovery
+// after it.
+func (sc Scenario) leastWindow() time.Duration {
+	least := sc.MinWindow
+	if sc.Fault != nil {
+		least = max(least, sc.Fault.After+faultRecovery)
+	}
+	return least
+}
+
+// lengthenWindow gives sc the least window it needs when the run's window
+// (the default, -duration or -benchtime) is shorter, and says so.
+func (s *Suite) lengthenWindow(top string, sc Scenario) Scenario {
+	if need := sc.leastWindow(); need > s.Config.Duration {
+		sc.window = need
+		s.planNote(fmt.Sprintf("%s: windows of %v, the least this scenario needs (its MinWindow, or a fault and %v to recover), instead of %v", top, need, faultRecovery, s.Config.Duration))
 	}
 	return sc
 }

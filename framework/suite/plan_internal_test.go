@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/target"
 )
 
 func TestFitWindow(t *testing.T) {
@@ -45,4 +48,39 @@ func TestTopLevelOfABenchPattern(t *testing.T) {
 	} {
 		assert.Equal(t, want, topLevel(pattern), pattern)
 	}
+}
+
+// The planner counts the runs a sweep will make: a placement's own c
+// replaces the concurrency sweep (it counted 72 runs for BenchmarkPlacement's
+// 18, and shortened its windows for nothing), and a flow runs at its users.
+func TestScenarioRunsApplyEachAxisValue(t *testing.T) {
+	s := NewWithConfig(&Config{Target: "local", Concurrency: []int{1, 4, 16, 32}, Repeats: 3})
+	placement := Scenario{Axes: []Axis{Placements(
+		Placement{Where: target.InMesh, Loadgens: 1, C: 32},
+		Placement{Where: target.OutOfMesh, Loadgens: 1, C: 32},
+		Placement{Where: target.InMesh, Loadgens: 4, C: 32},
+	)}}
+	assert.Equal(t, 18, s.scenarioRuns(placement, 2), "3 placements × 1 c × 2 arms × 3 rounds")
+	assert.Equal(t, 24, s.scenarioRuns(Scenario{}, 2), "4 c × 2 arms × 3 rounds")
+	payloads := Scenario{Concurrency: []int{8}, Axes: []Axis{Payloads(128, 1<<10), Threads(1, 2, 0)}}
+	assert.Equal(t, 36, s.scenarioRuns(payloads, 2), "2 payloads × 3 thread counts × 1 c × 2 arms × 3 rounds")
+	flow := Scenario{Flow: &load.Flow{Users: 20, SpawnRate: 20, Steps: []load.Step{{Name: "home", Path: "/"}}}}
+	assert.Equal(t, 6, s.scenarioRuns(flow, 2), "one point at its users × 2 arms × 3 rounds")
+}
+
+// A fault needs its After and time to recover inside the window; a slow
+// scenario names its own least window; the default 1 s window is
+// lengthened to it (the 1 s default left BenchmarkProxyKilled's fault, 1 s
+// in, no time to recover: "no recovery within the window").
+func TestLeastWindowLengthensTheDefault(t *testing.T) {
+	killed := Scenario{Fault: &target.Fault{Action: target.Kill, Workload: "backend", Sidecar: true, After: time.Second}}
+	assert.Equal(t, 3*time.Second, killed.leastWindow())
+	assert.Equal(t, 3*time.Second, Scenario{MinWindow: 3 * time.Second}.leastWindow())
+	assert.Equal(t, time.Duration(0), Scenario{}.leastWindow())
+
+	s := NewWithConfig(&Config{Target: "local", Duration: MainJobWindow, Repeats: 3})
+	assert.Equal(t, 3*time.Second, s.lengthenWindow("BenchmarkProxyKilled", killed).window)
+	assert.Equal(t, time.Duration(0), s.lengthenWindow("BenchmarkOneHop", Scenario{}).window)
+	s.Config.Duration = 5 * time.Second
+	assert.Equal(t, time.Duration(0), s.lengthenWindow("BenchmarkProxyKilled", killed).window, "a longer -duration stands")
 }

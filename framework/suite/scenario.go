@@ -46,6 +46,13 @@ type Scenario struct {
 	// the window; the run is then in expected-disruption mode (errors are
 	// measured, and the recovery is reported).
 	Fault *target.Fault
+	// MinWindow is the shortest window its runs need, when the default
+	// window (1 s locally) is too short for them: a slow backend serves
+	// too few requests in it for a p99 or a CPU figure per request. A
+	// shorter window (the default, -duration or -benchtime) is lengthened
+	// to it, and the run says so. A fault's scenario needs no MinWindow:
+	// its window is at least the fault's After plus 2 s to recover.
+	MinWindow time.Duration
 	// Requires lists what the scenario needs beyond what the target
 	// supports; the scenario is skipped, with the reason, without it.
 	Requires []Requirement

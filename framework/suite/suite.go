@@ -145,8 +145,8 @@ func (s *Suite) defaultRepeats() {
 	if n := s.Config.defaultCount(set); n > 0 {
 		_ = flag.Set("test.count", fmt.Sprint(n))
 	}
-	if !set["test.benchtime"] {
-		_ = flag.Set("test.benchtime", "1x")
+	if !set["test.benchtime"] || !strings.HasSuffix(flagValue("test.benchtime"), "x") {
+		_ = flag.Set("test.benchtime", "1x") // a -benchtime duration is the window (benchtimeWindow)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,6 +32,9 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	sc.Name = cmp.Or(sc.Name, s.Name)
 	s.planGate(b, sc)
 	s.planThresholds(b, sc)
+	if !sc.planned {
+		defer s.scenarioTable(b)
+	}
 	sc = s.planScenario(b, sc, tg)
 	if len(sc.Axes) > 0 {
 		s.sweepAxis(b, sc)
@@ -79,6 +83,27 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 				b.Run(labels.Arm+"="+string(arm), func(b *testing.B) { s.report(b, runs[arm]) })
 			}
 		})
+	}
+}
+
+// scenarioTable prints a scenario's comparison table as soon as its sweep
+// ends, so that a long run shows its first figures minutes before the
+// summary; the summary prints them all again at the end. Not for a run of
+// one benchmark (the summary follows at once) or under testing.Benchmark.
+func (s *Suite) scenarioTable(b *testing.B) {
+	name := b.Name()
+	if len(s.plan.benches) < 2 || name == "" || strings.HasPrefix(name, "/") {
+		return
+	}
+	var recs []report.Record
+	for _, r := range s.Records() {
+		if n := r.Name(); n == name || strings.HasPrefix(n, name+"/") {
+			recs = append(recs, r)
+		}
+	}
+	if cs := report.Compare(recs); len(cs) > 0 {
+		fmt.Fprintf(os.Stdout, "\n"+progressPrefix+"%s: %d runs (medians over repeats; intervals in parentheses; every scenario again in the summary)\n", name, len(recs))
+		report.PrintSummary(os.Stdout, cs)
 	}
 }
 

@@ -4,7 +4,9 @@
 // is judged invalid. A run's invalid reasons and its warnings are both
 // [Reasons]: an invalid reason breaks the run, a warning is what a reader
 // must know about a run that stands. Most kinds are one or the other; a
-// kind such as [Throttled] is either, by how far it went.
+// kind such as [Throttled] is either, by how far it went. A run's CPU
+// reasons are Reasons too, of kind [CPUDiluted]: they break its CPU
+// figures alone.
 package validity
 
 import (
@@ -85,8 +87,12 @@ const (
 	// CPUIncomplete: CPU counters were missing, not refreshed within the
 	// window or went backwards, so some CPU is not in the figures.
 	CPUIncomplete Kind = "cpu-incomplete"
-	// CPUDiluted: the counters' own window was mostly idle, so per-role
-	// CPU is diluted by idle time.
+	// CPUDiluted: the CPU counters' own window was under load for less
+	// than 90 % of it, so per-role CPU is diluted by idle time. It is a
+	// reason not to trust the run's CPU figures alone (a run's
+	// cpuInvalid list): its latency and throughput stand. Results files
+	// written before that hold it among the warnings, where it means the
+	// same.
 	CPUDiluted Kind = "cpu-diluted"
 	// FaultNoFailures: a fault happened but failed no request.
 	FaultNoFailures Kind = "fault-no-failures"
@@ -112,6 +118,10 @@ const (
 	// workload of the arm it is compared with, so their ratio measures the
 	// placement too.
 	PlacedApart Kind = "placed-apart"
+	// LoadgenLogs: the loadgens' logs of a run that failed requests could
+	// not be read, or were read only in part, so its log file and its
+	// count of errors by message lack some lines.
+	LoadgenLogs Kind = "loadgen-logs"
 )
 
 // Reason is one reason not to trust a run.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -73,7 +74,9 @@ func (k fakeKiller) kill(pod *corev1.Pod, container string) time.Time {
 // whole; the baseline has no sidecar, so no fault.
 func TestTargetFaultOnFakeCluster(t *testing.T) {
 	fc, ctx, m := startFakeCluster(t)
-	tg := fc.newTarget(t, Options{Mesh: m, RestartTimeout: 10 * time.Second})
+	// The fake API server answers every pod log with "fake logs".
+	tally := load.NewLogTally(io.Discard)
+	tg := fc.newTarget(t, Options{Mesh: m, RestartTimeout: 10 * time.Second, LoadgenLog: tally})
 	require.NoError(t, tg.setUp(ctx))
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
 	var signals []string
@@ -108,11 +111,13 @@ func TestTargetFaultOnFakeCluster(t *testing.T) {
 			backend, i, i+1, tc.action), run.Warnings[1].Detail)
 		assert.Equal(t, 50*time.Millisecond, run.Load.Timeline.Bucket)
 		assert.True(t, run.Load.Options.ExpectErrors)
+		assert.Equal(t, `1 loadgen log lines: 1× "fake logs"`, load.Summary(tally.Drain(), 3), "%s: the loadgen's log of a run that failed requests", f)
 
 		run, err = tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: w, Load: o})
 		require.NoError(t, err)
 		assert.Empty(t, run.Invalid, "the run after the %s finds the arm whole", tc.action)
 		assert.Empty(t, run.Warnings)
+		assert.Empty(t, tally.Drain(), "no log is read after a run without failures")
 	}
 
 	f := &target.Fault{Action: target.Restart, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
@@ -123,6 +124,13 @@ type Options struct {
 	// around each window: the proof of a transparent encryption, and of
 	// its absence from a baseline. Default false.
 	KernelProof bool
+	// LoadgenLog, when set, is where a run that failed requests writes
+	// what its loadgen pods logged since it started (fortio logs a line
+	// per failed request): each line by one Write, as the container
+	// logged it, so that a load.LogTally counts it by its message. At
+	// most 64 MiB a run; a log that cannot be read is a warning on the
+	// run. Default nil: the logs stay in the pods.
+	LoadgenLog io.Writer
 	// Logf prints progress. Default: discard.
 	Logf func(format string, args ...any)
 }

@@ -48,6 +48,7 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 	if err != nil {
 		return fail(err)
 	}
+	t.copyLoadgenLogs(ctx, rs, run, maxLoadgenLog)
 	return run, nil
 }
 
@@ -74,6 +75,8 @@ type runState struct {
 	plain0, plain1                   map[string]int64
 	xfrm0, xfrm1                     map[string]XFRM
 	frs                              []*fortioResult
+	// failed is how many requests of the warm-up and the window failed.
+	failed int64
 	// resources reads the kubelets over the window, and measured is what
 	// it read.
 	resources target.Measurement
@@ -178,9 +181,11 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 			warm[i] = o
 			warm[i].Timeline = 0
 		}
-		if _, err := runShards(ctx, rs.lgs, warm, rs.o.Warmup); err != nil {
+		frs, err := runShards(ctx, rs.lgs, warm, rs.o.Warmup)
+		if err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
+		rs.failed += failedRequests(frs)
 	}
 	if err := prime(ctx, rs.lgs); err != nil {
 		return err
@@ -209,6 +214,7 @@ func (t *Target) measure(ctx context.Context, rs *runState) error {
 		return err
 	}
 	rs.frs, rs.loadedTo = frs, t.now()
+	rs.failed += failedRequests(frs)
 	if rs.xfrm1, err = t.readXFRM(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,58 @@
+package suite
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The window a run measures when -duration is not given: short for the
+// local main job, 3 s for a local gate, 10 s on a cluster; go test's
+// -benchtime as a duration is the window.
+func TestDefaultWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want time.Duration
+	}{
+		{"local main job", Config{Target: "local"}, MainJobWindow},
+		{"local gate with a candidate", Config{Target: "local", Candidate: "caddy+access-log"}, LocalGateWindow},
+		{"local gate against a stored run", Config{Target: "local", Reference: "r.json"}, LocalGateWindow},
+		{"kind", Config{Target: "kind"}, ClusterWindow},
+		{"remote", Config{Target: "remote"}, ClusterWindow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.c.defaultWindow())
+		})
+	}
+	assert.Equal(t, time.Second, MainJobWindow)
+}
+
+func TestBenchtimeIsTheWindow(t *testing.T) {
+	old := flagValue("test.benchtime")
+	t.Cleanup(func() { _ = flag.Set("test.benchtime", old) })
+	for _, tc := range []struct {
+		benchtime string
+		set       map[string]bool
+		want      time.Duration
+		err       string
+	}{
+		{"2500ms", map[string]bool{"test.benchtime": true}, 2500 * time.Millisecond, ""},
+		{"5x", map[string]bool{"test.benchtime": true}, 0, ""},
+		{"2s", map[string]bool{}, 0, ""}, // not given by the user
+		{"2s", map[string]bool{"test.benchtime": true, "duration": true}, 0, "-benchtime=2s and -duration=0s: give one (both set the measured window)"},
+	} {
+		require.NoError(t, flag.Set("test.benchtime", tc.benchtime))
+		c := Config{}
+		err := c.benchtimeWindow(tc.set)
+		if tc.err != "" {
+			assert.EqualError(t, err, tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, c.Duration, tc.benchtime)
+	}
+}
