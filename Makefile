@@ -31,7 +31,8 @@ test: tools
 ## builds or reuses the kind node, nginx and loadgen images (cold: about
 ## 35 minutes on 2 cores; cached in $$MESHBENCH_CACHE after), creates a 3-node
 ## cluster, sweeps both paths at c=1 and c=8, baseline against the
-## bring-your-own sidecar mesh, then the loadgen placements, the backend's
+## bring-your-own sidecar mesh (the node CPU agent reading beside the node
+## reads, within 5 % of them), then the loadgen placements, the backend's
 ## sidecar killed and the frontend's stopped (restart) mid-window, checks
 ## fixtures/thresholds/kind.yaml and deletes the cluster; then the upgrade
 ## gate on a new 3-node cluster (TestKindCandidateGateE2E: an A/A gate must
@@ -44,7 +45,8 @@ e2e:
 	hack/offline/node-image.sh; \
 	nginx=$$(hack/offline/images.sh nginx | tail -n 1); \
 	hack/offline/images.sh go meshbench/mbloadgen:dev ./cmd/mbloadgen >/dev/null; \
-	MESHBENCH_KIND_E2E=1 MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev \
+	hack/offline/images.sh mbnodecpu >/dev/null; \
+	MESHBENCH_KIND_E2E=1 MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev MESHBENCH_NODECPU_IMAGE=meshbench/mbnodecpu:dev \
 		$(GO) test -count=1 -timeout 60m -run 'TestKindE2E$$|TestKindCandidateGateE2E$$' -v ./framework/suite; \
 	charts=$$($(GO) mod download -json $(ISTIO_CHARTS) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/manifests/charts; \
 	MESHBENCH_KUBE_E2E=kind MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_ISTIO_CHARTS=$$charts \

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
@@ -21,7 +23,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "fixture file to write (default: standard output)")
 	note := fs.String("note", "", "a line for the fixture's header: the machine and how the runs were made")
-	as := fs.String("target", "", "write the fixture for this target instead of the runs' own (kind runs as a first fixture for remote clusters); the header says so")
+	as := fs.String("target", "", "write the fixture for this target instead of the runs' own: local, kind, or a mesh's name for a remote cluster, whose fixtures are per mesh (kind runs as a first fixture for -mesh=sidecar on remote clusters: -target sidecar); the header says so")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -36,13 +38,17 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
+	if tgt == "remote" {
+		// a remote cluster's fixtures are per mesh (fixtures/thresholds/<mesh>.yaml)
+		tgt = ins[0].Results.Environment.Mesh.Name
+	}
 	measured := tgt
-	switch *as {
-	case "", tgt:
-	case "local", "kind", "remote":
+	switch {
+	case *as == "" || *as == tgt:
+	case *as == "local" || *as == "kind" || slices.Contains(mesh.Names(), *as):
 		tgt = *as
 	default:
-		return fmt.Errorf("calibrate: -target=%s: want local, kind or remote", *as)
+		return fmt.Errorf("calibrate: -target=%s: want local, kind, or a mesh for a remote cluster (%s)", *as, strings.Join(mesh.Names(), ", "))
 	}
 	c, err := verdict.Calibrate(tgt, runs...)
 	if err != nil {
@@ -98,8 +104,8 @@ func calibrationHeader(tgt, measured string, files []string, note string) string
 	fmt.Fprintf(&b, "Thresholds for target %s, calibrated by `meshbench calibrate` on %s from:\n", tgt, time.Now().UTC().Format("2006-01-02"))
 	if measured != tgt {
 		b.Reset()
-		fmt.Fprintf(&b, "Thresholds for target %s, calibrated on target %s (not on a %s cluster: a first fixture, to be recalibrated on your own) by `meshbench calibrate -target %s` on %s from:\n",
-			tgt, measured, tgt, tgt, time.Now().UTC().Format("2006-01-02"))
+		fmt.Fprintf(&b, "Thresholds for target %s, calibrated on target %s (not where they apply: a first fixture, to be recalibrated on your own) by `meshbench calibrate -target %s` on %s from:\n",
+			tgt, measured, tgt, time.Now().UTC().Format("2006-01-02"))
 	}
 	for _, f := range files {
 		fmt.Fprintf(&b, "  %s\n", filepath.Base(f))

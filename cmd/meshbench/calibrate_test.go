@@ -23,11 +23,12 @@ import (
 // shipped are the threshold fixtures we ship, each with the quiet runs it
 // was calibrated on (kept beside it, gzipped, so that every limit can be
 // recomputed), and the target it was written for when not the runs' own:
-// sidecar.yaml is -mesh=sidecar's on a remote cluster, from the kind runs.
+// sidecar.yaml is -mesh=sidecar's on a remote cluster (whose fixtures are
+// per mesh, target: the mesh's name), from the kind runs.
 var shipped = []struct{ fixture, glob, as string }{
 	{"../../fixtures/thresholds/local.yaml", "../../fixtures/thresholds/calibration/*-local.json.gz", ""},
 	{"../../fixtures/thresholds/kind.yaml", "../../fixtures/thresholds/calibration/*-kind.json.gz", ""},
-	{"../../fixtures/thresholds/sidecar.yaml", "../../fixtures/thresholds/calibration/*-kind.json.gz", "remote"},
+	{"../../fixtures/thresholds/sidecar.yaml", "../../fixtures/thresholds/calibration/*-kind.json.gz", "sidecar"},
 }
 
 // quietRuns opens a shipped fixture's quiet runs and returns their files
@@ -172,4 +173,29 @@ func checkTeeth(t *testing.T, th *verdict.Thresholds, o verdict.Observation, tig
 			}
 		}
 	}
+}
+
+// A remote cluster's fixtures are per mesh: calibrated from a remote run,
+// the fixture's target is the run's mesh, which is what a remote run with
+// that -mesh checks it against (it wrote target: remote, which every
+// remote run refused).
+func TestCalibrateARemoteRunWritesItsMeshsFixture(t *testing.T) {
+	files, err := filepath.Glob("../../fixtures/thresholds/calibration/*-kind.json.gz")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	ins, err := report.Open(files[0])
+	require.NoError(t, err)
+	res := ins[0].Results
+	res.Environment.Target = "remote"
+	path, err := report.Write(t.TempDir(), res)
+	require.NoError(t, err)
+	var out, errs bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"calibrate", path}, &out, &errs), errs.String())
+	th, err := verdict.Parse("calibrated", out.Bytes())
+	require.NoError(t, err)
+	assert.Equal(t, res.Environment.Mesh.Name, th.Target)
+	assert.Equal(t, "sidecar", th.Target)
+
+	err = run(context.Background(), []string{"calibrate", "-target", "elsewhere", path}, &out, &errs)
+	assert.EqualError(t, err, "calibrate: -target=elsewhere: want local, kind, or a mesh for a remote cluster (none, linkerd, istio, istio-ambient, cilium, sidecar)")
 }

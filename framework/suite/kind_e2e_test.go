@@ -4,10 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -49,7 +52,14 @@ func TestKindE2E(t *testing.T) {
 	deleteClusters(t, name)
 	fixture, err := filepath.Abs("../../fixtures/thresholds/kind.yaml")
 	require.NoError(t, err)
-	s, cfg := kindSuite(t, "-kind-cluster", name, "-mesh", envOr("MESHBENCH_KIND_MESH", "sidecar"), "-thresholds", fixture)
+	// The node CPU agent (issue 18) reads every node beside the node reads
+	// (docker exec), at the same instants: each window's figures must
+	// agree within 5 %.
+	s, cfg := kindSuite(t, "-kind-cluster", name, "-mesh", envOr("MESHBENCH_KIND_MESH", "sidecar"), "-thresholds", fixture,
+		"-node-cpu", "agent", "-nodecpu-image", envOr("MESHBENCH_NODECPU_IMAGE", "meshbench/mbnodecpu:dev"))
+	agentLog := &syncBuffer{}
+	s.Log = io.MultiWriter(testWriter{t}, agentLog)
+	defer agentAgrees(t, agentLog)
 	for _, r := range sweepBothPaths(t, s) {
 		name := r.Name()
 		require.NotEmpty(t, r.Edges, name)
@@ -93,6 +103,31 @@ func TestKindE2E(t *testing.T) {
 		}
 		assert.GreaterOrEqual(t, len(nodes), 2, "%s arm spread across nodes: %s", arm, m[1])
 	}
+}
+
+// agreement is one container's CPU over one span between two reads of
+// its node, by the node read and by the agent, as the run logs it.
+var agreement = regexp.MustCompile(`node CPU agent vs node read: node \S+: (\S+): ([\d.]+) millicores over (\S+) by the node read, ([\d.]+) over (\S+) by the agent \(([-+\d.]+)%\)`)
+
+// agentAgrees checks the node CPU agent against the node reads: over every
+// span of a window's length (the spans between windows are a second or
+// two, where a few milliseconds between the two reads weigh more), each
+// busy container's CPU by the agent is within 5 % of the node read's.
+func agentAgrees(t *testing.T, log *syncBuffer) {
+	n := 0
+	for _, m := range agreement.FindAllStringSubmatch(log.String(), -1) {
+		span, err := time.ParseDuration(m[3])
+		require.NoError(t, err, m[0])
+		if span < 5*time.Second {
+			continue
+		}
+		n++
+		diff, err := strconv.ParseFloat(m[6], 64)
+		require.NoError(t, err, m[0])
+		assert.LessOrEqual(t, math.Abs(diff), 5.0, "the agent within 5 %% of the node read: %s", m[0])
+	}
+	assert.Greater(t, n, 10, "windows compared between the agent and the node reads")
+	t.Logf("node CPU agent: %d window spans compared with the node reads", n)
 }
 
 func envOr(k, def string) string {

@@ -175,10 +175,13 @@ func Detect(fsys fs.FS) (Layout, error) {
 }
 
 // v1Hierarchies finds the cpu, cpuacct and memory hierarchies of a v1 tree.
+// A hierarchy is a mounted cgroup, with a cgroup.procs at its top: a host
+// whose cpu and cpuacct controllers are mounted apart leaves kind's nodes
+// an empty cpu,cpuacct directory beside them, which is not one.
 func v1Hierarchies(fsys fs.FS) (cpu, cpuacct, memory string, err error) {
 	first := func(names ...string) string {
 		for _, n := range names {
-			if fi, err := fs.Stat(fsys, n); err == nil && fi.IsDir() {
+			if fi, err := fs.Stat(fsys, path.Join(n, "cgroup.procs")); err == nil && !fi.IsDir() {
 				return n
 			}
 		}

@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"io/fs"
 	"path"
 	"testing"
 	"testing/fstest"
@@ -48,13 +49,26 @@ func tree(v Version, dirs ...string) fstest.MapFS {
 		}
 		return fsys
 	}
-	put("cpu,cpuacct", "", map[string]string{"cpuacct.usage": "30329123343\n", "cpu.stat": "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"})
-	put("memory", "", map[string]string{"memory.usage_in_bytes": "1489514496\n", "memory.stat": "total_inactive_file 900009984\n"})
+	put("cpu,cpuacct", "", map[string]string{"cgroup.procs": "1\n", "cpuacct.usage": "30329123343\n", "cpu.stat": "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"})
+	put("memory", "", map[string]string{"cgroup.procs": "1\n", "memory.usage_in_bytes": "1489514496\n", "memory.stat": "total_inactive_file 900009984\n"})
 	fsys["cpu"] = &fstest.MapFile{Data: []byte("cpu,cpuacct"), Mode: 0o777 | 1<<27} // a symlink, as on a host
 	fsys["blkio/user.slice/tasks"] = &fstest.MapFile{}
 	for _, d := range append(others, dirs...) {
 		put("cpu,cpuacct", d, v1CPU)
 		put("memory", d, v1Mem)
+	}
+	return fsys
+}
+
+// apart is a v1 tree as a kind node sees it on a host whose cpu and
+// cpuacct controllers are mounted apart: an empty cpu,cpuacct directory,
+// and the kubelet's cgroups under --cgroup-root=/kubelet.
+func apart() fstest.MapFS {
+	fsys := fstest.MapFS{"cpu,cpuacct": {Mode: fs.ModeDir | 0o755}}
+	for _, h := range []string{"cpu", "cpuacct", "memory"} {
+		fsys[h+"/cgroup.procs"] = &fstest.MapFile{Data: []byte("1\n")}
+		fsys[h+"/kubelet/kubepods/besteffort/cgroup.procs"] = &fstest.MapFile{}
+		fsys[h+"/system.slice/cgroup.procs"] = &fstest.MapFile{}
 	}
 	return fsys
 }
@@ -125,6 +139,11 @@ func TestDetect(t *testing.T) {
 			Layout{Version: V1, Driver: Systemd, Kubepods: "kubepods.slice", CPU: "cpu,cpuacct", CPUAcct: "cpu,cpuacct", Memory: "memory"}},
 		"v1 cgroupfs": {tree(V1, "kubepods/besteffort"),
 			Layout{Version: V1, Driver: Cgroupfs, Kubepods: "kubepods", CPU: "cpu,cpuacct", CPUAcct: "cpu,cpuacct", Memory: "memory"}},
+		// A kind node on a v1 host whose cpu and cpuacct are mounted
+		// apart: kind leaves an empty cpu,cpuacct directory beside them
+		// (found on this repository's CI machine: the agent read the
+		// empty one and stopped the run).
+		"v1 kind, cpu and cpuacct apart": {apart(), Layout{Version: V1, Driver: Cgroupfs, Kubepods: "kubelet/kubepods", CPU: "cpu", CPUAcct: "cpuacct", Memory: "memory"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			l, err := Detect(tc.fsys)

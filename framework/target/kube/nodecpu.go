@@ -156,11 +156,25 @@ func (a *nodeAgent) containersOn(ctx context.Context, node string) ([]cgroups.Co
 			if st.ContainerID == "" || st.State.Running == nil {
 				continue
 			}
-			cs = append(cs, cgroups.Container{PodUID: string(p.UID), ID: st.ContainerID, QOS: cgroups.QOSClass(p.Status.QOSClass)})
+			cs = append(cs, cgroups.Container{PodUID: cgroupUID(&p), ID: st.ContainerID, QOS: cgroups.QOSClass(p.Status.QOSClass)})
 			keys[st.ContainerID] = kubelet.ContainerKey{Namespace: p.Namespace, Pod: p.Name, Container: st.Name}
 		}
 	}
 	return cs, keys, nil
+}
+
+// configHash is the annotation of a static pod's mirror that holds the UID
+// the kubelet knows the pod by, and names its cgroup with.
+const configHash = "kubernetes.io/config.hash"
+
+// cgroupUID is the UID in p's cgroup's name: a mirror pod's (a static pod:
+// kind's and kubeadm's control plane, etcd) is its config hash, since the
+// API server gives the mirror a UID of its own.
+func cgroupUID(p *corev1.Pod) string {
+	if _, mirror := p.Annotations["kubernetes.io/config.mirror"]; mirror && p.Annotations[configHash] != "" {
+		return p.Annotations[configHash]
+	}
+	return string(p.UID)
 }
 
 // clock returns the node's monotonic clock on the local one. The first

@@ -309,3 +309,13 @@ func TestComparingKeepsTheNodeRead(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Equal(t, []string{"node CPU agent vs node read: node n1: the agent's read failed: node n1: no ready pod of the node CPU agent on it"}, logs)
 }
+
+// A static pod's cgroup is named by its config hash, not by its mirror's
+// UID (kind's control plane was "not read by the agent" before).
+func TestCgroupUIDOfAStaticPod(t *testing.T) {
+	mirror := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "0f1e2d3c-mirror", Annotations: map[string]string{
+		"kubernetes.io/config.mirror": "9a8b7c6d5e4f", configHash: "9a8b7c6d5e4f", "kubernetes.io/config.source": "file"}}}
+	assert.Equal(t, "9a8b7c6d5e4f", cgroupUID(mirror))
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "5b1c9a2e-0000-4a00-8000-000000000001"}}
+	assert.Equal(t, "5b1c9a2e-0000-4a00-8000-000000000001", cgroupUID(plain))
+}
