@@ -118,12 +118,12 @@ func (s *Suite) logPlan(b *testing.B, sc Scenario, key string, conc []int, arms 
 		per = f.Ramp() + window + 300*time.Millisecond
 	}
 	if most > reps {
-		s.logf("%s: %s, %s=%v, %d interleaved rounds each, then one at a time while the gate is undecided, up to %d: %d to %d runs, about %v to %v",
-			label(b, sc), sc.Workload.Path, key, conc, reps, most, total, total/reps*most,
+		s.logf("%s: %s, %s=%v, %v windows, %d interleaved rounds each, then one at a time while the gate is undecided, up to %d: %d to %d runs, about %v to %v",
+			label(b, sc), sc.Workload.Path, key, conc, window, reps, most, total, total/reps*most,
 			(time.Duration(total) * per).Round(time.Second), (time.Duration(total/reps*most) * per).Round(time.Second))
 	} else {
-		s.logf("%s: %s, %s=%v, %d interleaved rounds each: %d runs, about %v",
-			label(b, sc), sc.Workload.Path, key, conc, reps, total, (time.Duration(total) * per).Round(time.Second))
+		s.logf("%s: %s, %s=%v, %v windows, %d interleaved rounds each: %d runs, about %v",
+			label(b, sc), sc.Workload.Path, key, conc, window, reps, total, (time.Duration(total) * per).Round(time.Second))
 	}
 	return total, per
 }
