@@ -172,7 +172,7 @@ const overlappingLabels = `(() => {
 })()`
 
 // The report of a default main job (every shipped scenario, stored in
-// fixtures/thresholds/calibration), opened in a 1280-pixel window: no
+// testdata/mainjob), opened in a 1280-pixel window: no
 // chart mixes scenarios, each scenario has its charts, no two labels of a
 // chart overlap, and the page is no wider than the window (wide tables
 // scroll in their own box). MESHBENCH_SCREENSHOT=FILE keeps the screenshot.

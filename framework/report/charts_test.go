@@ -21,7 +21,7 @@ func TestChartOfOnePoint(t *testing.T) {
 
 // mainJob is a real default main job's results on the local target: every
 // shipped scenario, two repeats.
-const mainJob = "../../fixtures/thresholds/calibration/20261201T195250Z-local.json.gz"
+const mainJob = "testdata/mainjob/20261201T195250Z-local.json.gz"
 
 // sweepOf is a run's name without its value on axis: the sweep it belongs
 // to. A difference of two runs ("a − b") is the difference of their sweeps.
@@ -172,7 +172,7 @@ func TestSweepChartValues(t *testing.T) {
 // run, and never joins two scenarios either.
 func TestCompareChartsKeepScenariosApart(t *testing.T) {
 	a := runOf(t, mainJob)
-	b := runOf(t, "../../fixtures/thresholds/calibration/20261201T200216Z-local.json.gz")
+	b := runOf(t, "testdata/mainjob/20261201T200216Z-local.json.gz")
 	charts := compareCharts([]run{a, b})
 	var ids []string
 	for _, c := range charts {

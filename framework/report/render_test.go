@@ -33,7 +33,7 @@ func openRecorded(t *testing.T) []report.Input {
 
 // mainJob is a real default main job's results on the local target: every
 // shipped scenario, two repeats, Caddy sidecars.
-const mainJob = "../../fixtures/thresholds/calibration/20261201T195250Z-local.json.gz"
+const mainJob = "testdata/mainjob/20261201T195250Z-local.json.gz"
 
 func openMainJob(t *testing.T) []report.Input {
 	t.Helper()
