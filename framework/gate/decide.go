@@ -80,6 +80,12 @@ type Measurement struct {
 	// reference sample is the stored run's, fixed; only the candidate's
 	// grows (UntilConclusive), and PairsNeeded counts candidate repeats.
 	Unpaired bool
+	// LeftOut, when set, says which repeats were left out of this metric
+	// alone and why, e.g. "1 pair left out: its CPU figures are not valid
+	// (cpu-diluted)"; the decision's reason ends with it. Repeats left out
+	// count neither for a pass nor for a fail: too few left make the
+	// decision inconclusive.
+	LeftOut string
 }
 
 // Repeats is how many repeats m has that can still grow: its pairs, or for
@@ -249,7 +255,7 @@ func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 	d := Decision{Scenario: m.Scenario, Metric: m.Metric, Rule: r, Limit: r.Limit(), Outcome: Inconclusive, Reference: m.Reference, Candidate: m.Candidate}
 	prefix := fmt.Sprintf("%s:%d: %s: ", r.File, r.Line, m.Scenario)
 	if reason, ok := d.tooFew(m); !ok {
-		d.Reason = prefix + reason
+		d.Reason = prefix + reason + m.leftOut()
 		return d, nil
 	}
 	iv, err := m.interval(conf)
@@ -264,8 +270,16 @@ func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 	default:
 		d.PairsNeeded = pairsNeeded(iv, d.Limit, conf)
 	}
-	d.Reason = prefix + d.sentence()
+	d.Reason = prefix + d.sentence() + m.leftOut()
 	return d, nil
+}
+
+// leftOut is "; " and LeftOut, the end of a decision's reason, or "".
+func (m Measurement) leftOut() string {
+	if m.LeftOut == "" {
+		return ""
+	}
+	return "; " + m.LeftOut
 }
 
 // tooFew fills in d for a measurement with too few repeats for an

@@ -174,7 +174,7 @@ func addPairs(ms []Measurement, index map[string][]int, need []Labels, pairs []P
 func cloneMeasurements(ms []Measurement) []Measurement {
 	out := make([]Measurement, len(ms))
 	for i, m := range ms {
-		out[i] = Measurement{Scenario: m.Scenario, Metric: m.Metric, Unpaired: m.Unpaired,
+		out[i] = Measurement{Scenario: m.Scenario, Metric: m.Metric, Unpaired: m.Unpaired, LeftOut: m.LeftOut,
 			Reference: slices.Clone(m.Reference), Candidate: slices.Clone(m.Candidate)}
 	}
 	return out

@@ -45,16 +45,17 @@ const (
 type metricInfo struct {
 	label string // for "too high <label>"
 	worse Direction
+	cpu   bool // read from CPU counters
 }
 
 var metrics = map[Metric]metricInfo{
-	SidecarCPUPer1kReq: {"sidecar CPU per 1k req", HigherIsWorse},
-	SidecarRSS:         {"sidecar RSS", HigherIsWorse},
-	Throughput:         {"max throughput", LowerIsWorse},
-	P50:                {"p50 latency", HigherIsWorse},
-	P90:                {"p90 latency", HigherIsWorse},
-	P99:                {"p99 latency", HigherIsWorse},
-	P999:               {"p99.9 latency", HigherIsWorse},
+	SidecarCPUPer1kReq: {"sidecar CPU per 1k req", HigherIsWorse, true},
+	SidecarRSS:         {"sidecar RSS", HigherIsWorse, false},
+	Throughput:         {"max throughput", LowerIsWorse, false},
+	P50:                {"p50 latency", HigherIsWorse, false},
+	P90:                {"p90 latency", HigherIsWorse, false},
+	P99:                {"p99 latency", HigherIsWorse, false},
+	P999:               {"p99.9 latency", HigherIsWorse, false},
 }
 
 // Metrics returns every metric a fixture may gate, sorted. The slice is new
@@ -66,6 +67,11 @@ func Metrics() []Metric {
 // Worse returns the direction in which m gets worse, or 0 for an unknown
 // metric.
 func (m Metric) Worse() Direction { return metrics[m].worse }
+
+// CPU reports whether m is read from CPU counters, so that a run whose
+// CPU figures alone are not valid (target.Run.CPUValid) gives no value of
+// it, while its other metrics stand.
+func (m Metric) CPU() bool { return metrics[m].cpu }
 
 // Label is how m reads in a sentence, e.g. "sidecar CPU per 1k req".
 func (m Metric) Label() string {

@@ -74,6 +74,9 @@ func (m Metric) value(c report.Comparison) (float64, bool) {
 		}
 		return 1 + s.Median/100, true
 	case SidecarCPUPer1k:
+		if c.Meshed.CPUInvalid > 0 {
+			return 0, false // a run's CPU counters were diluted: no figure
+		}
 		s = c.Meshed.CPUPer1k[measure.RoleSidecar]
 	case P99:
 		s = c.Meshed.P99

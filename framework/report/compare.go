@@ -57,6 +57,10 @@ func (r Record) key() labels.Set {
 type ArmStats struct {
 	Repeats int `json:"repeats"`
 	Invalid int `json:"invalid"`
+	// CPUInvalid counts the repeats whose CPU figures alone are not valid
+	// (target.Run.CPUValid): every CPU figure of the arm includes them and
+	// is marked (CPUMark), and no threshold judges it.
+	CPUInvalid int `json:"cpuInvalid,omitempty"`
 	// Latencies in milliseconds, each summarised over repeats, read as
 	// load.Result.Percentile reads them: corrected for coordinated omission
 	// in open loop (see load.LatencySource).
@@ -233,6 +237,9 @@ func armStats(rs []Record) ArmStats {
 		if !r.Valid() && r.Beyond == "" {
 			a.Invalid++
 		}
+		if !r.CPUValid() {
+			a.CPUInvalid++
+		}
 		l := r.Load
 		res = l.Options.Resolution
 		hs = append(hs, l.Latency)
@@ -248,11 +255,7 @@ func armStats(rs []Record) ArmStats {
 		}
 		qps = append(qps, l.AchievedQPS)
 		a.Errors += l.Errors
-		busiest := 0.0
-		for _, u := range r.Resources.NodeUtilisation {
-			busiest = max(busiest, u)
-		}
-		node = append(node, busiest)
+		node = append(node, busiestNode(r.Resources))
 		for _, t := range r.Resources.ByRole() {
 			cpu[t.Role] = append(cpu[t.Role], t.MilliCores)
 			if l.Requests > 0 {
@@ -281,7 +284,18 @@ func armStats(rs []Record) ArmStats {
 	return a
 }
 
-// Observation is what the threshold check sees of a comparison.
+// busiestNode is the CPU utilisation of w's busiest node, percent.
+func busiestNode(w measure.Window) float64 {
+	busiest := 0.0
+	for _, u := range w.NodeUtilisation {
+		busiest = max(busiest, u)
+	}
+	return busiest
+}
+
+// Observation is what the threshold check sees of a comparison. Its CPU
+// metrics are unjudged (verdict.Observation.Unjudged) when a meshed run's
+// CPU figures are not valid: they include that run.
 func (c Comparison) Observation() verdict.Observation {
 	o := verdict.Observation{Scenario: c.Scenario(), Labels: c.Labels, Path: verdict.Path(c.Path), Concurrency: c.Concurrency, Values: map[verdict.Metric]stats.Summary{}}
 	if len(c.Problems) > 0 {
@@ -299,6 +313,11 @@ func (c Comparison) Observation() verdict.Observation {
 	}
 	if c.Meshed.MeshCores.N > 0 {
 		o.Values[verdict.MeshCores] = c.Meshed.MeshCores
+	}
+	if n := c.Meshed.CPUInvalid; n > 0 {
+		why := fmt.Sprintf("the CPU figures of %d of the meshed arm's %d runs are not valid (their cpuInvalid reasons: counters under load for less than 90 %% of their span are diluted by idle time)",
+			n, c.Meshed.Repeats)
+		o.Unjudged = map[verdict.Metric]string{verdict.SidecarCPUPer1kReqMs: why, verdict.MeshCores: why}
 	}
 	return o
 }

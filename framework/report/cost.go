@@ -115,6 +115,10 @@ type Cost struct {
 	// MonthlyAverage and MonthlyPeak are the month's mesh cost at the
 	// average and the peak rate of the price fixture.
 	MonthlyAverage, MonthlyPeak float64
+	// CPUInvalid says the mesh cores include runs whose CPU figures are
+	// not valid (ArmStats.CPUInvalid): every figure priced from them is
+	// marked (CPUMark).
+	CPUInvalid bool
 }
 
 // Cost prices a comparison's meshed arm; false when it has no mesh cores
@@ -125,7 +129,7 @@ func (p *Prices) Cost(c Comparison) (Cost, bool) {
 		return Cost{}, false
 	}
 	k := Cost{Scenario: c.Scenario(), MeshCores: m.MeshCores.Median, MeshCoresPer1kRPS: m.MeshCoresPer1kRPS,
-		RPS: m.QPS.Median, MeshGiB: m.MeshRSSMiB.Median / 1024}
+		RPS: m.QPS.Median, MeshGiB: m.MeshRSSMiB.Median / 1024, CPUInvalid: m.CPUInvalid > 0}
 	k.VCPUHoursPer1M = m.MeshCoresPer1kRPS.Scale(1000.0 / 3600)
 	cpu := k.VCPUHoursPer1M.Scale(p.VCPUHour)
 	k.CPUPer1M = cpu.Median

@@ -60,6 +60,12 @@ func mdSide(b *strings.Builder, p page) {
 		row(b, cs...)
 	}
 	b.WriteString("\n")
+	for _, r := range p.Runs {
+		if r.CPULegend() != "" {
+			fmt.Fprintf(b, "%s a run's CPU figures include runs whose CPU figures are not valid: its own CPU table says how many, and why.\n\n", CPUMark)
+			break
+		}
+	}
 }
 
 func mdRun(b *strings.Builder, h string, r run, p page) {
@@ -86,7 +92,7 @@ func mdRun(b *strings.Builder, h string, r run, p page) {
 	} else {
 		row(b, "run", "kind", "reason")
 		for _, pr := range r.Problems {
-			kind := "warning"
+			kind := pr.Kind()
 			if pr.Invalid {
 				kind = "**INVALID**"
 			}
@@ -142,6 +148,9 @@ func mdResources(b *strings.Builder, r run) {
 		row(b, cs...)
 	}
 	b.WriteString("\n")
+	if l := r.CPULegend(); l != "" {
+		fmt.Fprintf(b, "%s\n\n", l)
+	}
 }
 
 // mdProcesses writes every process or container and every node, folded.
@@ -163,8 +172,12 @@ func mdProcesses(b *strings.Builder, r run) {
 func mdCost(b *strings.Builder, ks []Cost, cur string) {
 	row(b, "scenario", "mesh cores", "achieved req/s", "mesh cores per 1k req/s", "mesh GiB", "vCPU-h per 1M req", "cost per 1M req", "monthly at average rate", "monthly at peak rate")
 	for _, k := range ks {
-		row(b, k.Scenario, fmt.Sprintf("%.3f", k.MeshCores), fmt.Sprintf("%.0f", k.RPS), span(k.MeshCoresPer1kRPS, 3), fmt.Sprintf("%.3f", k.MeshGiB),
-			span(k.VCPUHoursPer1M, 4), money(k.Per1M.Median, cur), money(k.MonthlyAverage, cur), money(k.MonthlyPeak, cur))
+		m := ""
+		if k.CPUInvalid {
+			m = CPUMark
+		}
+		row(b, k.Scenario, fmt.Sprintf("%.3f", k.MeshCores)+m, fmt.Sprintf("%.0f", k.RPS), marked(span(k.MeshCoresPer1kRPS, 3), m), fmt.Sprintf("%.3f", k.MeshGiB),
+			marked(span(k.VCPUHoursPer1M, 4), m), money(k.Per1M.Median, cur)+m, money(k.MonthlyAverage, cur)+m, money(k.MonthlyPeak, cur)+m)
 	}
 	b.WriteString("\n")
 }

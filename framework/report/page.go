@@ -92,7 +92,7 @@ func (r run) Verdict() (string, []string) {
 	case res.Thresholds == "":
 		return "NOT GATED", []string{"thresholds were off (-thresholds=none)"}
 	case len(res.Undecided) > 0:
-		return "UNDECIDED", append([]string{fmt.Sprintf("no limit of %s was broken, but %d comparison(s) are undecided: their intervals hold the limit; more repeats (-count) decide them", res.Thresholds, len(res.Undecided))}, res.Undecided...)
+		return "UNDECIDED", append([]string{fmt.Sprintf("no limit of %s was broken, but %d comparison(s) are undecided: their intervals hold the limit, or, not judged, their figures were not valid; more repeats (-count) decide them", res.Thresholds, len(res.Undecided))}, res.Undecided...)
 	}
 	return "PASS", []string{"every limit of " + res.Thresholds + " held"}
 }
@@ -115,13 +115,14 @@ var sideMetrics = []struct {
 	name string
 	prec int
 	get  func(Comparison) stats.Summary
+	cpu  bool // a CPU figure of the meshed arm, marked as its CPUMark
 }{
-	{"Δ p50 ms", 3, func(c Comparison) stats.Summary { return c.P50Delta }},
-	{"Δ p99 ms", 3, func(c Comparison) stats.Summary { return c.P99Delta }},
-	{"Δ p99.9 ms", 3, func(c Comparison) stats.Summary { return c.P999Delta }},
-	{"throughput loss %", 1, func(c Comparison) stats.Summary { return c.QPSLossPct }},
-	{"mesh cores", 3, func(c Comparison) stats.Summary { return c.Meshed.MeshCores }},
-	{"mesh cores per 1k req/s", 3, func(c Comparison) stats.Summary { return c.Meshed.MeshCoresPer1kRPS }},
+	{"Δ p50 ms", 3, func(c Comparison) stats.Summary { return c.P50Delta }, false},
+	{"Δ p99 ms", 3, func(c Comparison) stats.Summary { return c.P99Delta }, false},
+	{"Δ p99.9 ms", 3, func(c Comparison) stats.Summary { return c.P999Delta }, false},
+	{"throughput loss %", 1, func(c Comparison) stats.Summary { return c.QPSLossPct }, false},
+	{"mesh cores", 3, func(c Comparison) stats.Summary { return c.Meshed.MeshCores }, true},
+	{"mesh cores per 1k req/s", 3, func(c Comparison) stats.Summary { return c.Meshed.MeshCoresPer1kRPS }, true},
 }
 
 // sideBySide lines the runs up scenario by scenario (Comparison.Scenario),
@@ -147,12 +148,20 @@ func sideBySide(runs []run) []sideRow {
 	for _, k := range keys {
 		for _, m := range sideMetrics {
 			vals := make([]stats.Summary, len(runs))
+			marks := make([]string, len(runs))
 			for i := range runs {
 				if c, ok := byKey[i][k]; ok {
 					vals[i] = m.get(c)
+					if m.cpu {
+						marks[i] = cpuMark(c.Meshed)
+					}
 				}
 			}
-			rows = append(rows, sideRow{Scenario: k, Metric: m.name, Cells: cells(vals, m.prec)})
+			row := sideRow{Scenario: k, Metric: m.name, Cells: cells(vals, m.prec)}
+			for i := range row.Cells {
+				row.Cells[i].Text = marked(row.Cells[i].Text, marks[i])
+			}
+			rows = append(rows, row)
 		}
 		if runs[0].Costs != nil {
 			vals := make([]stats.Summary, len(runs))
@@ -190,23 +199,29 @@ func (r run) resourceRows() ([]measure.Role, []armRow) {
 	for _, c := range r.Comparisons {
 		for _, a := range arms {
 			s := a.Stats(c)
+			m := cpuMark(s)
 			row := armRow{Scenario: c.Scenario(), Arm: string(a.Name), CPU: map[measure.Role]string{}, Per1k: map[measure.Role]string{}, RSS: map[measure.Role]string{},
-				MeshCores: span(s.MeshCores, 3), MeshPer1k: span(s.MeshCoresPer1kRPS, 3), MeshRSS: num(s.MeshRSSMiB, 0), Node: num(s.NodeUtil, 0), Ratio: "-", PodRatio: "-"}
+				MeshCores: marked(span(s.MeshCores, 3), m), MeshPer1k: marked(span(s.MeshCoresPer1kRPS, 3), m), MeshRSS: num(s.MeshRSSMiB, 0),
+				Node: marked(num(s.NodeUtil, 0), m), Ratio: "-", PodRatio: "-"}
 			for _, role := range roles {
-				row.CPU[role], row.Per1k[role] = role2(s.CPU, role, 0), role2(s.CPUPer1k, role, 1)
+				row.CPU[role], row.Per1k[role] = marked(role2(s.CPU, role, 0), m), marked(role2(s.CPUPer1k, role, 1), m)
 				row.RSS[role] = "-"
 				if l, ok := s.RSS[role]; ok {
 					row.RSS[role] = fmt.Sprintf("%.0f → %.0f", s.IdleRSS[role].Median, l.Median)
 				}
 			}
 			if a.Name == "meshed" {
-				row.Ratio, row.PodRatio = ratio(c.ProxyAppRatio), ratio(c.PodSidecarAppRatio)
+				row.Ratio, row.PodRatio = marked(ratio(c.ProxyAppRatio), m), marked(ratio(c.PodSidecarAppRatio), m)
 			}
 			rows = append(rows, row)
 		}
 	}
 	return roles, rows
 }
+
+// CPULegend is the legend of the run's marked CPU figures (CPULegend),
+// or "".
+func (r run) CPULegend() string { return CPULegend(r.Comparisons) }
 
 func role2(m map[measure.Role]stats.Summary, r measure.Role, prec int) string {
 	if s, ok := m[r]; ok {

@@ -13,7 +13,9 @@ import (
 
 // PrintSummary writes the latency/throughput table the seed articles use,
 // then CPU and memory per role. Every number is a median over repeats; an
-// interval follows where there was more than one repeat.
+// interval follows where there was more than one repeat. A CPU figure
+// that includes runs whose CPU is not valid is marked (CPUMark), with a
+// legend under the table.
 func PrintSummary(w io.Writer, cs []Comparison) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tpath\tp50 base ms\tp50 mesh ms\tΔ p50 ms\tΔ p50 %\tp99 base ms\tp99 mesh ms\treq/s base\treq/s mesh\tthroughput loss %\terrors\t")
@@ -43,12 +45,17 @@ func PrintSummary(w io.Writer, cs []Comparison) {
 			if s, ok := a.s.RSS[measure.RoleSidecar]; ok {
 				rss = fmt.Sprintf("%.0f→%.0f", a.s.IdleRSS[measure.RoleSidecar].Median, s.Median)
 			}
+			m := cpuMark(a.s)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Scenario(), a.name,
-				role(a.s.CPU, measure.RoleLoadgen, 0), role(a.s.CPU, measure.RoleApp, 0), role(a.s.CPU, measure.RoleSidecar, 0),
-				num(a.s.MeshCores, 3), ratio, pod, role(a.s.CPUPer1k, measure.RoleSidecar, 1), role(a.s.CPUPer1k, measure.RoleApp, 1), rss, num(a.s.NodeUtil, 0))
+				marked(role(a.s.CPU, measure.RoleLoadgen, 0), m), marked(role(a.s.CPU, measure.RoleApp, 0), m), marked(role(a.s.CPU, measure.RoleSidecar, 0), m),
+				marked(num(a.s.MeshCores, 3), m), marked(ratio, m), marked(pod, m), marked(role(a.s.CPUPer1k, measure.RoleSidecar, 1), m),
+				marked(role(a.s.CPUPer1k, measure.RoleApp, 1), m), rss, marked(num(a.s.NodeUtil, 0), m))
 		}
 	}
 	_ = tw.Flush()
+	if l := CPULegend(cs); l != "" {
+		fmt.Fprintln(w, l)
+	}
 	printSteps(w, cs)
 	for _, c := range cs {
 		for _, p := range c.Problems {

@@ -46,11 +46,25 @@ type run struct {
 	Problems    []RunProblem
 }
 
-// RunProblem is an invalid run or a warning, for the highlighted table.
+// RunProblem is an invalid run, a run whose CPU figures alone are not
+// valid, or a warning, for the highlighted table.
 type RunProblem struct {
 	Run     string // the record's sub-benchmark name and repeat
-	Invalid bool   // false for a warning
+	Invalid bool   // false for a warning or a CPU reason
+	CPU     bool   // a reason not to trust the run's CPU figures alone
 	Reason  string
+}
+
+// Kind is how the table names the problem: INVALID, CPU not valid, or
+// warning.
+func (p RunProblem) Kind() string {
+	switch {
+	case p.Invalid:
+		return "INVALID"
+	case p.CPU:
+		return "CPU not valid"
+	}
+	return "warning"
 }
 
 func newRun(in Input, p *Prices) run {
@@ -74,6 +88,9 @@ func newRun(in Input, p *Prices) run {
 		name := fmt.Sprintf("%s repeat %d", rec.Name(), rec.Repeat+1)
 		for _, why := range rec.Invalid {
 			r.Problems = append(r.Problems, RunProblem{Run: name, Invalid: true, Reason: why.Detail})
+		}
+		for _, why := range rec.CPUInvalid {
+			r.Problems = append(r.Problems, RunProblem{Run: name, CPU: true, Reason: why.Detail})
 		}
 		for _, why := range rec.Warnings {
 			r.Problems = append(r.Problems, RunProblem{Run: name, Reason: why.Detail})

@@ -19,6 +19,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // loadGate decodes the gate fixture, checked against the target, before
@@ -81,7 +82,8 @@ func gateValue(r report.Record, m gate.Metric) float64 {
 }
 
 // gateMeasurements pairs every scenario's reference and candidate runs of
-// the same round, both valid, for each metric the fixture gates there.
+// the same round, both valid, for each metric the fixture gates there
+// (roundMeasurements).
 func gateMeasurements(g *gate.Gate, recs []report.Record) []gate.Measurement {
 	byRound := map[string]map[int]map[target.Arm]report.Record{}
 	var order []string
@@ -98,33 +100,55 @@ func gateMeasurements(g *gate.Gate, recs []report.Record) []gate.Measurement {
 	}
 	var out []gate.Measurement
 	for _, k := range order {
-		rounds := slices.Sorted(maps.Keys(byRound[k]))
-		var m map[gate.Metric]*gate.Measurement
-		var metrics []gate.Metric
-		for _, rep := range rounds {
-			ref, okR := byRound[k][rep][target.Reference]
-			cand, okC := byRound[k][rep][target.Candidate]
-			if okR && m == nil {
-				// Every gated metric is decided, also with no valid pair
-				// (then inconclusive, n=0): a point whose runs were all
-				// invalid must not vanish from the verdict.
-				m = map[gate.Metric]*gate.Measurement{}
-				metrics = g.Gated(gateLabels(ref))
-				for _, met := range metrics {
-					m[met] = &gate.Measurement{Scenario: gateLabels(ref), Metric: met}
-				}
-			}
-			if !okR || !okC || !ref.Valid() || !cand.Valid() {
-				continue
-			}
+		out = append(out, roundMeasurements(g, byRound[k])...)
+	}
+	return out
+}
+
+// roundMeasurements pairs one scenario's reference and candidate runs,
+// by round, where both are valid, for each metric the fixture gates
+// there. A metric read from CPU counters (gate.Metric.CPU) also leaves
+// out the pairs whose CPU figures are not valid, and says so
+// (gate.Measurement.LeftOut): the other metrics keep them.
+func roundMeasurements(g *gate.Gate, byRound map[int]map[target.Arm]report.Record) []gate.Measurement {
+	var m map[gate.Metric]*gate.Measurement
+	var metrics []gate.Metric
+	left, why := 0, validity.Reasons(nil)
+	for _, rep := range slices.Sorted(maps.Keys(byRound)) {
+		ref, okR := byRound[rep][target.Reference]
+		cand, okC := byRound[rep][target.Candidate]
+		if okR && m == nil {
+			// Every gated metric is decided, also with no valid pair
+			// (then inconclusive, n=0): a point whose runs were all
+			// invalid must not vanish from the verdict.
+			m = map[gate.Metric]*gate.Measurement{}
+			metrics = g.Gated(gateLabels(ref))
 			for _, met := range metrics {
-				m[met].Reference = append(m[met].Reference, gateValue(ref, met))
-				m[met].Candidate = append(m[met].Candidate, gateValue(cand, met))
+				m[met] = &gate.Measurement{Scenario: gateLabels(ref), Metric: met}
 			}
+		}
+		if !okR || !okC || !ref.Valid() || !cand.Valid() {
+			continue
+		}
+		cpu := ref.CPUValid() && cand.CPUValid()
+		if !cpu {
+			left++
+			why = append(append(why, ref.CPUReasons()...), cand.CPUReasons()...)
 		}
 		for _, met := range metrics {
-			out = append(out, *m[met])
+			if met.CPU() && !cpu {
+				continue
+			}
+			m[met].Reference = append(m[met].Reference, gateValue(ref, met))
+			m[met].Candidate = append(m[met].Candidate, gateValue(cand, met))
 		}
+	}
+	out := make([]gate.Measurement, 0, len(metrics))
+	for _, met := range metrics {
+		if met.CPU() {
+			m[met].LeftOut = cpuLeftOut(left, plural(left, "pair", "pairs"), why)
+		}
+		out = append(out, *m[met])
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // storedRef is the stored run a -reference run is gated against.
@@ -208,7 +209,9 @@ func storedMeasurements(g *gate.Gate, stored []report.Record, refArm target.Arm,
 // stored run's valid repeats of refArm are the reference sample and this
 // run's valid meshed repeats the candidate's (for overhead ratios, each
 // over a valid baseline run of the same repeat in its own run). There are
-// none unless both runs have a valid repeat.
+// none unless both runs have a valid repeat. A metric read from CPU
+// counters also leaves out the repeats whose CPU figures are not valid
+// (cpuValidRepeats), and says so.
 func scenarioMeasurements(g *gate.Gate, ref map[int]map[target.Arm]report.Record, refArm target.Arm, cur map[int]map[target.Arm]report.Record, overhead bool) []gate.Measurement {
 	refs, curs := validRepeats(ref, refArm, overhead), validRepeats(cur, target.Meshed, overhead)
 	if len(refs) == 0 || len(curs) == 0 {
@@ -217,8 +220,16 @@ func scenarioMeasurements(g *gate.Gate, ref map[int]map[target.Arm]report.Record
 	l := gateLabels(curs[0][0])
 	var ms []gate.Measurement
 	for _, met := range g.Gated(l) {
-		ms = append(ms, gate.Measurement{Scenario: l, Metric: met, Unpaired: true,
-			Reference: sampleOf(refs, met, overhead), Candidate: sampleOf(curs, met, overhead)})
+		m := gate.Measurement{Scenario: l, Metric: met, Unpaired: true}
+		r, c := refs, curs
+		if met.CPU() {
+			var whyR, whyC validity.Reasons
+			r, whyR = cpuValidRepeats(refs, overhead)
+			c, whyC = cpuValidRepeats(curs, overhead)
+			m.LeftOut = storedLeftOut(len(refs)-len(r), len(curs)-len(c), append(whyR, whyC...))
+		}
+		m.Reference, m.Candidate = sampleOf(r, met, overhead), sampleOf(c, met, overhead)
+		ms = append(ms, m)
 	}
 	return ms
 }

@@ -268,18 +268,23 @@ func reportMetrics(b *testing.B, r *target.Run) {
 	}
 	b.ReportMetric(l.AchievedQPS, "req/s")
 	b.ReportMetric(float64(l.Errors), "errors")
+	// A run whose CPU figures are not valid reports none (noteCPU says so
+	// once): its memory, latency and throughput stand.
+	cpu := r.CPUValid()
 	var total float64
 	for _, t := range r.Resources.ByRole() {
-		b.ReportMetric(t.MilliCores, string(t.Role)+"-mcpu")
+		if cpu {
+			b.ReportMetric(t.MilliCores, string(t.Role)+"-mcpu")
+		}
 		total += t.MilliCores
 		if t.Role == measure.RoleSidecar {
 			b.ReportMetric(float64(t.MaxLoadRSS)/(1<<20), "sidecar-rss-MiB")
-			if l.Requests > 0 {
+			if cpu && l.Requests > 0 {
 				b.ReportMetric(r.CPUPer1k(t.MilliCores), "sidecar-cpu-ms/kreq")
 			}
 		}
 	}
-	if l.Requests > 0 {
+	if cpu && l.Requests > 0 {
 		b.ReportMetric(r.CPUPer1k(total), "cpu-ms/kreq")
 	}
 	if len(l.Steps) > 0 {
@@ -381,7 +386,7 @@ func (s *Suite) summarize() error {
 		for _, u := range res.Undecided {
 			fmt.Fprintln(os.Stdout, progressPrefix+u)
 		}
-		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: no limit was broken, but %d of %d comparisons are undecided (listed above): their intervals hold the limit; run more repeats (-count) to decide them\n",
+		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: no limit was broken, but %d of %d comparisons are undecided (listed above): their intervals hold the limit, or, not judged, their figures were not valid; run more repeats (-count) to decide them\n",
 			s.Config.Thresholds, len(res.Undecided), res.ThresholdsChecked)
 	case verr == nil:
 		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: every limit held, on the whole interval of each of %d comparisons\n", s.Config.Thresholds, res.ThresholdsChecked)

@@ -281,6 +281,7 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 	for _, w := range run.Warnings {
 		s.logf("%s/arm=%s: warning: %s", label(b, sc), arm, w.Detail)
 	}
+	s.noteCPU(label(b, sc)+"/arm="+string(arm), rec)
 	if run.Recovery != nil {
 		s.logf("%s/arm=%s: %s: %s", label(b, sc), arm, run.Fault, run.Recovery)
 	}

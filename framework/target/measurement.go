@@ -29,12 +29,17 @@ type Measured struct {
 	// Warnings are what a reader must know about the window, such as
 	// CPU counters that were incomplete.
 	Warnings validity.Reasons
+	// CPUInvalid are the reasons not to trust the window's CPU figures
+	// alone, such as counters whose span was mostly idle.
+	CPUInvalid validity.Reasons
 }
 
 // Measured puts m on the run: its window as the run's resources, and its
-// reasons and warnings after the run's own. Judge then reads the window.
+// reasons, warnings and CPU reasons after the run's own. Judge then reads
+// the window.
 func (r *Run) Measured(m Measured) {
 	r.Resources = m.Window
 	r.Invalid = append(r.Invalid, m.Invalid...)
 	r.Warnings = append(r.Warnings, m.Warnings...)
+	r.CPUInvalid = append(r.CPUInvalid, m.CPUInvalid...)
 }

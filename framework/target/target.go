@@ -118,6 +118,13 @@ type Run struct {
 	// invalidate the run, such as a saturated machine, each of a stable
 	// kind.
 	Warnings validity.Reasons `json:"warnings,omitempty"`
+	// CPUInvalid lists every reason not to trust the run's CPU figures
+	// alone (validity.CPUDiluted: the CPU counters' own span was under
+	// load for less than 90 % of it). Its latency, throughput and memory
+	// stand; its per-role millicores, CPU per 1k requests, node
+	// utilisation and mesh cores are marked in the tables, left out of its
+	// benchstat line, and undecided for the thresholds and the gate.
+	CPUInvalid validity.Reasons `json:"cpuInvalid,omitempty"`
 	// CPUProfiles are the sidecars' CPU profiles over the window, when
 	// the spec asked for them (Spec.CPUProfile); never stored with the
 	// run: whoever asked writes them where they belong.
@@ -126,6 +133,20 @@ type Run struct {
 
 // Valid reports whether nothing invalidated the run.
 func (r *Run) Valid() bool { return len(r.Invalid) == 0 }
+
+// CPUValid reports whether nothing invalidated the run's CPU figures in
+// particular: it has no CPUInvalid reason nor, read from a results file
+// written before there were any, a warning of kind validity.CPUDiluted.
+func (r *Run) CPUValid() bool { return len(r.CPUReasons()) == 0 }
+
+// CPUReasons are the reasons not to trust the run's CPU figures: its
+// CPUInvalid reasons, then an older results file's cpu-diluted warnings.
+func (r *Run) CPUReasons() validity.Reasons {
+	if old := r.Warnings.Of(validity.CPUDiluted); len(old) > 0 {
+		return append(slices.Clone(r.CPUInvalid), old...)
+	}
+	return r.CPUInvalid
+}
 
 // Invalidate adds a reason of kind k, whose detail is format applied to
 // args, not to trust the run.

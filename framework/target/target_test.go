@@ -124,16 +124,40 @@ func TestMeasured(t *testing.T) {
 	r := &Run{}
 	r.Invalidate(validity.Errors, "errors: %d of %d requests failed", 3, 1000)
 	r.Measured(Measured{
-		Window:   measure.Window{Elapsed: time.Second, Usage: []measure.Usage{{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 500}}},
-		Invalid:  validity.Reasons{{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled"}},
-		Warnings: validity.Reasons{{Kind: validity.CPUDiluted, Detail: "node n1: the kubelet's counters span 20s"}},
+		Window:     measure.Window{Elapsed: time.Second, Usage: []measure.Usage{{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 500}}},
+		Invalid:    validity.Reasons{{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled"}},
+		Warnings:   validity.Reasons{{Kind: validity.PlacedApart, Detail: "backend ran on n2"}},
+		CPUInvalid: validity.Reasons{{Kind: validity.CPUDiluted, Detail: "CPU diluted: the kubelet's counters span 20s on node n1 (45% under load)"}},
 	})
 	assert.Equal(t, measure.Window{Elapsed: time.Second, Usage: []measure.Usage{{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: 500}}}, r.Resources)
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.Errors, Detail: "errors: 3 of 1000 requests failed"},
 		{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled"},
 	}, r.Invalid)
-	assert.Equal(t, validity.Reasons{{Kind: validity.CPUDiluted, Detail: "node n1: the kubelet's counters span 20s"}}, r.Warnings)
+	assert.Equal(t, validity.Reasons{{Kind: validity.PlacedApart, Detail: "backend ran on n2"}}, r.Warnings)
+	assert.Equal(t, validity.Reasons{{Kind: validity.CPUDiluted, Detail: "CPU diluted: the kubelet's counters span 20s on node n1 (45% under load)"}}, r.CPUInvalid)
+	assert.False(t, r.Valid())
+	assert.False(t, r.CPUValid())
+}
+
+// TestCPUValid: a run's CPU figures are valid unless it has a CPU reason
+// or, read from an older results file, a cpu-diluted warning; its other
+// invalid reasons and warnings do not touch them.
+func TestCPUValid(t *testing.T) {
+	r := &Run{}
+	r.Invalidate(validity.Errors, "errors")
+	r.Warn(validity.NodeSaturated, "node at 97%%")
+	assert.True(t, r.CPUValid())
+	assert.Empty(t, r.CPUReasons())
+
+	r.CPUInvalid.Add(validity.CPUDiluted, "CPU diluted: n1")
+	assert.False(t, r.CPUValid())
+	assert.Equal(t, validity.Reasons{{Kind: validity.CPUDiluted, Detail: "CPU diluted: n1"}}, r.CPUReasons())
+
+	old := &Run{Warnings: validity.Reasons{{Kind: validity.CPUDiluted, Detail: "node n1: the kubelet's counters span 20s"}}}
+	assert.False(t, old.CPUValid(), "an older file's cpu-diluted warning")
+	assert.True(t, old.Valid())
+	assert.Equal(t, validity.Reasons{{Kind: validity.CPUDiluted, Detail: "node n1: the kubelet's counters span 20s"}}, old.CPUReasons())
 }
 
 func TestRoundOrderIsABBA(t *testing.T) {

@@ -89,8 +89,9 @@ func fromSeverity(m Metric, s float64) float64 {
 // metric the limit is the geometric mean of the highest interval end of
 // the quiet runs and Regression times the lowest, on severity's scale, so
 // that the quiet runs pass and a regression fails by the same factor. An
-// observation without a metric, or with one that is not finite, is left
-// out of that metric's figures. It fails when the runs measured nothing.
+// observation without a metric, with one that is not finite, or with one
+// it could not judge (Observation.Unjudged), is left out of that metric's
+// figures. It fails when the runs measured nothing.
 func Calibrate(target string, runs ...[]Observation) (*Calibration, error) {
 	c := &Calibration{Target: target}
 	index := map[string]int{}
@@ -107,6 +108,9 @@ func Calibrate(target string, runs ...[]Observation) (*Calibration, error) {
 					Rule: Limit{Path: o.Path, Concurrency: Concurrency{Min: o.Concurrency, Max: o.Concurrency}, Match: pointLabels(o.Labels)}})
 			}
 			for _, m := range calibrated {
+				if _, unjudged := o.Unjudged[m]; unjudged {
+					continue // a figure no limit may judge sets none
+				}
 				if s, ok := o.Values[m]; ok && !math.IsNaN(s.Median) && !math.IsInf(s.Median, 0) {
 					c.Points[i].Quiet[m] = append(c.Points[i].Quiet[m], s)
 				}

@@ -21,6 +21,11 @@ type Observation struct {
 	// Values holds each measured metric, in the metric's unit, as a median
 	// with its interval over repeats. A metric absent here is not checked.
 	Values map[Metric]stats.Summary
+	// Unjudged holds, per metric, why its figure cannot be judged at all
+	// (the CPU of a run whose CPU counters were diluted by idle time): a
+	// rule that limits it counts it as undecided with that reason, never
+	// as a pass or a breach, whether or not Values holds it.
+	Unjudged map[Metric]string
 }
 
 // Breach is a measured metric whose whole interval lies above the limit of
@@ -34,6 +39,9 @@ type Breach struct {
 	Metric   Metric        // the metric over its limit
 	Got      stats.Summary // the measurement, in Metric's unit
 	Limit    float64       // the rule's limit, in Metric's unit
+	// Why, set on an Undecided only, is why the metric was not judged
+	// (Observation.Unjudged); Got is then what was measured, if anything.
+	Why string
 }
 
 // Error returns one line, e.g.
@@ -68,14 +76,27 @@ func (b *Breach) interval() string {
 // median may sit on either side, but the repeats cannot tell whether the
 // limit held. It does not fail a verdict; it says that more repeats
 // (-count) would decide, and a point that stays undecided is a limit this
-// machine cannot judge at that many repeats.
+// machine cannot judge at that many repeats. A metric the observation
+// could not judge at all (Observation.Unjudged) is undecided too, with
+// Why set: more repeats do not decide it, valid figures do.
 type Undecided Breach
 
 // Error returns one line, e.g.
 //
 //	fixtures/thresholds/local.yaml:4: BenchmarkOneHop/c=32: undecided p50 delta: got 3.21ms (2.90–3.62, n=3), the limit 3.00ms lies inside; more repeats (-count) decide it
+//
+// or, for a metric that could not be judged (Why), e.g.
+//
+//	fixtures/thresholds/kind.yaml:4: BenchmarkOneHop/c=32: undecided sidecar CPU per 1k requests: got 812.0 CPU-ms (n=1), not judged: the CPU figures of 1 of the meshed arm's 1 runs are not valid (…)
 func (u *Undecided) Error() string {
 	b := (*Breach)(u)
+	if u.Why != "" {
+		got := ""
+		if u.Got.N > 0 {
+			got = fmt.Sprintf("got %s %s, ", u.Metric.format(u.Got.Median), b.interval())
+		}
+		return fmt.Sprintf("%s:%d: %s: undecided %s: %snot judged: %s", u.File, u.Line, u.Scenario, u.Metric.info().label, got, u.Why)
+	}
 	return fmt.Sprintf("%s:%d: %s: undecided %s: got %s %s, the limit %s lies inside; more repeats (-count) decide it",
 		u.File, u.Line, u.Scenario, u.Metric.info().label, u.Metric.format(u.Got.Median), b.interval(), u.Metric.format(u.Limit))
 }
@@ -130,7 +151,9 @@ func (v Verdict) Err() error {
 // repeats as the upgrade gate does: a metric breaches when the whole
 // interval lies above the rule's limit (its low end above it; equal
 // passes) or its median is NaN; it passes when the whole interval is at
-// or below the limit; otherwise it is undecided. A summary of one repeat
+// or below the limit; otherwise it is undecided. A metric the observation
+// says cannot be judged (Unjudged) is undecided, with its reason (Why),
+// whatever its figure. A summary of one repeat
 // has no spread, so its one value decides. A metric missing from an
 // observation's Values is skipped and counted nowhere, and so is one the
 // rule does not limit (an optional metric it leaves out); keys other than
@@ -146,13 +169,16 @@ func (t *Thresholds) Check(obs []Observation) Verdict {
 		}
 		for _, m := range Metrics() {
 			got, ok := o.Values[m]
+			why, unjudged := o.Unjudged[m]
 			limit, set := rule.Max(m)
-			if !ok || !set {
+			if (!ok && !unjudged) || !set {
 				continue
 			}
 			v.Checked++
-			b := &Breach{File: t.File, Line: rule.Line, Scenario: o.Scenario, Metric: m, Got: got, Limit: limit}
+			b := &Breach{File: t.File, Line: rule.Line, Scenario: o.Scenario, Metric: m, Got: got, Limit: limit, Why: why}
 			switch lo, hi := bounds(got); {
+			case unjudged:
+				v.Undecided = append(v.Undecided, (*Undecided)(b))
 			case math.IsNaN(got.Median) || lo > limit:
 				v.Breaches = append(v.Breaches, b)
 			case hi > limit:

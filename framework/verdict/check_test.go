@@ -158,6 +158,43 @@ func TestCheckDecidesOnInterval(t *testing.T) {
 		v.Undecided[0].Error())
 }
 
+// TestCheckUnjudgedCPU: a CPU metric the observation cannot judge (a
+// meshed run's CPU counters were diluted by idle time) is undecided with
+// its reason, whether its figure would pass, breach or is missing, and
+// never fails the verdict; the latency beside it is judged as ever.
+func TestCheckUnjudgedCPU(t *testing.T) {
+	th := loadGood(t)
+	const why = "the CPU figures of 1 of the meshed arm's 3 runs are not valid"
+	v := th.Check([]Observation{
+		{Scenario: "BenchmarkOneHop/c=4", Path: OneHop, Concurrency: 4,
+			Values: map[Metric]stats.Summary{
+				P50DeltaMs:           one(3),   // breaches the 2 ms limit
+				SidecarCPUPer1kReqMs: one(9e3), // would breach the 1500 limit
+				MeshCores:            one(1),   // the rule does not limit it
+			},
+			Unjudged: map[Metric]string{SidecarCPUPer1kReqMs: why, MeshCores: why}},
+		{Scenario: "BenchmarkOneHop/c=8", Path: OneHop, Concurrency: 8,
+			Values:   map[Metric]stats.Summary{P50DeltaMs: one(1)},
+			Unjudged: map[Metric]string{SidecarCPUPer1kReqMs: why}},
+	})
+	assert.Equal(t, 4, v.Checked, "p50 and sidecar CPU at both points; mesh cores has no limit")
+	require.Len(t, v.Breaches, 1)
+	assert.Equal(t, P50DeltaMs, v.Breaches[0].Metric)
+	require.Len(t, v.Undecided, 2)
+	assert.Equal(t, "testdata/good.yaml:13: BenchmarkOneHop/c=4: undecided sidecar CPU per 1k requests: got 9000.0 CPU-ms (n=1), not judged: "+why,
+		v.Undecided[0].Error())
+	assert.Equal(t, "testdata/good.yaml:13: BenchmarkOneHop/c=8: undecided sidecar CPU per 1k requests: not judged: "+why,
+		v.Undecided[1].Error(), "nothing measured to show")
+	assert.Equal(t, why, v.Undecided[1].Why)
+
+	v = th.Check([]Observation{{Scenario: "BenchmarkOneHop/c=8", Path: OneHop, Concurrency: 8,
+		Values:   map[Metric]stats.Summary{P50DeltaMs: one(1), SidecarCPUPer1kReqMs: one(100)},
+		Unjudged: map[Metric]string{SidecarCPUPer1kReqMs: why}}})
+	assert.NoError(t, v.Err(), "an unjudged figure that would pass is not a pass, nor a failure")
+	assert.Len(t, v.Undecided, 1)
+	assert.Equal(t, 2, v.Checked)
+}
+
 // A metric missing from Values is skipped and counted nowhere; one outside
 // the five Metrics is ignored.
 func TestCheckSkipsMissingMetrics(t *testing.T) {

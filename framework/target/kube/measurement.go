@@ -28,7 +28,8 @@ func (m *kubeletMeasurement) Start(ctx context.Context) error {
 // Stop reads the counters again, on the nodes at once or, from the
 // kubelets, once they have refreshed the counters of the run's
 // containers, and turns the two reads into the window: a restart other
-// than the fault's, or a throttled proxy or loadgen, invalidates it.
+// than the fault's, or a throttled proxy or loadgen, invalidates it; a
+// node's counters mostly idle invalidate its CPU figures alone.
 func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) {
 	rs := m.rs
 	var after map[string]kubelet.Snapshot
@@ -54,5 +55,5 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) 
 	}
 	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
 	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)
-	return target.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn}, nil
+	return target.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid}, nil
 }

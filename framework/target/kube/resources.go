@@ -27,8 +27,9 @@ const (
 	throttledInvalid = 0.05 // invalid for a loadgen or a proxy
 )
 
-// minCoverage is the fraction of the counter window that must lie under
-// load for the per-role CPU figures to go without a warning.
+// minCoverage is the fraction of every node's counter window that must
+// lie under load for the run's CPU figures to stand: below it they are
+// invalid (target.Run.CPUInvalid), the rest of the run stands.
 const minCoverage = 0.9
 
 // snapshots reads every node's kubelet concurrently.
@@ -167,33 +168,42 @@ func (t *Target) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
 	return kubelet.RolesFromPods(pods, kubelet.RoleOther, rules...)
 }
 
-// window turns two reads of every node into the run's measure.Window, and
-// says what a reader must know about it.
+// windowReport is two reads of every node turned into the run's
+// measure.Window, with what a reader must know about it: CPUInvalid are
+// the reasons not to trust its CPU figures alone.
 type windowReport struct {
-	Window   measure.Window
-	Usages   []kubelet.Usage
-	Warnings validity.Reasons
-	Invalid  validity.Reasons
+	Window     measure.Window
+	Usages     []kubelet.Usage
+	Warnings   validity.Reasons
+	Invalid    validity.Reasons
+	CPUInvalid validity.Reasons
+}
+
+// nodeSpan is the span of one node's counters and the part of it that
+// lay under load.
+type nodeSpan struct {
+	node     string
+	span     time.Duration
+	coverage float64
 }
 
 // resourceWindow computes usage per container and role over the window.
 // loaded is the span the cluster was under load (warm-up included), used to
-// say how much of the counters' own window it covers. killed, unless zero,
-// is the container a fault killed: its restart is expected.
+// say how much of the counters' own window it covers: the nodes whose
+// counters were under load for less than minCoverage of it make the run's
+// CPU figures invalid, in one reason for them all (CPUInvalid). killed,
+// unless zero, is the container a fault killed: its restart is expected.
 func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time, killed kubelet.ContainerKey) windowReport {
 	var rep windowReport
 	relevant := func(k kubelet.ContainerKey) bool {
 		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
-	}
-	alloc := map[string]float64{}
-	for _, n := range t.nodes {
-		alloc[n.Name] = n.AllocatableCores
 	}
 	nodes := make([]string, 0, len(after))
 	for n := range after {
 		nodes = append(nodes, n)
 	}
 	sort.Strings(nodes)
+	var diluted []nodeSpan
 	for _, n := range nodes {
 		b, ok := before[n]
 		if !ok {
@@ -212,21 +222,37 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 		rep.Usages = append(rep.Usages, u)
 		if u.NodeWindow > 0 {
 			from := b.NodeCPUSeconds.Time
-			to := from.Add(u.NodeWindow)
-			if c := coverage(from, to, loadedFrom, loadedTo); c < minCoverage {
-				rep.Warnings.Add(validity.CPUDiluted, "%s", t.diluted(n, u.NodeWindow, c))
+			if c := coverage(from, from.Add(u.NodeWindow), loadedFrom, loadedTo); c < minCoverage {
+				diluted = append(diluted, nodeSpan{node: n, span: u.NodeWindow, coverage: c})
 			}
 		}
 	}
-	w := kubelet.Window(roleOf, alloc, rep.Usages...)
-	w.Start = loadedFrom
+	if len(diluted) > 0 {
+		rep.CPUInvalid.Add(validity.CPUDiluted, "%s", t.diluted(diluted))
+	}
+	rep.Window = t.window(roleOf, rep.Usages, loadedFrom)
+	invalid, warn := throttling(roleOf, rep.Usages)
+	rep.Invalid = append(rep.Invalid, invalid...)
+	rep.Warnings = append(rep.Warnings, warn...)
+	return rep
+}
+
+// window sums the nodes' usages into the run's measure.Window, from
+// start, with each container's idle memory. The containers of no role of
+// ours are left out: they are reported as node utilisation, not per
+// container.
+func (t *Target) window(roleOf kubelet.RoleOf, usages []kubelet.Usage, start time.Time) measure.Window {
+	alloc := map[string]float64{}
+	for _, n := range t.nodes {
+		alloc[n.Name] = n.AllocatableCores
+	}
+	w := kubelet.Window(roleOf, alloc, usages...)
+	w.Start = start
 	for i := range w.Usage {
 		if idle, ok := t.idle[containerKey(w.Usage[i].Name)]; ok {
 			w.Usage[i].IdleRSS = int64(idle)
 		}
 	}
-	// Drop the containers of no role of ours: they are reported as node
-	// utilisation, not per container.
 	usage := w.Usage[:0]
 	for _, u := range w.Usage {
 		if u.Role != kubelet.RoleOther {
@@ -234,8 +260,15 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 		}
 	}
 	w.Usage = usage
-	rep.Window = w
-	for _, u := range rep.Usages {
+	return w
+}
+
+// throttling judges the CFS throttling of the run's containers: a
+// loadgen or a proxy throttled in throttledInvalid of its periods
+// invalidates the run, any container of a role throttled in
+// throttledWarn of them is a warning.
+func throttling(roleOf kubelet.RoleOf, usages []kubelet.Usage) (invalid, warn validity.Reasons) {
+	for _, u := range usages {
 		for _, c := range u.Containers {
 			role := roleOf(c.Container.Namespace, c.Container.Pod, c.Container.Container)
 			if role == kubelet.RoleOther || !c.HasCFS || c.ThrottledRatio < throttledWarn {
@@ -244,24 +277,30 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 			msg := fmt.Sprintf("%s (%s) was CPU-throttled in %.0f%% of its CFS periods (limit %.2g cores): it measured its limit, not its work",
 				c.Container, role, c.ThrottledRatio*100, c.LimitCores)
 			if c.ThrottledRatio >= throttledInvalid && (role == measure.RoleLoadgen || role == measure.RoleSidecar || role == measure.RoleNodeProxy || role == kubelet.RoleWaypoint) {
-				rep.Invalid.Add(validity.Throttled, "%s", msg)
+				invalid.Add(validity.Throttled, "%s", msg)
 			} else {
-				rep.Warnings.Add(validity.Throttled, "%s", msg)
+				warn.Add(validity.Throttled, "%s", msg)
 			}
 		}
 	}
-	return rep
+	return invalid, warn
 }
 
-// diluted says that node n's counter window, span, was only part c under
-// load.
-func (t *Target) diluted(n string, span time.Duration, c float64) string {
-	if t.onDemand {
-		return fmt.Sprintf("node %s: the counters read on the node span %v, of which %.0f%% were under load: per-role CPU is diluted by idle time around the window",
-			n, span.Round(100*time.Millisecond), c*100)
+// diluted says, in one sentence for the whole run, that the counters of
+// the nodes ns spanned more than the loaded span, so that each was under
+// load for less than minCoverage of its span.
+func (t *Target) diluted(ns []nodeSpan) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = fmt.Sprintf("%v on node %s (%.0f%% under load)", n.span.Round(100*time.Millisecond), n.node, n.coverage*100)
 	}
-	return fmt.Sprintf("node %s: the kubelet's counters span %v, of which %.0f%% were under load: per-role CPU is diluted by idle time; use a window and a warm-up longer than the kubelet's refresh interval (10-15 s)",
-		n, span.Round(100*time.Millisecond), c*100)
+	spans := strings.Join(parts, ", ")
+	if t.onDemand {
+		return fmt.Sprintf("CPU diluted: the counters read on the nodes span %s, under the %.0f%% needed: per-role CPU is diluted by idle time around the window",
+			spans, minCoverage*100)
+	}
+	return fmt.Sprintf("CPU diluted: the kubelet's counters span %s, under the %.0f%% needed: per-role CPU is diluted by idle time; "+
+		"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or -node-cpu=agent", spans, minCoverage*100)
 }
 
 // containerKey parses kubelet.ContainerKey.String().

@@ -173,8 +173,9 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 	assert.NotContains(t, all, "mb-baseline")
 }
 
-// TestResourceWindowWarnings: a little throttling, counters mostly idle
-// and counters the kubelet did not refresh are warnings of their kinds.
+// TestResourceWindowWarnings: a little throttling and counters the
+// kubelet did not refresh are warnings of their kinds; counters mostly
+// idle make the run's CPU figures alone invalid.
 func TestResourceWindowWarnings(t *testing.T) {
 	f := newWindowFixture(t)
 	t0 := time.Unix(1000, 0)
@@ -184,14 +185,17 @@ func TestResourceWindowWarnings(t *testing.T) {
 	rep := f.tg.resourceWindow(f.roleOf, before, after, t0.Add(8*time.Second), t1, kubelet.ContainerKey{})
 	assert.Empty(t, rep.Invalid)
 	assert.Equal(t, validity.Reasons{
-		{Kind: validity.CPUDiluted, Detail: "node n1: the kubelet's counters span 10s, of which 20% were under load: per-role CPU is diluted by idle time; " +
-			"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s)"},
 		{Kind: validity.Throttled, Detail: "mb-meshed/backend-0/linkerd-proxy (sidecar) was CPU-throttled in 2% of its CFS periods (limit 0.5 cores): it measured its limit, not its work"},
 	}, rep.Warnings)
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.CPUDiluted, Detail: "CPU diluted: the kubelet's counters span 10s on node n1 (20% under load), under the 90% needed: per-role CPU is diluted by idle time; " +
+			"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or -node-cpu=agent"},
+	}, rep.CPUInvalid)
 
 	stale := f.mk(t1, 6, 0)
 	stale.NodeCPUSeconds.Time = t0
 	rep = f.tg.resourceWindow(f.roleOf, before, map[string]kubelet.Snapshot{"n1": stale}, t0, t1, kubelet.ContainerKey{})
+	assert.Empty(t, rep.CPUInvalid, "a window under load all along")
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.CPUIncomplete, Detail: "CPU not measured: node: samples are not in time order or not refreshed " +
 			"(first at 1970-01-01T00:16:40Z, second at 1970-01-01T00:16:40Z); the kubelet had not updated its stats, lengthen the window"},
@@ -204,6 +208,32 @@ func TestResourceWindowWarnings(t *testing.T) {
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.CPUIncomplete, Detail: "CPU: node n1: node_cpu_usage_seconds_total went from 10 to 5 (the kubelet restarted or the node rebooted); mark the run invalid"},
 	}, rep.Warnings)
+}
+
+// TestResourceWindowDilutedOnce: the kubelets of three nodes refreshed
+// on their own schedules; two of them spanned far more than the load. The
+// run gets one reason for its CPU, naming both, and no warning per node.
+func TestResourceWindowDilutedOnce(t *testing.T) {
+	f := newWindowFixture(t)
+	f.tg.nodes = []NodeInfo{{Name: "n1", AllocatableCores: 2}, {Name: "n2", AllocatableCores: 2}, {Name: "n3", AllocatableCores: 2}}
+	t0 := time.Unix(1000, 0)
+	on := func(n string, s kubelet.Snapshot) kubelet.Snapshot {
+		s.Node = n
+		return s
+	}
+	before := map[string]kubelet.Snapshot{
+		"n1": f.mk(t0, 1, 0), "n2": on("n2", f.mk(t0.Add(-6*time.Second), 1, 0)), "n3": on("n3", f.mk(t0.Add(2*time.Second), 1, 0)),
+	}
+	after := map[string]kubelet.Snapshot{
+		"n1": f.mk(t0.Add(10*time.Second), 6, 0), "n2": on("n2", f.mk(t0.Add(9*time.Second), 6, 0)), "n3": on("n3", f.mk(t0.Add(22*time.Second), 6, 0)),
+	}
+	rep := f.tg.resourceWindow(f.roleOf, before, after, t0, t0.Add(10*time.Second), kubelet.ContainerKey{})
+	assert.Empty(t, rep.Invalid)
+	assert.Empty(t, rep.Warnings)
+	assert.Equal(t, validity.Reasons{
+		{Kind: validity.CPUDiluted, Detail: "CPU diluted: the kubelet's counters span 15s on node n2 (60% under load), 20s on node n3 (40% under load), under the 90% needed: " +
+			"per-role CPU is diluted by idle time; use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or -node-cpu=agent"},
+	}, rep.CPUInvalid, "n1's counters spanned the load exactly")
 }
 
 // With node access (kind), the counters are read on the node at the
@@ -242,8 +272,8 @@ func TestCountersOnDemandWithNodeAccess(t *testing.T) {
 	_, err = tg.snapshotNodes(context.Background(), []string{"gone"})
 	assert.EqualError(t, err, "CPU counters: node gone: read the container counters (crictl stats, cgroup files): exit status 1: Error: No such container: gone")
 
-	assert.Equal(t, "node n1: the counters read on the node span 10.2s, of which 85% were under load: per-role CPU is diluted by idle time around the window",
-		tg.diluted("n1", 10234*time.Millisecond, 0.85))
+	assert.Equal(t, "CPU diluted: the counters read on the nodes span 10.2s on node n1 (85% under load), under the 90% needed: per-role CPU is diluted by idle time around the window",
+		tg.diluted([]nodeSpan{{node: "n1", span: 10234 * time.Millisecond, coverage: 0.85}}))
 
 	remote, err := newTarget(fake.NewClientset(), Options{})
 	require.NoError(t, err)

@@ -1,0 +1,121 @@
+package report_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
+)
+
+const dilutedDetail = "CPU diluted: the kubelet's counters span 20s on node n1 (45% under load), under the 90% needed: per-role CPU is diluted by idle time"
+
+// TestCPUInvalidStored: a results file stores a run's CPU reasons as
+// cpuInvalid, apart from its invalid reasons and warnings, and reads them
+// back; a cpu-diluted warning of an older file makes its CPU not valid
+// just the same.
+func TestCPUInvalidStored(t *testing.T) {
+	dir := t.TempDir()
+	run := &target.Run{Arm: target.Meshed, Path: target.OneHop, Load: &load.Result{Requests: 1}}
+	run.CPUInvalid.Add(validity.CPUDiluted, "%s", dilutedDetail)
+	data, back := writeOne(t, dir, run)
+	assert.Contains(t, data, `
+   "cpuInvalid": [
+    {
+     "kind": "cpu-diluted",
+     "detail": "`+dilutedDetail+`"
+    }
+   ]`)
+	assert.NotContains(t, data, `"warnings"`)
+	assert.NotContains(t, data, `"invalid"`)
+	assert.Equal(t, run.CPUInvalid, back.CPUInvalid)
+	assert.True(t, back.Valid(), "the run stands")
+	assert.False(t, back.CPUValid(), "its CPU does not")
+	assert.Equal(t, 1, report.Compare([]report.Record{back})[0].Meshed.CPUInvalid)
+
+	_, plain := writeOne(t, t.TempDir(), &target.Run{Arm: target.Meshed, Path: target.OneHop, Load: &load.Result{Requests: 1}})
+	assert.True(t, plain.CPUValid())
+	assert.Nil(t, plain.CPUInvalid)
+
+	old := readOldRecord(t, dir, `"load":{"requests":1},"warnings":[{"kind":"cpu-diluted","detail":"node n1: the kubelet's counters span 20s, of which 45% were under load"}]`)
+	assert.False(t, old.CPUValid())
+	assert.True(t, old.Valid())
+	assert.Empty(t, old.CPUInvalid)
+}
+
+// TestCPUInvalidMarkedInMarkdown: in the recorded run, the second repeat
+// of the meshed arm at one-hop c=4 had its CPU counters diluted. The
+// Markdown report then differs from the unmarked one in exactly four
+// lines: that arm's two rows of the CPU tables, with every CPU figure
+// marked † (memory is not), the legend under them, and the run's row in
+// the table of problems.
+func TestCPUInvalidMarkedInMarkdown(t *testing.T) {
+	var plain, got bytes.Buffer
+	require.NoError(t, report.Markdown(&plain, openRecorded(t), report.Options{}))
+	ins := openRecorded(t)
+	rec := ins[0].Results.Records[7]
+	require.Equal(t, "BenchmarkOneHop/c=4/arm=meshed", rec.Name())
+	rec.CPUInvalid.Add(validity.CPUDiluted, "%s", dilutedDetail)
+	require.NoError(t, report.Markdown(&got, ins, report.Options{}))
+
+	before := map[string]bool{}
+	for _, l := range strings.Split(plain.String(), "\n") {
+		before[l] = true
+	}
+	var changed []string
+	for _, l := range strings.Split(got.String(), "\n") {
+		if !before[l] {
+			changed = append(changed, l)
+		}
+	}
+	require.Len(t, changed, 4, strings.Join(changed, "\n"))
+	// The resources table: every CPU figure; the mesh's memory is not one.
+	assert.Equal(t, markedRow(t, plain.String(), "| scenario | arm | loadgen m |", func(h string) bool {
+		return strings.HasSuffix(h, " m") || strings.HasPrefix(h, "mesh cores") || strings.HasPrefix(h, "sidecar:app") || h == "busiest node CPU %"
+	}), changed[0])
+	// CPU per 1k requests is marked, memory idle → load is not.
+	assert.Equal(t, markedRow(t, plain.String(), "| scenario | arm | loadgen CPU-ms/1k req |", func(h string) bool {
+		return strings.HasSuffix(h, "CPU-ms/1k req")
+	}), changed[1])
+	assert.Equal(t, "† the CPU figures of 1 of the 16 runs summarised are not valid (their cpuInvalid reasons in the results: CPU counters under load for less than 90 % of their span are diluted by idle time); "+
+		"a marked figure includes them, and no threshold or gate decision rests on them", changed[2])
+	assert.Equal(t, "| BenchmarkOneHop/c=4/arm=meshed repeat 2 | CPU not valid | "+dilutedDetail+" |", changed[3])
+}
+
+// markedRow is the row of BenchmarkOneHop/c=4's meshed arm in the table
+// of md whose header starts with head, with † after each figure (not "-")
+// of a column whose header cpu says is a CPU figure.
+func markedRow(t *testing.T, md, head string, cpu func(header string) bool) string {
+	t.Helper()
+	i := strings.Index(md, head)
+	require.GreaterOrEqual(t, i, 0, head)
+	split := func(l string) []string {
+		return strings.Split(strings.TrimSuffix(strings.TrimPrefix(l, "| "), " |"), " | ")
+	}
+	lines := strings.Split(md[i:], "\n")
+	header := split(lines[0])
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "| BenchmarkOneHop/c=4 | meshed |") {
+			continue
+		}
+		cs := split(l)
+		require.Len(t, cs, len(header))
+		marks := 0
+		for j, h := range header {
+			if cpu(h) && cs[j] != "-" {
+				cs[j] += "†"
+				marks++
+			}
+		}
+		require.GreaterOrEqual(t, marks, 2, "the CPU figures of the row are there to mark")
+		return "| " + strings.Join(cs, " | ") + " |"
+	}
+	require.Fail(t, "no row", head)
+	return ""
+}

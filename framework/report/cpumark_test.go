@@ -1,0 +1,91 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/validity"
+	"github.com/meshbench/meshbench/framework/verdict"
+)
+
+// dilutedRecords are three interleaved pairs at c=4 whose second meshed
+// run had its CPU counters diluted by idle time.
+func dilutedRecords() []Record {
+	var recs []Record
+	for rep := range 3 {
+		recs = append(recs, record(target.Baseline, rep, 0.000100, 10000, 0), record(target.Meshed, rep, 0.000300, 5000, 400))
+	}
+	recs[3].CPUInvalid.Add(validity.CPUDiluted, "CPU diluted: the kubelet's counters span 20s on node n1 (45%% under load)")
+	return recs
+}
+
+// TestThresholdsLeaveDilutedCPUUndecided: checked against the thresholds,
+// the comparison's CPU metrics are undecided, saying why, although their
+// figures would pass; its latency, throughput and memory are decided.
+func TestThresholdsLeaveDilutedCPUUndecided(t *testing.T) {
+	cs := Compare(dilutedRecords())
+	require.Len(t, cs, 1)
+	c := cs[0]
+	assert.Equal(t, 1, c.Meshed.CPUInvalid)
+	assert.Zero(t, c.Baseline.CPUInvalid)
+	assert.Zero(t, c.Meshed.Invalid, "the run stands")
+	obs := c.Observation()
+	why := "the CPU figures of 1 of the meshed arm's 3 runs are not valid (their cpuInvalid reasons: counters under load for less than 90 % of their span are diluted by idle time)"
+	assert.Equal(t, map[verdict.Metric]string{verdict.SidecarCPUPer1kReqMs: why, verdict.MeshCores: why}, obs.Unjudged)
+
+	th, err := verdict.Load("../verdict/testdata/good.yaml")
+	require.NoError(t, err)
+	v := th.Check([]verdict.Observation{obs})
+	assert.Equal(t, 5, v.Checked, "p50, p99, throughput, sidecar CPU and RSS; mesh cores has no limit there")
+	assert.Empty(t, v.Breaches)
+	require.Len(t, v.Undecided, 1)
+	assert.Equal(t, "testdata/good.yaml:13: BenchmarkOneHop/c=4: undecided sidecar CPU per 1k requests: got 800.0 CPU-ms (800.0–800.0, n=3), not judged: "+why,
+		strings.Replace(v.Undecided[0].Error(), "../verdict/", "", 1))
+	assert.NoError(t, v.Err())
+
+	// The same runs, every one valid: every limit held.
+	recs := dilutedRecords()
+	recs[3].CPUInvalid = nil
+	v = th.Check([]verdict.Observation{Compare(recs)[0].Observation()})
+	assert.Empty(t, v.Undecided)
+	assert.Empty(t, v.Breaches)
+	assert.Equal(t, 5, v.Checked)
+}
+
+// TestSummaryMarksDilutedCPU: the terminal summary marks every CPU figure
+// of the meshed arm, whose CPU includes the diluted run, and none of the
+// baseline's, nor memory; a legend under the table counts the runs.
+func TestSummaryMarksDilutedCPU(t *testing.T) {
+	var b bytes.Buffer
+	PrintSummary(&b, Compare(dilutedRecords()))
+	rows := map[string][]string{}
+	var legend []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 12 && f[0] == "BenchmarkOneHop/c=4":
+			rows[f[1]] = f[2:]
+		case strings.HasPrefix(l, CPUMark):
+			legend = append(legend, l)
+		}
+	}
+	// loadgen m, app m, sidecar m, mesh cores, sidecar:app, per pod,
+	// sidecar and app CPU-ms/1k req, sidecar RSS idle→load MiB, node CPU %.
+	assert.Equal(t, []string{"300†", "200†", "400†", "0.400†", "2.00×†", "-", "800.0†", "400.0†", "32→64", "50†"}, rows["meshed"])
+	assert.Equal(t, []string{"300", "200", "-", "0.000", "-", "-", "-", "400.0", "-", "50"}, rows["baseline"])
+	assert.Equal(t, []string{"† the CPU figures of 1 of the 6 runs summarised are not valid (their cpuInvalid reasons in the results: CPU counters under load for less than 90 % of their span are diluted by idle time); " +
+		"a marked figure includes them, and no threshold or gate decision rests on them"}, legend)
+
+	b.Reset()
+	recs := dilutedRecords()
+	recs[3].CPUInvalid = nil
+	PrintSummary(&b, Compare(recs))
+	assert.NotContains(t, b.String(), CPUMark)
+	assert.InDelta(t, 800, Compare(recs)[0].Meshed.CPUPer1k[measure.RoleSidecar].Median, 1e-9, "the figures themselves do not change")
+}
