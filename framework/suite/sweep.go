@@ -32,9 +32,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	sc.Name = cmp.Or(sc.Name, s.Name)
 	s.planGate(b, sc)
 	s.planThresholds(b, sc)
-	if !sc.planned {
-		defer s.scenarioTable(b)
-	}
+	defer s.scenarioTable(b, !sc.planned)
 	sc = s.planScenario(b, sc, tg)
 	if len(sc.Axes) > 0 {
 		s.sweepAxis(b, sc)
@@ -90,9 +88,9 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 // ends, so that a long run shows its first figures minutes before the
 // summary; the summary prints them all again at the end. Not for a run of
 // one benchmark (the summary follows at once) or under testing.Benchmark.
-func (s *Suite) scenarioTable(b *testing.B) {
+func (s *Suite) scenarioTable(b *testing.B, outermost bool) {
 	name := b.Name()
-	if len(s.plan.benches) < 2 || name == "" || strings.HasPrefix(name, "/") {
+	if !outermost || len(s.plan.benches) < 2 || name == "" || strings.HasPrefix(name, "/") {
 		return
 	}
 	var recs []report.Record
