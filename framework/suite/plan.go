@@ -142,12 +142,7 @@ func (s *Suite) scenarioRuns(sc Scenario, arms int) int {
 	}
 	n := 0
 	for _, v := range sc.Axes[0].Values {
-		next := sc
-		next.Axes = sc.Axes[1:]
-		if v.Apply != nil {
-			v.Apply(&next)
-		}
-		n += s.scenarioRuns(next, arms)
+		n += s.scenarioRuns(sc.at(v), arms) // as sweepAxis applies it
 	}
 	return n
 }

@@ -163,12 +163,8 @@ func (s *Suite) notStarted(b *testing.B) {
 func (s *Suite) sweepAxis(b *testing.B, sc Scenario) {
 	ax := sc.Axes[0]
 	for _, v := range ax.Values {
-		next := sc
-		next.Axes = sc.Axes[1:]
+		next := sc.at(v)
 		next.trail = sc.trail.With(ax.Key, v.Label)
-		if v.Apply != nil {
-			v.Apply(&next)
-		}
 		var name string
 		b.Run(ax.Key+"="+v.Label, func(b *testing.B) {
 			name = b.Name()
@@ -185,6 +181,17 @@ func (s *Suite) sweepAxis(b *testing.B, sc Scenario) {
 	if ax.ladder != nil {
 		s.logKnees(b, sc, ax)
 	}
+}
+
+// at is sc at value v of its outermost axis: the axes inside it, and what
+// v changes (a placement its own c, a payload its size).
+func (sc Scenario) at(v Value) Scenario {
+	next := sc
+	next.Axes = sc.Axes[1:]
+	if v.Apply != nil {
+		v.Apply(&next)
+	}
+	return next
 }
 
 // points are the runs recorded under a sub-benchmark name; under
