@@ -373,12 +373,22 @@ func NewResult(o Options, start time.Time, elapsed time.Duration, achievedQPS fl
 	for code, n := range codes {
 		res.Codes[code] += n
 		res.Requests += n
-		if code != 200 {
-			res.Errors += n
-		}
 	}
+	res.Errors = Failed(codes)
 	res.Invalid = o.Judge(res)
 	return res
+}
+
+// Failed is how many requests of codes (return code → count) failed:
+// every code but 200, as a result's Errors counts them.
+func Failed(codes map[int]int64) int64 {
+	var n int64
+	for code, c := range codes {
+		if code != 200 {
+			n += c
+		}
+	}
+	return n
 }
 
 // Judge lists the reasons a result measured with o is invalid: no request,

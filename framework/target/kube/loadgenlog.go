@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/validity"
 )
@@ -34,18 +34,13 @@ const loadgenLogTimeout = 2 * time.Minute
 // errLogCapped is what a copy that stopped at its limit returns.
 var errLogCapped = errors.New("loadgen log capped")
 
-// failedRequests is how many requests of the shards' results failed:
-// every return code but 200, as load.NewResult counts errors.
+// failedRequests is how many requests of the shards' results failed, as
+// load.NewResult counts a result's errors (load.Failed).
 func failedRequests(frs []*fortioResult) int64 {
 	var n int64
 	for _, fr := range frs {
-		if fr == nil {
-			continue
-		}
-		for code, c := range fr.RetCodes {
-			if code != http.StatusOK {
-				n += c
-			}
+		if fr != nil {
+			n += load.Failed(fr.RetCodes)
 		}
 	}
 	return n
