@@ -305,9 +305,15 @@ func startMbloadgen(t *testing.T) (string, error) {
 // fetch is a kubelet whose every container burns 100m and the node 500m,
 // stamped with the time of the read.
 func (fc *fakeCluster) fetch(ctx context.Context, node string) (kubelet.Snapshot, error) {
-	now := time.Now()
+	return fc.read(ctx, node, time.Now())
+}
+
+// read is a kubelet's read of node at the time its counters were last
+// collected, at.
+func (fc *fakeCluster) read(ctx context.Context, node string, at time.Time) (kubelet.Snapshot, error) {
+	now := at
 	el := now.Sub(fc.start).Seconds()
-	s := kubelet.Snapshot{Node: node, ReadAt: now,
+	s := kubelet.Snapshot{Node: node, ReadAt: time.Now(),
 		NodeCPUSeconds:      kubelet.Sample{Value: 0.5 * el, Time: now},
 		NodeWorkingSetBytes: kubelet.Sample{Value: 1 << 30, Time: now},
 		Containers:          map[kubelet.ContainerKey]kubelet.Container{}, Pods: map[kubelet.PodKey]kubelet.Pod{}}
@@ -327,7 +333,7 @@ func (fc *fakeCluster) fetch(ctx context.Context, node string) (kubelet.Snapshot
 			}
 			fc.mu.Unlock()
 			s.Containers[kubelet.ContainerKey{Namespace: p.Namespace, Pod: p.Name, Container: c.Name}] = kubelet.Container{
-				CPUSeconds:      kubelet.Sample{Value: 0.1 * now.Sub(start).Seconds(), Time: now},
+				CPUSeconds:      kubelet.Sample{Value: 0.1 * max(0, now.Sub(start).Seconds()), Time: now},
 				WorkingSetBytes: kubelet.Sample{Value: 10 << 20, Time: now},
 				StartTime:       start,
 			}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"time"
 
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/target"
@@ -14,28 +15,35 @@ type kubeletMeasurement struct {
 	t *Target
 	// rs is the run: its arm and loadgens give the containers' roles, its
 	// loaded span and its fault what the counters are judged against.
-	rs     *runState
-	before map[string]kubelet.Snapshot
+	rs *runState
+	// before and after are the reads that open and close the window;
+	// aligned to the kubelets' refreshes, they are read under load
+	// (warmUntilRefreshed, loadPastRefresh), which took warmed and tail.
+	before, after map[string]kubelet.Snapshot
+	warmed, tail  time.Duration
 }
 
-// Start reads every node's counters.
+// Start reads every node's counters, unless the warm-up has read them
+// as the kubelets refreshed.
 func (m *kubeletMeasurement) Start(ctx context.Context) error {
+	if m.before != nil {
+		return nil
+	}
 	var err error
 	m.before, err = m.t.snapshots(ctx)
 	return err
 }
 
-// Stop reads the counters again, on the nodes at once or, from the
-// kubelets, once they have refreshed the counters of the run's
-// containers, and turns the two reads into the window: a restart other
+// Stop reads the counters again, on the nodes at once (from the
+// kubelets, loadPastRefresh has read them as they refreshed), and turns the two reads into the window: a restart other
 // than the fault's, or a throttled proxy or loadgen, invalidates it; a
 // node's counters mostly idle invalidate its CPU figures alone.
 func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) {
 	rs := m.rs
-	var after map[string]kubelet.Snapshot
-	var err error
-	if m.t.onDemand {
+	after := m.after
+	if after == nil {
 		// The window ends now, not after the pods are listed.
+		var err error
 		if after, err = m.t.snapshots(ctx); err != nil {
 			return target.Measured{}, err
 		}
@@ -45,14 +53,6 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) 
 		return target.Measured{}, err
 	}
 	roleOf := withIdleLoadgens(m.t.roleOf(rs.a, pods), pods, rs.lgPods)
-	if after == nil {
-		after, err = m.t.snapshotsAfter(ctx, m.before, func(k kubelet.ContainerKey) bool {
-			return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
-		})
-		if err != nil {
-			return target.Measured{}, err
-		}
-	}
 	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
 	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)
 	return target.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid}, nil

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure"
@@ -62,70 +61,6 @@ func (t *Target) snapshotNodes(ctx context.Context, nodes []string) (map[string]
 		m[n] = out[i]
 	}
 	return m, nil
-}
-
-// snapshotsAfter reads every node at the end of the window, then re-reads
-// the nodes whose kubelet has not refreshed its counters since before —
-// the node's samples, or those of any container that matters, still carry
-// their old timestamps — until it has, for at most Options.CounterWait.
-func (t *Target) snapshotsAfter(ctx context.Context, before map[string]kubelet.Snapshot, matters func(kubelet.ContainerKey) bool) (map[string]kubelet.Snapshot, error) {
-	after, err := t.snapshots(ctx)
-	if err != nil || t.o.CounterWait < 0 {
-		return after, err
-	}
-	stale := func() []string {
-		var out []string
-		for n, a := range after {
-			if staleNode(before[n], a, matters) {
-				out = append(out, n)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
-	if len(stale()) == 0 {
-		return after, nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, t.o.CounterWait)
-	defer cancel()
-	err = wait.PollUntilContextCancel(wctx, time.Second, false, func(ctx context.Context) (bool, error) {
-		s := stale()
-		if len(s) == 0 {
-			return true, nil
-		}
-		fresh, err := t.snapshotNodes(ctx, s)
-		if err != nil {
-			return false, err
-		}
-		for n, snap := range fresh {
-			after[n] = snap
-		}
-		return len(stale()) == 0, nil
-	})
-	if err != nil && ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return nil, err
-	}
-	return after, nil // what is still stale shows up as WindowErrors in Delta
-}
-
-// staleNode reports whether a, read after b, still carries b's samples for
-// the node or for a container that matters (and is in both reads).
-func staleNode(b, a kubelet.Snapshot, matters func(kubelet.ContainerKey) bool) bool {
-	if !a.NodeCPUSeconds.Time.After(b.NodeCPUSeconds.Time) {
-		return true
-	}
-	for k, bc := range b.Containers {
-		if !matters(k) {
-			continue
-		}
-		if ac, ok := a.Containers[k]; ok && !ac.CPUSeconds.Time.After(bc.CPUSeconds.Time) {
-			return true
-		}
-	}
-	return false
 }
 
 // roleOf classifies the containers of the cluster for a run of arm: the
@@ -298,6 +233,11 @@ func (t *Target) diluted(ns []nodeSpan) string {
 	if t.onDemand {
 		return fmt.Sprintf("CPU diluted: the counters read on the nodes span %s, under the %.0f%% needed: per-role CPU is diluted by idle time around the window",
 			spans, minCoverage*100)
+	}
+	if t.aligned() {
+		return fmt.Sprintf("CPU diluted: the kubelet's counters span %s, under the %.0f%% needed: per-role CPU is diluted by idle time; "+
+			"the kubelets did not collect them under load within the %v the run waits for them; -node-cpu=agent reads them at the instant",
+			spans, minCoverage*100, t.o.CounterWait)
 	}
 	return fmt.Sprintf("CPU diluted: the kubelet's counters span %s, under the %.0f%% needed: per-role CPU is diluted by idle time; "+
 		"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or -node-cpu=agent", spans, minCoverage*100)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,38 +38,25 @@ func snap(node string, at time.Time, cpu float64, containers map[kubelet.Contain
 	return s
 }
 
-// The kubelet refreshes containers on their own schedule: the read after
-// the window is repeated until every container that matters has moved on.
-func TestSnapshotsAfterWaitsForTheContainersThatMatter(t *testing.T) {
-	tg, err := newTarget(fake.NewClientset(), Options{CounterWait: 10 * time.Second})
-	require.NoError(t, err)
-	tg.nodes = []NodeInfo{{Name: "n1", AllocatableCores: 2}}
+// The kubelet refreshes containers on their own schedule: a read counts
+// as refreshed once the node's counters and those of every container that
+// matters were collected at or after the time asked for.
+func TestRefreshedSince(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	before := map[string]kubelet.Snapshot{"n1": snap("n1", t0, 1, map[kubelet.ContainerKey]time.Time{appKey: t0, systemKey: t0})}
-	var reads atomic.Int32
-	tg.fetch = func(context.Context, string) (kubelet.Snapshot, error) {
-		n := reads.Add(1)
-		app := t0 // the app's samples are refreshed on the third read only
-		if n >= 3 {
-			app = t0.Add(10 * time.Second)
-		}
-		return snap("n1", t0.Add(8*time.Second), 5, map[kubelet.ContainerKey]time.Time{appKey: app, systemKey: t0}), nil
-	}
 	matters := func(k kubelet.ContainerKey) bool { return k.Namespace == "mb-meshed" }
-	after, err := tg.snapshotsAfter(context.Background(), before, matters)
-	require.NoError(t, err)
-	assert.EqualValues(t, 3, reads.Load(), "kube-system's stale sample is not waited for")
-	assert.Equal(t, t0.Add(10*time.Second), after["n1"].Containers[appKey].CPUSeconds.Time)
-
-	// Without a refresh, it gives up after CounterWait and Delta says so.
-	tg.o.CounterWait = 1500 * time.Millisecond
-	tg.fetch = func(context.Context, string) (kubelet.Snapshot, error) { return before["n1"], nil }
-	start := time.Now()
-	after, err = tg.snapshotsAfter(context.Background(), before, matters)
-	require.NoError(t, err)
-	assert.Less(t, time.Since(start), 5*time.Second)
-	_, derr := kubelet.Delta(before["n1"], after["n1"])
-	assert.Error(t, derr)
+	read := func(node, app, system time.Time) map[string]kubelet.Snapshot {
+		return map[string]kubelet.Snapshot{
+			"n1": snap("n1", node, 1, map[kubelet.ContainerKey]time.Time{appKey: app, systemKey: system}),
+			"n2": snap("n2", t0.Add(time.Hour), 1, nil),
+		}
+	}
+	later := t0.Add(10 * time.Second)
+	assert.True(t, refreshedSince(read(later, later, t0), later, matters), "kube-system's stale sample is not waited for")
+	assert.True(t, refreshedSince(read(later, later, t0), t0, matters))
+	assert.False(t, refreshedSince(read(later, t0, t0), later, matters), "the app's sample is older")
+	assert.False(t, refreshedSince(read(t0, later, later), later, matters), "the node's sample is older")
+	assert.True(t, refreshedSince(read(later, time.Time{}, t0), later, matters), "a sample without a time is not waited for")
+	assert.True(t, refreshedSince(nil, later, matters))
 }
 
 // windowFixture is a target with a meshed and a baseline arm on one node
@@ -189,7 +175,7 @@ func TestResourceWindowWarnings(t *testing.T) {
 	}, rep.Warnings)
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.CPUDiluted, Detail: "CPU diluted: the kubelet's counters span 10s on node n1 (20% under load), under the 90% needed: per-role CPU is diluted by idle time; " +
-			"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or -node-cpu=agent"},
+			"the kubelets did not collect them under load within the 30s the run waits for them; -node-cpu=agent reads them at the instant"},
 	}, rep.CPUInvalid)
 
 	stale := f.mk(t1, 6, 0)
@@ -213,8 +199,11 @@ func TestResourceWindowWarnings(t *testing.T) {
 // TestResourceWindowDilutedOnce: the kubelets of three nodes refreshed
 // on their own schedules; two of them spanned far more than the load. The
 // run gets one reason for its CPU, naming both, and no warning per node.
+// Without waiting for the kubelets (CounterWait negative), it says how
+// long a window must be.
 func TestResourceWindowDilutedOnce(t *testing.T) {
 	f := newWindowFixture(t)
+	f.tg.o.CounterWait = -1
 	f.tg.nodes = []NodeInfo{{Name: "n1", AllocatableCores: 2}, {Name: "n2", AllocatableCores: 2}, {Name: "n3", AllocatableCores: 2}}
 	t0 := time.Unix(1000, 0)
 	on := func(n string, s kubelet.Snapshot) kubelet.Snapshot {

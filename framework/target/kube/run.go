@@ -175,35 +175,50 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 		}
 	}
 	rs.loadedFrom = t.now()
-	if rs.o.Warmup > 0 {
-		warm := make([]load.Options, len(rs.shardOpts))
-		for i, o := range rs.shardOpts {
-			warm[i] = o
-			warm[i].Timeline = 0
+	m := &kubeletMeasurement{t: t, rs: rs}
+	rs.resources = m
+	if t.aligned() {
+		if err := m.warmUntilRefreshed(ctx); err != nil {
+			return err
 		}
-		frs, err := runShards(ctx, rs.lgs, warm, rs.o.Warmup)
-		if err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-		rs.failed += failedRequests(frs)
+	} else if err := t.warmUp(ctx, rs); err != nil {
+		return err
 	}
 	if err := prime(ctx, rs.lgs); err != nil {
 		return err
 	}
-	rs.resources = &kubeletMeasurement{t: t, rs: rs}
 	if err = rs.resources.Start(ctx); err != nil {
 		return err
 	}
 	if rs.xfrm0, err = t.readXFRM(ctx); err != nil {
 		return err
 	}
-	if rs.o.Warmup <= 0 {
+	if rs.o.Warmup <= 0 && !t.aligned() {
 		rs.loadedFrom = t.now()
 	}
 	return nil
 }
 
-// measure runs the window with the fault on time, reads the kubelets
+// warmUp runs the warm-up's load, outside the measured window.
+func (t *Target) warmUp(ctx context.Context, rs *runState) error {
+	if rs.o.Warmup <= 0 {
+		return nil
+	}
+	warm := make([]load.Options, len(rs.shardOpts))
+	for i, o := range rs.shardOpts {
+		warm[i] = o
+		warm[i].Timeline = 0
+	}
+	frs, err := runShards(ctx, rs.lgs, warm, rs.o.Warmup)
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	rs.failed += failedRequests(frs)
+	return nil
+}
+
+// measure runs the window with the fault on time, keeps the load on
+// until the kubelets refreshed (when they are read), reads the counters
 // again, waits for what the fault killed to be back, and reads the
 // counters after the run.
 func (t *Target) measure(ctx context.Context, rs *runState) error {
@@ -215,6 +230,12 @@ func (t *Target) measure(ctx context.Context, rs *runState) error {
 	}
 	rs.frs, rs.loadedTo = frs, t.now()
 	rs.failed += failedRequests(frs)
+	if m, ok := rs.resources.(*kubeletMeasurement); ok && t.aligned() {
+		if err := m.loadPastRefresh(ctx, rs.loadedTo); err != nil {
+			return err
+		}
+		rs.loadedTo = t.now()
+	}
 	if rs.xfrm1, err = t.readXFRM(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,173 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
+)
+
+// Aligning a window to the kubelets' refreshes. The kubelet's counters
+// (/metrics/resource) are refreshed every 10-15 s, each container on its
+// own schedule, and carry the time they were collected. Read as they are
+// at a window's edges, they span up to a refresh interval of idle time on
+// each side. So, when the counters come from the kubelets, a run keeps
+// its load on after the warm-up until every node's counters that matter
+// were collected under load, and reads them then; and it keeps its load
+// on after the window until they were collected again after the window
+// ended. The counters then span whole refresh intervals under one load:
+// the same rates as the window's, read over a longer span.
+const (
+	// refreshChunk is how long each stretch of load lasts while a run
+	// waits for the kubelets: the run ends at most this long after they
+	// refreshed.
+	refreshChunk = 2 * time.Second
+	// refreshPoll is how often the kubelets are read while the load runs.
+	refreshPoll = time.Second
+)
+
+// aligned reports whether the target's runs align their windows to the
+// kubelets' refreshes: the counters come from the kubelets (not read on
+// the nodes at the instant), and Options.CounterWait allows a wait.
+func (t *Target) aligned() bool {
+	return !t.onDemand && t.o.CounterWait >= 0
+}
+
+// refreshedSince reports whether every node's counters in snaps, the
+// node's own and those of every container that matters, were collected
+// at or after since. A container sample without a timestamp is not waited
+// for.
+func refreshedSince(snaps map[string]kubelet.Snapshot, since time.Time, matters func(kubelet.ContainerKey) bool) bool {
+	for _, s := range snaps {
+		if s.NodeCPUSeconds.Time.Before(since) {
+			return false
+		}
+		for k, c := range s.Containers {
+			if matters(k) && !c.CPUSeconds.Time.IsZero() && c.CPUSeconds.Time.Before(since) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// loadUntilRefreshed keeps rs's load on, first for first (which may be
+// zero), then in stretches of refreshChunk, reading every node's kubelet
+// as each stretch ends and every refreshPoll while it runs, until every
+// node's counters that matter were collected at or after since, or for
+// at most Options.CounterWait beyond first. It returns the first read
+// that was refreshed, or the last read when none was (Delta then says
+// which counters did not move), and how long it loaded the cluster.
+func (t *Target) loadUntilRefreshed(ctx context.Context, rs *runState, first time.Duration, since time.Time, matters func(kubelet.ContainerKey) bool) (map[string]kubelet.Snapshot, time.Duration, error) {
+	start := t.now()
+	deadline := start.Add(first + t.o.CounterWait)
+	for stretch := first; ; stretch = refreshChunk {
+		if stretch > 0 {
+			snaps, err := t.loadWhileReading(ctx, rs, stretch, since, matters)
+			if err != nil || snaps != nil {
+				return snaps, t.now().Sub(start), err
+			}
+		}
+		snaps, err := t.snapshots(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		if refreshedSince(snaps, since, matters) || !t.now().Before(deadline) {
+			return snaps, t.now().Sub(start), nil
+		}
+	}
+}
+
+// loadWhileReading runs rs's load for d, outside the measured window
+// (its timeline off), and reads every node's kubelet each refreshPoll
+// meanwhile, until a read was refreshed since since. It returns that
+// read, or nil when none was; the load's failed requests count with the
+// run's.
+func (t *Target) loadWhileReading(ctx context.Context, rs *runState, d time.Duration, since time.Time, matters func(kubelet.ContainerKey) bool) (map[string]kubelet.Snapshot, error) {
+	opts := make([]load.Options, len(rs.shardOpts))
+	for i, o := range rs.shardOpts {
+		opts[i] = o
+		opts[i].Timeline = 0
+	}
+	type ran struct {
+		frs []*fortioResult
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		frs, err := runShards(ctx, rs.lgs, opts, d)
+		done <- ran{frs, err}
+	}()
+	tick := time.NewTicker(refreshPoll)
+	defer tick.Stop()
+	var fresh map[string]kubelet.Snapshot
+	var readErr error
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				return nil, r.err
+			}
+			rs.failed += failedRequests(r.frs)
+			return fresh, readErr
+		case <-tick.C:
+			if fresh != nil || readErr != nil {
+				continue
+			}
+			snaps, err := t.snapshots(ctx)
+			if err != nil {
+				readErr = err
+			} else if refreshedSince(snaps, since, matters) {
+				fresh = snaps
+			}
+		}
+	}
+}
+
+// warmUntilRefreshed is the warm-up of a run whose counters come from
+// the kubelets: the warm-up's load, kept on until every node's counters
+// that matter were collected after it began; that read opens the window.
+func (m *kubeletMeasurement) warmUntilRefreshed(ctx context.Context) error {
+	rs := m.rs
+	matters, err := m.t.matters(ctx, rs)
+	if err != nil {
+		return err
+	}
+	before, took, err := m.t.loadUntilRefreshed(ctx, rs, rs.o.Warmup, rs.loadedFrom, matters)
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	m.before, m.warmed = before, took
+	return nil
+}
+
+// loadPastRefresh follows the window of a run whose counters come from
+// the kubelets: its load, kept on until every node's counters that
+// matter were collected after the window ended; that read closes it.
+func (m *kubeletMeasurement) loadPastRefresh(ctx context.Context, windowEnd time.Time) error {
+	matters, err := m.t.matters(ctx, m.rs)
+	if err != nil {
+		return err
+	}
+	after, took, err := m.t.loadUntilRefreshed(ctx, m.rs, 0, windowEnd, matters)
+	if err != nil {
+		return fmt.Errorf("load until the kubelets refreshed: %w", err)
+	}
+	m.after, m.tail = after, took
+	return nil
+}
+
+// matters says which containers a run of rs waits for: those of a role,
+// as the cluster's pods are now.
+func (t *Target) matters(ctx context.Context, rs *runState) (func(kubelet.ContainerKey) bool, error) {
+	pods, err := t.allPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	roleOf := withIdleLoadgens(t.roleOf(rs.a, pods), pods, rs.lgPods)
+	return func(k kubelet.ContainerKey) bool {
+		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
+	}, nil
+}
