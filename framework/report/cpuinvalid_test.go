@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"encoding/csv"
 	"strings"
 	"testing"
 
@@ -118,4 +119,48 @@ func markedRow(t *testing.T, md, head string, cpu func(header string) bool) stri
 	}
 	require.Fail(t, "no row", head)
 	return ""
+}
+
+// TestCPUInvalidExported: the CSV and SMP exports say which runs' CPU
+// figures are not valid, and why: the CSV in the run's row, the SMP
+// export in the repeat's entry and as a count for its arm.
+func TestCPUInvalidExported(t *testing.T) {
+	ins := openRecorded(t)
+	rec := &ins[0].Results.Records[7]
+	require.Equal(t, "BenchmarkOneHop/c=4/arm=meshed", rec.Name())
+	rec.CPUInvalid.Add(validity.CPUDiluted, "%s", dilutedDetail)
+
+	var b bytes.Buffer
+	require.NoError(t, report.CSV(&b, ins))
+	rows, err := csv.NewReader(&b).ReadAll()
+	require.NoError(t, err)
+	head := rows[0]
+	require.Equal(t, []string{"cpu_valid", "cpu_invalid"}, head[len(head)-2:])
+	for i, row := range rows[1:] {
+		want := []string{"true", ""}
+		if i == 7 {
+			want = []string{"false", dilutedDetail}
+		}
+		assert.Equal(t, want, row[len(row)-2:], "row %d", i)
+	}
+
+	var marked []report.SMPExtension
+	for _, r := range report.SMPResults(ins[0].Results) {
+		if r.Meshbench.CPUInvalid > 0 {
+			marked = append(marked, r.Meshbench)
+		}
+	}
+	require.Len(t, marked, 1)
+	x := marked[0]
+	assert.Equal(t, target.Meshed, x.Arm)
+	assert.Equal(t, 4, x.Concurrency)
+	assert.Equal(t, target.OneHop, x.Path)
+	assert.Equal(t, 1, x.CPUInvalid)
+	for _, r := range x.PerRepeat {
+		if r.Repeat == rec.Repeat {
+			assert.Equal(t, []string{dilutedDetail}, r.CPUInvalid)
+		} else {
+			assert.Empty(t, r.CPUInvalid, "repeat %d", r.Repeat)
+		}
+	}
 }

@@ -20,7 +20,7 @@ var CSVColumns = []string{
 	"run_id", "target", "mesh", "mesh_version", "scenario", "benchmark",
 	"concurrency", "path", "arm", "repeat", "rate_asked_rps", "throughput_rps", "requests", "errors",
 	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms",
-	"valid", "invalid", "warnings", "beyond",
+	"valid", "invalid", "warnings", "beyond", "cpu_valid", "cpu_invalid",
 }
 
 // CSV writes one row per run (record) of every input: where it sits in the
@@ -28,7 +28,9 @@ var CSVColumns = []string{
 // them), its CPU and memory per role, and whether it is valid. Numbers are
 // printed in full ('g', shortest exact form), so a spreadsheet or a script
 // reads back the values the results file holds. A closed-loop run has no
-// asked rate: its rate_asked_rps is empty.
+// asked rate: its rate_asked_rps is empty. cpu_valid is false, and
+// cpu_invalid says why, for a run whose CPU figures alone are not valid
+// (target.Run.CPUInvalid): its cpu_ columns are diluted by idle time.
 func CSV(w io.Writer, ins []Input) error {
 	if len(ins) == 0 {
 		return fmt.Errorf("csv export: no results")
@@ -89,7 +91,8 @@ func csvRow(res *Results, rec Record, keys []string, roles []measure.Role) []str
 		}
 		row = append(row, f(t.MilliCores), f(rec.CPUPer1k(t.MilliCores)), f(float64(t.MaxLoadRSS)/(1<<20)))
 	}
-	return append(row, strconv.FormatBool(rec.Valid()), rec.Invalid.String(), rec.Warnings.String(), rec.Beyond)
+	return append(row, strconv.FormatBool(rec.Valid()), rec.Invalid.String(), rec.Warnings.String(), rec.Beyond,
+		strconv.FormatBool(rec.CPUValid()), rec.CPUInvalid.String())
 }
 
 // csvLabelKeys are the label keys of every record but benchmark and arm,

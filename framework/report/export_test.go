@@ -35,7 +35,7 @@ func TestCSVRoundTrip(t *testing.T) {
 		"p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms",
 		"cpu_millicores:loadgen", "cpu_ms_per_1k:loadgen", "rss_mib:loadgen", "cpu_millicores:app", "cpu_ms_per_1k:app", "rss_mib:app",
 		"cpu_millicores:sidecar", "cpu_ms_per_1k:sidecar", "rss_mib:sidecar",
-		"valid", "invalid", "warnings", "beyond"}, rows[0])
+		"valid", "invalid", "warnings", "beyond", "cpu_valid", "cpu_invalid"}, rows[0])
 	col := map[string]int{}
 	for i, h := range rows[0] {
 		col[h] = i
@@ -73,6 +73,7 @@ func TestCSVRoundTrip(t *testing.T) {
 		assert.Equal(t, strconv.FormatBool(rec.Valid()), row[col["valid"]])
 		assert.Equal(t, rec.Invalid.String(), row[col["invalid"]])
 		assert.Equal(t, rec.Beyond, row[col["beyond"]])
+		assert.Equal(t, []string{"true", ""}, row[col["cpu_valid"]:], "row %d", i)
 	}
 }
 

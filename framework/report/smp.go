@@ -76,6 +76,10 @@ type SMPExtension struct {
 	// CPUMsPer1k is each role's CPU-ms per 1000 requests, median over
 	// repeats.
 	CPUMsPer1k map[string]float64 `yaml:"cpu_ms_per_1k"`
+	// CPUInvalid is how many of the repeats have CPU figures that are not
+	// valid (target.Run.CPUInvalid: counters diluted by idle time);
+	// CPUMsPer1k includes them.
+	CPUInvalid int `yaml:"cpu_invalid,omitempty"`
 	// PerRepeat are the individual repeats, in repeat order.
 	PerRepeat []SMPRepeat `yaml:"per_repeat"`
 }
@@ -96,6 +100,9 @@ type SMPRepeat struct {
 	P999Ms float64 `yaml:"p999_ms"`
 	QPS    float64 `yaml:"qps"`
 	Valid  bool    `yaml:"valid"`
+	// CPUInvalid are the reasons its CPU figures alone are not valid;
+	// empty when they are.
+	CPUInvalid []string `yaml:"cpu_invalid,omitempty"`
 }
 
 // SMP writes the SMP results of every input as a YAML stream, one
@@ -166,7 +173,7 @@ func smpResult(res *Results, c Comparison, arm target.Arm, st ArmStats, rs []Rec
 		r.LatenciesMs.Min, r.LatenciesMs.Average, r.LatenciesMs.Max = h.Min*1e3, h.Avg*1e3, h.Max*1e3
 	}
 	x := SMPExtension{Schema: res.Schema, Scenario: c.Scenario(), Arm: arm, Path: c.Path, Concurrency: c.Concurrency,
-		Repeats: st.Repeats, Invalid: st.Invalid, P999Ms: st.P999.Median, CPUMsPer1k: map[string]float64{},
+		Repeats: st.Repeats, Invalid: st.Invalid, CPUInvalid: st.CPUInvalid, P999Ms: st.P999.Median, CPUMsPer1k: map[string]float64{},
 		Intervals: map[string]SMPInterval{"p50_ms": interval(st.P50), "p90_ms": interval(st.P90), "p99_ms": interval(st.P99),
 			"p999_ms": interval(st.P999), "qps": interval(st.QPS)}}
 	if arm == target.Meshed && len(c.Problems) == 0 {
@@ -185,7 +192,7 @@ func smpResult(res *Results, c Comparison, arm target.Arm, st ArmStats, rs []Rec
 			r.EndTime = end
 		}
 		x.PerRepeat = append(x.PerRepeat, SMPRepeat{Repeat: rec.Repeat, P50Ms: l.Percentile(50) * 1e3, P99Ms: l.Percentile(99) * 1e3,
-			P999Ms: l.Percentile(99.9) * 1e3, QPS: l.AchievedQPS, Valid: rec.Valid()})
+			P999Ms: l.Percentile(99.9) * 1e3, QPS: l.AchievedQPS, Valid: rec.Valid(), CPUInvalid: rec.CPUInvalid.Strings()})
 	}
 	r.Meshbench = x
 	return r
