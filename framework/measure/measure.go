@@ -59,6 +59,13 @@ type Window struct {
 	Cores map[string]int `json:"cores"`
 	// Restarts names anything that restarted or vanished in the window.
 	Restarts []string `json:"restarts,omitempty"`
+	// Aligned says that the counters were read as the kubelets refreshed
+	// them, under the run's load kept on before and after its window: they
+	// span Elapsed, longer than the window, at the window's load, so that
+	// their rates stand for the window's. A figure per request then divides
+	// a rate by the window's own throughput, not the CPU time of Elapsed by
+	// the window's requests.
+	Aligned bool `json:"aligned,omitempty"`
 }
 
 // RoleTotal sums one role.

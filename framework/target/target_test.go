@@ -168,3 +168,16 @@ func TestRoundOrderIsABBA(t *testing.T) {
 	assert.Equal(t, []Arm{Meshed, Baseline}, RoundOrder(Arms, 3))
 	assert.Equal(t, []Arm{Baseline, Meshed}, Arms, "the shared list is not reordered")
 }
+
+// CPU per 1k requests: the CPU time of the counters' span over the
+// window's requests; for counters aligned to the kubelets' refreshes,
+// which span more than the window at its load, their rate over the
+// window's throughput.
+func TestCPUPer1k(t *testing.T) {
+	run := &Run{Load: &load.Result{Requests: 4000, Elapsed: 2 * time.Second},
+		Resources: measure.Window{Elapsed: 2500 * time.Millisecond}}
+	assert.InDelta(t, 125.0, run.CPUPer1k(200), 1e-9, "200m over 2.5 s is 500 CPU-ms, over 4000 requests")
+	run.Resources.Aligned, run.Resources.Elapsed = true, 20*time.Second
+	assert.InDelta(t, 100.0, run.CPUPer1k(200), 1e-9, "200m at 2000 req/s")
+	assert.Zero(t, (&Run{Load: &load.Result{}}).CPUPer1k(200))
+}

@@ -64,8 +64,11 @@ func TestWindowsAlignToKubeletRefreshes(t *testing.T) {
 		assert.Empty(t, run.Warnings, arm)
 		assert.GreaterOrEqual(t, run.Resources.Elapsed, period, "%s: the counters span a refresh interval, longer than the 400 ms window", arm)
 		assert.Less(t, took, 2*period+2*refreshChunk+3*time.Second, "%s: the wait is bounded by the refreshes", arm)
+		assert.True(t, run.Resources.Aligned, arm)
 		for _, u := range run.Resources.Usage {
 			assert.InDelta(t, 100, u.MilliCores, 1, "%s %s", arm, u.Name)
+			assert.InDelta(t, u.MilliCores/run.Load.AchievedQPS*1000, run.CPUPer1k(u.MilliCores), 1e-6,
+				"%s %s: per request, the rate over the window's throughput", arm, u.Name)
 		}
 	}
 
@@ -76,6 +79,7 @@ func TestWindowsAlignToKubeletRefreshes(t *testing.T) {
 		run, err := tg.Run(ctx, target.Spec{Arm: target.Meshed, Workload: target.Workload{Path: target.OneHop}, Load: o})
 		require.NoError(t, err)
 		found = len(run.CPUInvalid) > 0 || len(run.Warnings) > 0
+		assert.False(t, run.Resources.Aligned)
 	}
 	assert.True(t, found, "unaligned, a 400 ms window under a 1.5 s refresh leaves the counters diluted or unmoved")
 }

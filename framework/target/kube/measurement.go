@@ -54,6 +54,7 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) 
 	}
 	roleOf := withIdleLoadgens(m.t.roleOf(rs.a, pods), pods, rs.lgPods)
 	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
+	wr.Window.Aligned = m.after != nil
 	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)
 	return target.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid}, nil
 }
