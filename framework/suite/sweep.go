@@ -46,7 +46,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	arms := armsOf(tg, sc)
 	reps := s.reps()
 	total, per := s.logPlan(b, sc, key, conc, len(arms))
-	done := 0
+	done, started := 0, time.Now()
 	for _, c := range conc {
 		b.Run(key+"="+strconv.Itoa(c), func(b *testing.B) {
 			if !s.beforeRound(time.Duration(len(arms)) * per) {
@@ -63,7 +63,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 				for _, arm := range target.RoundOrder(arms, rep) {
 					done++
 					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, max(reps, rep+1), done, total,
-						(time.Duration(max(total-done+1, 1)) * per).Round(time.Second))
+						(time.Duration(max(total-done+1, 1)) * perRun(per, time.Since(started), done-1)).Round(time.Second))
 					rec, err := s.measure(b, tg, sc, c, arm, rep)
 					if err != nil {
 						s.fatalf(b, "%s/arm=%s: %v", label(b, sc), arm, err)
@@ -345,4 +345,14 @@ func (s *Suite) report(b *testing.B, recs []report.Record) {
 		b.ReportMetric(r.FirstSuccess.Seconds()*1e3, "first-ok-ms")
 		b.ReportMetric(r.Recovered.Seconds()*1e3, "recovery-ms")
 	}
+}
+
+// perRun is how long a run is expected to take: the planned time per
+// run, or the mean of the n runs that took elapsed when they took longer
+// (a cluster's set-up, or a wait for the kubelets' refreshes).
+func perRun(planned, elapsed time.Duration, n int) time.Duration {
+	if n <= 0 {
+		return planned
+	}
+	return max(planned, elapsed/time.Duration(n))
 }

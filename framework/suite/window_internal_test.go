@@ -56,3 +56,10 @@ func TestBenchtimeIsTheWindow(t *testing.T) {
 		assert.Equal(t, tc.want, c.Duration, tc.benchtime)
 	}
 }
+
+// The time left is planned from the windows until the runs take longer.
+func TestPerRunLearnsFromTheRuns(t *testing.T) {
+	assert.Equal(t, 4*time.Second, perRun(4*time.Second, 0, 0))
+	assert.Equal(t, 4*time.Second, perRun(4*time.Second, 6*time.Second, 2), "3 s a run: the plan stands")
+	assert.Equal(t, 30*time.Second, perRun(4*time.Second, 90*time.Second, 3))
+}

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,7 +50,13 @@ func TestWindowsAlignToKubeletRefreshes(t *testing.T) {
 	const period = 1500 * time.Millisecond
 	fc, ctx, m := startFakeCluster(t)
 	kl := &refreshingKubelet{fc: fc, period: period, served: map[string][]time.Time{}}
-	tg := fc.newTarget(t, Options{Mesh: m, CounterWait: 5 * time.Second})
+	var said []string
+	logf := func(f string, a ...any) {
+		if l := fmt.Sprintf(f, a...); strings.Contains(l, "keeps its load on") {
+			said = append(said, l)
+		}
+	}
+	tg := fc.newTarget(t, Options{Mesh: m, CounterWait: 5 * time.Second, Logf: logf})
 	tg.fetch = kl.fetch
 	require.NoError(t, tg.setUp(ctx))
 	t.Cleanup(func() { _ = tg.Close(context.Background()) })
@@ -71,6 +79,8 @@ func TestWindowsAlignToKubeletRefreshes(t *testing.T) {
 				"%s %s: per request, the rate over the window's throughput", arm, u.Name)
 		}
 	}
+
+	assert.Len(t, said, 1, "the cost is said once: %q", said)
 
 	// The same window, without waiting for the kubelets.
 	tg.o.CounterWait = -1

@@ -34,6 +34,9 @@ import (
 // candidate sidecar (Options.Candidate), the baseline, reference and
 // candidate arms. It implements target.Target and target.Armed.
 type Target struct {
+	// alignedSaid is closed once the first run aligned to the kubelets'
+	// refreshes has said what that costs.
+	alignedSaid sync.Once
 	o   Options
 	c   kubernetes.Interface
 	run string // random suffix shared by the run's namespaces

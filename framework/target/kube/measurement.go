@@ -55,6 +55,12 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) 
 	roleOf := withIdleLoadgens(m.t.roleOf(rs.a, pods), pods, rs.lgPods)
 	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
 	wr.Window.Aligned = m.after != nil
+	if wr.Window.Aligned {
+		m.t.alignedSaid.Do(func() {
+			m.t.o.Logf("kube target: CPU from the kubelets' counters: each run keeps its load on until they refresh, before its window (this run: %v, warm-up included) and after it (%v); -node-cpu=agent reads them at the instant",
+				m.warmed.Round(100*time.Millisecond), m.tail.Round(100*time.Millisecond))
+		})
+	}
 	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)
 	return target.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid}, nil
 }
