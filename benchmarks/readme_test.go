@@ -25,7 +25,7 @@ func TestREADMEExamples(t *testing.T) {
 		section = section[:end+4]
 	}
 	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(section, -1)
-	require.Len(t, blocks, 2, "a sweep and a fault")
+	require.Len(t, blocks, 3, "a sweep, a fault and a client setting")
 	files, err := filepath.Glob("*_test.go")
 	require.NoError(t, err)
 	var code strings.Builder

@@ -37,7 +37,7 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 		"BenchmarkOneHop": BenchmarkOneHop, "BenchmarkTwoHop": BenchmarkTwoHop, "BenchmarkPlacement": BenchmarkPlacement,
 		"BenchmarkProxyThreads": BenchmarkProxyThreads, "BenchmarkServiceTime": BenchmarkServiceTime,
 		"BenchmarkPayload": BenchmarkPayload, "BenchmarkRateLadder": BenchmarkRateLadder, "BenchmarkProxyKilled": BenchmarkProxyKilled,
-		"BenchmarkProtocols": BenchmarkProtocols, "BenchmarkUserFlow": BenchmarkUserFlow,
+		"BenchmarkProtocols": BenchmarkProtocols, "BenchmarkUserFlow": BenchmarkUserFlow, "BenchmarkConnectionChurn": BenchmarkConnectionChurn,
 	}
 	start := time.Now()
 	for _, name := range slices.Sorted(maps.Keys(scenarios)) {
@@ -82,6 +82,9 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 			assert.Contains(t, r.Invalid.String(), "no recovery within the window")
 			assert.Contains(t, r.InvalidKinds(), validity.FaultNotRecovered)
 		}
+	}
+	for _, r := range got["BenchmarkConnectionChurn"] {
+		assert.True(t, r.Workload.NewConnections, "%s: a new connection per request", r.Name())
 	}
 	for _, r := range got["BenchmarkPayload"] {
 		assert.Equal(t, map[string]int{"128B": 128, "1KiB": 1 << 10, "16KiB": 16 << 10, "100KiB": 100 << 10}[r.Labels.Value("payload")], r.Workload.ResponseSize)

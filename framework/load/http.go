@@ -53,6 +53,9 @@ func httpOptions(o Options) (*fhttp.HTTPOptions, error) {
 		H2:             o.Protocol == H2,
 		NumConnections: 1,
 		HTTPReqTimeOut: o.Timeout,
+		// a new connection per request: Connection: close, and the
+		// socket closed after each response
+		DisableKeepAlive: o.NewConnections,
 	}
 	for k, v := range o.Headers {
 		if err := ho.AddAndValidateExtraHeader(k + ":" + v); err != nil {

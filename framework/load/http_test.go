@@ -84,6 +84,30 @@ func TestHTTPRunnerConnections(t *testing.T) {
 		"every connection is closed after the window")
 }
 
+// TestHTTPRunnerNewConnections: with NewConnections every request,
+// counted or not, arrives on a TCP connection of its own; without it the
+// same load reuses one connection per thread.
+func TestHTTPRunnerNewConnections(t *testing.T) {
+	for _, fresh := range []bool{true, false} {
+		var n atomic.Int64
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { n.Add(1) }))
+		conns := &connStates{states: map[http.ConnState]int{}}
+		srv.Config.ConnState = conns.track
+		srv.Start()
+		res, err := Measure(context.Background(), Options{URL: srv.URL + "/", Concurrency: 3, Duration: 200 * time.Millisecond, NewConnections: fresh})
+		srv.Close()
+		require.NoError(t, err)
+		assert.Equal(t, map[int]int64{200: res.Requests}, res.Codes, "new connections %v", fresh)
+		assert.Greater(t, res.Requests, int64(3), "more requests than threads")
+		assert.Equal(t, res.Requests+3, n.Load(), "each thread's first request is not counted")
+		want := 3
+		if fresh {
+			want = int(n.Load())
+		}
+		assert.Equal(t, want, conns.count(http.StateNew), "new connections %v: accepted connections", fresh)
+	}
+}
+
 // TestHTTPRunnerH2 runs h2c with prior knowledge through fhttp's std
 // client.
 func TestHTTPRunnerH2(t *testing.T) {

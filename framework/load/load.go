@@ -90,6 +90,13 @@ type Options struct {
 	// RequestSize is the request body in bytes; non-zero turns GETs into
 	// POSTs. For grpc it is the ping request's payload. Default 0.
 	RequestSize int `json:"requestSize"`
+	// NewConnections opens a new TCP connection for every request, as a
+	// short-lived client does: keep-alive off (fhttp's DisableKeepAlive,
+	// which sends Connection: close), so each request pays a connect on
+	// the client's hop. http1 only (see CheckClient). Default false: one
+	// connection per unit of concurrency, kept alive. The targets set it
+	// from target.Workload.NewConnections.
+	NewConnections bool `json:"newConnections,omitempty"`
 	// Timeout is the per-request timeout (a gRPC call's deadline). Default 3s.
 	Timeout time.Duration `json:"timeout"`
 	// Resolution is the latency histogram's bucket divider. Default
@@ -161,15 +168,7 @@ func (o *Options) Normalize() error {
 	if o.Warmup < 0 {
 		o.Warmup = 0
 	}
-	if o.Protocol == "" {
-		o.Protocol = HTTP1
-	}
-	if _, err := ParseProtocol(string(o.Protocol)); err != nil {
-		errs = append(errs, err)
-	}
-	if o.RequestSize < 0 {
-		errs = append(errs, fmt.Errorf("request size %d: must be >= 0", o.RequestSize))
-	}
+	errs = append(errs, o.normalizeClient()...)
 	if o.Timeout == 0 {
 		o.Timeout = 3 * time.Second
 	}
@@ -190,6 +189,41 @@ func (o *Options) Normalize() error {
 	}
 	if o.MaxErrorRate < 0 || o.MaxErrorRate >= 1 {
 		errs = append(errs, fmt.Errorf("max error rate %v: must be in [0, 1)", o.MaxErrorRate))
+	}
+	return errors.Join(errs...)
+}
+
+// normalizeClient fills in and checks what the client sends: the
+// protocol, the request size and how it connects.
+func (o *Options) normalizeClient() []error {
+	var errs []error
+	if o.Protocol == "" {
+		o.Protocol = HTTP1
+	}
+	if _, err := ParseProtocol(string(o.Protocol)); err != nil {
+		errs = append(errs, err)
+	}
+	if o.RequestSize < 0 {
+		errs = append(errs, fmt.Errorf("request size %d: must be >= 0", o.RequestSize))
+	}
+	if err := o.CheckClient(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// CheckClient refuses client settings that do not go together: a new
+// connection per request (NewConnections) with h2 or grpc, which
+// multiplex every request over one connection, or with a Flow, whose
+// users keep their connections alive. Normalize calls it, and a target's
+// workload is checked with it before anything runs.
+func (o Options) CheckClient() error {
+	var errs []error
+	if o.NewConnections && o.Protocol != "" && o.Protocol != HTTP1 {
+		errs = append(errs, fmt.Errorf("new connections: protocol %s multiplexes requests over one connection; a new connection per request is http1 only", o.Protocol))
+	}
+	if o.NewConnections && o.Flow != nil {
+		errs = append(errs, errors.New("new connections: a flow's users keep their connections alive; a new connection per request drives connections, not a flow"))
 	}
 	return errors.Join(errs...)
 }

@@ -49,6 +49,12 @@ func TestNormalizeErrors(t *testing.T) {
 	}
 	o = Options{}
 	assert.EqualError(t, o.Normalize(), "url: missing")
+	o = Options{URL: "http://x:1/", Protocol: GRPC, NewConnections: true}
+	assert.EqualError(t, o.Normalize(), "new connections: protocol grpc multiplexes requests over one connection; a new connection per request is http1 only")
+	o = Options{URL: "http://x:1/", NewConnections: true, Flow: &Flow{Users: 1, Steps: []Step{{Name: "home", Path: "/"}}}}
+	assert.EqualError(t, o.Normalize(), "new connections: a flow's users keep their connections alive; a new connection per request drives connections, not a flow")
+	o = Options{URL: "http://x:1/", NewConnections: true}
+	assert.NoError(t, o.Normalize(), "http1 opens a new connection per request")
 }
 
 func TestParseProtocol(t *testing.T) {

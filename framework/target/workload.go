@@ -68,6 +68,13 @@ type Workload struct {
 	// speaks it on every hop: h2 and grpc are HTTP/2 end to end. On
 	// clusters h2 is the loadgen's hop only, and grpc is not served.
 	Protocol load.Protocol `json:"protocol"`
+	// NewConnections opens a new TCP connection for every request, as a
+	// short-lived client does, instead of keeping one per unit of
+	// concurrency alive: the churn is on the client's own hop (into its
+	// sidecar, or into the first workload); the sidecars' mTLS hop between
+	// them is pooled as before. http1 only, and not with a Flow.
+	// Default false: keep-alive.
+	NewConnections bool `json:"newConnections,omitempty"`
 	// ServiceTime is how long the backend takes per request, in every arm:
 	// a realistic call instead of an echo.
 	ServiceTime time.Duration `json:"serviceTime,omitempty"`
@@ -98,6 +105,7 @@ func (w *Workload) Normalize(def Workload) error {
 		w.RequestSize = def.RequestSize
 	}
 	w.Protocol = cmp.Or(w.Protocol, def.Protocol, load.HTTP1)
+	w.NewConnections = w.NewConnections || def.NewConnections
 	w.ServiceTime = cmp.Or(w.ServiceTime, def.ServiceTime)
 	w.Replicas = cmp.Or(w.Replicas, def.Replicas, 1)
 	w.Placement = cmp.Or(w.Placement, def.Placement, InMesh)
@@ -125,7 +133,20 @@ func (w *Workload) Normalize(def Workload) error {
 	if w.Flow != nil {
 		errs = append(errs, w.normalizeFlow()...)
 	}
+	client := load.Options{Flow: w.Flow}
+	w.SetClient(&client)
+	if err := client.CheckClient(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// SetClient copies what a client sends from w into the load's options:
+// the protocol, the request size and whether every request opens a new
+// connection. Both targets call it, so a new client setting is a field of
+// Workload and of load.Options, and a line here.
+func (w Workload) SetClient(o *load.Options) {
+	o.Protocol, o.RequestSize, o.NewConnections = w.Protocol, w.RequestSize, w.NewConnections
 }
 
 // normalizeFlow replaces w.Flow with a normalized copy and checks that

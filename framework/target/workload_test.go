@@ -28,6 +28,28 @@ func TestWorkloadFlow(t *testing.T) {
 	assert.EqualError(t, w.Normalize(Workload{}), "flow: steps: at least one")
 }
 
+// TestWorkloadNewConnections: a client that opens a new connection per
+// request is copied into the load's options, deploys nothing of its own,
+// and is refused where its requests share a connection anyway.
+func TestWorkloadNewConnections(t *testing.T) {
+	w := Workload{RequestSize: 64, NewConnections: true}
+	require.NoError(t, w.Normalize(Workload{}))
+	o := load.Options{URL: "http://x:1/", Protocol: load.H2, Concurrency: 8}
+	w.SetClient(&o)
+	assert.Equal(t, load.Options{URL: "http://x:1/", Protocol: load.HTTP1, RequestSize: 64, NewConnections: true, Concurrency: 8}, o)
+	kept := Workload{}
+	require.NoError(t, kept.Normalize(Workload{}))
+	assert.Equal(t, kept.Deployment(), w.Deployment(), "the client's connections deploy nothing")
+	w = Workload{}
+	require.NoError(t, w.Normalize(Workload{NewConnections: true}))
+	assert.True(t, w.NewConnections, "the target's default")
+
+	w = Workload{Protocol: load.GRPC, NewConnections: true}
+	assert.EqualError(t, w.Normalize(Workload{}), "new connections: protocol grpc multiplexes requests over one connection; a new connection per request is http1 only")
+	w = Workload{NewConnections: true, Flow: &load.Flow{Steps: []load.Step{{Name: "home"}}}}
+	assert.EqualError(t, w.Normalize(Workload{}), "new connections: a flow's users keep their connections alive; a new connection per request drives connections, not a flow")
+}
+
 // TestFaultActions: a fault reads like the scenario, whatever it does;
 // an action no target knows is refused with the known ones.
 func TestFaultActions(t *testing.T) {

@@ -115,6 +115,11 @@ func runQuery(o load.Options, d time.Duration) (url.Values, []byte, error) {
 	if o.Protocol == load.H2 {
 		q.Set("h2", "on") // h2c with prior knowledge on http:// URLs
 	}
+	if o.NewConnections {
+		// fortio's REST API has no keep-alive switch: each connection
+		// carries one request, then the client closes it
+		q.Set("connection-reuse", "1")
+	}
 	if o.Labels != "" {
 		q.Set("labels", o.Labels)
 	}

@@ -109,6 +109,10 @@ type fakeApp struct {
 	requests atomic.Int64
 	// failUntil, in Unix nanoseconds, makes the app answer 503 until then.
 	failUntil atomic.Int64
+	// loads counts the load's requests (not status or health checks), and
+	// peers the client addresses they came from: one per TCP connection.
+	loads atomic.Int64
+	peers sync.Map
 }
 
 func newFakeCluster(t *testing.T) *fakeCluster {
@@ -158,6 +162,8 @@ func (fc *fakeCluster) app(ns string, c manifests.Component) *fakeApp {
 		case manifests.HealthPath:
 			_, _ = io.WriteString(w, "ok\n")
 		default:
+			a.loads.Add(1)
+			a.peers.Store(r.RemoteAddr, true)
 			if time.Now().UnixNano() < a.failUntil.Load() {
 				http.Error(w, "sidecar down", http.StatusServiceUnavailable)
 				return

@@ -108,7 +108,7 @@ func (t *Target) prepare(ctx context.Context, s target.Spec) (*runState, error) 
 		return nil, err
 	}
 	rs := &runState{s: s, w: w, o: s.Load, a: t.runArm(base, w)}
-	rs.o.Protocol, rs.o.RequestSize = w.Protocol, w.RequestSize
+	w.SetClient(&rs.o)
 	rs.o.URL = rs.a.url(w.Path, rs.o.Protocol)
 	fr, err := t.planFault(ctx, rs.a, s.Fault)
 	if err != nil {

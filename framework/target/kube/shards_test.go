@@ -105,6 +105,12 @@ func TestRunQuery(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "on", q.Get("h2"), "fortio's h2c")
 	assert.Empty(t, q.Get("hdr"), "HDR recorded by default")
+	assert.Empty(t, q.Get("connection-reuse"), "keep-alive by default")
+
+	fresh := opts(t, load.Options{NewConnections: true})
+	q, _, err = runQuery(fresh, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "1", q.Get("connection-reuse"), "one request per connection")
 
 	noHDR := opts(t, load.Options{NoHDR: true})
 	q, _, err = runQuery(noHDR, time.Second)

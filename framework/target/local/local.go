@@ -445,7 +445,8 @@ func (t *Target) Run(ctx context.Context, s target.Spec) (*target.Run, error) {
 // own URL (its own outbound sidecar in the mesh).
 func (t *Target) shards(s target.Spec, w target.Workload, ar *arm) []load.Options {
 	o := s.Load
-	o.Protocol, o.RequestSize, o.Flow = w.Protocol, w.RequestSize, w.Flow
+	w.SetClient(&o)
+	o.Flow = w.Flow
 	// the scenario's own headers go on the wire too; the source header
 	// says the request came from the loadgen (the path proof reads it)
 	o.Headers = maps.Clone(o.Headers)

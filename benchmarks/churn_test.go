@@ -1,0 +1,19 @@
+package benchmarks
+
+import (
+	"testing"
+
+	"github.com/meshbench/meshbench/framework/suite"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// BenchmarkConnectionChurn is a client that opens a new connection for
+// every request (a script, a function, a client without a pool), baseline
+// against meshed, across the concurrency sweep. The churn is on the
+// client's own hop: a TCP connect and accept per request into its
+// outbound sidecar, or into the backend in the baseline. The sidecars keep
+// their mTLS connections to each other pooled, so it is not an mTLS
+// handshake per request.
+func BenchmarkConnectionChurn(b *testing.B) {
+	mb.Sweep(b, suite.Scenario{Workload: target.Workload{NewConnections: true}})
+}
