@@ -1,9 +1,14 @@
 package suite
 
 import (
+	"flag"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/arms"
 )
 
 // The gate names its arms as the target runs them: on a cluster the
@@ -22,14 +27,93 @@ func TestCandidateGateArms(t *testing.T) {
 		{Config{Target: "remote", Mesh: "istio", Candidate: "rev=canary"}, "the default injector (istio-injection=enabled)", "rev=canary"},
 		{Config{Target: "kind", Mesh: "istio", MeshRevision: "canary", Candidate: "rev=canary"}, "rev=canary", "rev=canary"},
 	} {
+		parsed(t, &tc.c)
 		ref, cand := tc.c.gateArms()
 		assert.Equal(t, tc.ref, ref, tc.c.Candidate)
 		assert.Equal(t, tc.cand, cand, tc.c.Candidate)
 	}
 	c := Config{Target: "kind", NginxImage: "mb/nginx:1", Candidate: "mb/nginx:2+no-keepalive"}
+	parsed(t, &c)
 	assert.Equal(t, "mb/nginx:2", c.candidateImage(), "loaded into kind's nodes")
 	c.Candidate = "+no-keepalive"
+	parsed(t, &c)
 	assert.Empty(t, c.candidateImage(), "the reference's image, loaded anyway")
 	c.Candidate = "rev=canary"
+	parsed(t, &c)
 	assert.Empty(t, c.candidateImage(), "a revision brings no image to load")
+}
+
+// parsed sets c's typed specs as Normalize does, from c.Sidecar and
+// c.Candidate, without checking them against a mesh.
+func parsed(t *testing.T, c *Config) {
+	t.Helper()
+	c.SidecarSpec, c.CandidateSpec = arms.Spec{}, nil
+	switch {
+	case c.Target == "local":
+		require.NoError(t, c.checkLocalSidecars())
+	case c.Candidate != "":
+		cand, err := arms.ParseCluster(c.Candidate)
+		require.NoError(t, err)
+		c.CandidateSpec = &cand
+	}
+}
+
+// Normalize parses -sidecar and -candidate once into the typed specs the
+// targets receive; the strings stay as the flags wrote them, for the
+// results.
+func TestNormalizeParsesTheArmsOnce(t *testing.T) {
+	cfg, err := normalizeFlags(t, "-sidecar", "caddy+access-log+no-keepalive", "-candidate", "caddy@v2.11.9+no-keepalive")
+	require.NoError(t, err)
+	assert.Equal(t, arms.Spec{Proxy: "caddy", Variants: []arms.Variant{arms.AccessLog, arms.NoKeepAlive}}, cfg.SidecarSpec)
+	assert.Equal(t, &arms.Spec{Proxy: "caddy", Version: "v2.11.9", Variants: []arms.Variant{arms.NoKeepAlive}}, cfg.CandidateSpec)
+	assert.Equal(t, "caddy+access-log+no-keepalive", cfg.Sidecar)
+	cfg, err = normalizeFlags(t, "-target", "kind", "-candidate", "mb/nginx:2+no-keepalive")
+	require.NoError(t, err)
+	assert.Equal(t, arms.Spec{}, cfg.SidecarSpec, "-sidecar is the local target's")
+	assert.Equal(t, &arms.Spec{Image: "mb/nginx:2", Variants: []arms.Variant{arms.NoKeepAlive}}, cfg.CandidateSpec)
+	cfg, err = normalizeFlags(t)
+	require.NoError(t, err)
+	assert.Equal(t, arms.Spec{Proxy: "caddy"}, cfg.SidecarSpec)
+	assert.Nil(t, cfg.CandidateSpec)
+}
+
+// The suite names the flag a refused spec came from; the targets and the
+// grammar name none.
+func TestCandidateErrorsNameTheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-sidecar", "nginx@1.27.0"},
+			`-sidecar/-candidate: sidecar "nginx@1.27.0": nginx is taken from PATH, so no version of it can be built; install the version you want and write -sidecar=nginx`},
+		{[]string{"-candidate", "haproxy@1.0.0+no-keepalive"},
+			`-sidecar/-candidate: candidate: sidecar "haproxy@1.0.0": haproxy is taken from PATH, so no version of it can be built; install the version you want and write -sidecar=haproxy`},
+		{[]string{"-candidate", "nginx+access-log"},
+			`-sidecar/-candidate: candidate: sidecar "nginx+access-log": nginx has no +access-log variant; only caddy does`},
+		{[]string{"-sidecar", "nginx+no-keepalive+access-log", "-candidate", "caddy"},
+			`-sidecar/-candidate: sidecar "nginx+no-keepalive+access-log": nginx has no +no-keepalive variant; only caddy does`},
+		{[]string{"-candidate", "caddy@latest"},
+			`-sidecar/-candidate: candidate: sidecar "caddy@latest": version "latest" is not an exact module version; want e.g. caddy@v2.10.2`},
+		{[]string{"-target", "kind", "-candidate", "nginx:1.27+fast"},
+			`-candidate=nginx:1.27+fast: "nginx:1.27+fast" is not an image reference (want e.g. registry.local/nginx:1.27, optionally ending in +no-keepalive, or +no-keepalive alone for the reference's image)`},
+		{[]string{"-target", "kind", "-mesh", "istio", "-candidate", "nginx:1.27"},
+			"-candidate=nginx:1.27: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=istio " +
+				"(with -mesh=istio, gate another revision with -candidate=rev=NAME; for another mesh, gate against a stored run with -reference)"},
+		{[]string{"-target", "kind", "-mesh", "linkerd", "-candidate", "+no-keepalive"},
+			"-candidate=+no-keepalive: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=linkerd " +
+				"(for another mesh, gate against a stored run with -reference)"},
+	} {
+		_, err := normalizeFlags(t, tc.args...)
+		assert.EqualError(t, err, tc.want, "%q", tc.args)
+	}
+}
+
+// normalizeFlags is the Config the flags args give, normalized.
+func normalizeFlags(t *testing.T, args ...string) (*Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg := RegisterFlags(fs)
+	require.NoError(t, fs.Parse(args))
+	return cfg, cfg.Normalize()
 }

@@ -155,10 +155,6 @@ func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options,
 	if err != nil {
 		return kube.Options{}, fmt.Errorf("-placement: %w", err)
 	}
-	cand, err := c.kubeCandidate()
-	if err != nil {
-		return kube.Options{}, err
-	}
 	var nodeExec kube.NodeExec
 	if s.cl.kind != nil {
 		nodeExec = kindNodeExec(s.cl.kind.Name())
@@ -167,7 +163,7 @@ func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options,
 		Name:            c.Target,
 		NodeExec:        nodeExec,
 		Mesh:            m,
-		Candidate:       cand,
+		Candidate:       c.CandidateSpec,
 		Placement:       placement,
 		Loadgens:        c.Loadgens,
 		NamespacePrefix: c.Namespace,

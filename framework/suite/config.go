@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target/kube"
-	"github.com/meshbench/meshbench/framework/target/local"
 )
 
 // Config is the harness settings, set by flags. Every field's default is
@@ -49,6 +49,12 @@ type Config struct {
 	// Candidate, when set, is an upgrade gate's candidate sidecar; Sidecar
 	// is then the reference. The arms are baseline, reference, candidate.
 	Candidate string `json:"candidate,omitempty"`
+	// SidecarSpec and CandidateSpec are -sidecar and -candidate as the
+	// targets read them, parsed once by Normalize: on the local target
+	// both (arms.ParseLocal), on a cluster the candidate
+	// (arms.ParseCluster). CandidateSpec is nil without a candidate.
+	SidecarSpec   arms.Spec  `json:"-"`
+	CandidateSpec *arms.Spec `json:"-"`
 	// Gate is the gate fixture, "none" for no decision; MaxCount the
 	// rounds a point may grow to while its gate is inconclusive.
 	Gate     string `json:"gate,omitempty"`
@@ -484,16 +490,14 @@ func (c *Config) checkLoad() []error {
 	return errs
 }
 
-// checkSidecars checks -sidecar and -candidate before anything is built.
+// checkSidecars parses and checks -sidecar and -candidate before
+// anything is built.
 func (c *Config) checkSidecars() []error {
 	if c.Target != "local" {
 		return c.checkClusterCandidate()
 	}
-	if err := c.checkLocalCandidate(); err != nil {
+	if err := c.checkLocalSidecars(); err != nil {
 		return []error{err}
-	}
-	if err := local.CheckSidecars(c.Sidecar, c.Candidate); err != nil {
-		return []error{fmt.Errorf("-sidecar/-candidate: %w", err)}
 	}
 	return nil
 }

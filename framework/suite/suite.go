@@ -220,8 +220,8 @@ func (s *Suite) defaultTarget(ctx context.Context, c *Config, logf func(string, 
 		return s.kubeTarget(ctx, c, logf)
 	}
 	tg, err := local.New(ctx, local.Options{
-		Sidecar:            c.Sidecar,
-		Candidate:          c.Candidate,
+		Sidecar:            c.SidecarSpec,
+		Candidate:          c.CandidateSpec,
 		SidecarThreads:     c.SidecarThreads,
 		Protocol:           c.Protocol,
 		ResponseSize:       c.ResponseSize,

@@ -38,7 +38,7 @@ func newSuite(t *testing.T, args ...string) (*suite.Suite, **local.Target) {
 	var tg *local.Target
 	s.NewTarget = func(ctx context.Context, c *suite.Config, logf func(string, ...any)) (target.Target, error) {
 		var err error
-		tg, err = local.New(ctx, local.Options{Sidecar: c.Sidecar, Candidate: c.Candidate, ResponseSize: c.ResponseSize, Protocol: c.Protocol,
+		tg, err = local.New(ctx, local.Options{Sidecar: c.SidecarSpec, Candidate: c.CandidateSpec, ResponseSize: c.ResponseSize, Protocol: c.Protocol,
 			MeshedBackendDelay: c.MeshedBackendDelay, Logf: logf})
 		if err != nil {
 			return nil, err

@@ -3,153 +3,124 @@ package kube
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
-// Candidate is an upgrade gate's candidate: a sidecar on the bring-your-own
-// sidecar mesh (-mesh=sidecar), or an Istio revision (-mesh=istio). With
-// one, the target's arms are baseline, reference and candidate: the
-// reference is the mesh's sidecar as configured (with Istio, injected by
-// the reference revision), the candidate the same sidecar with another
-// image and/or configuration (or injected by the candidate revision), each
-// meshed arm in its own namespace with its own workloads, run interleaved
-// like the ordinary arms.
-type Candidate struct {
-	// Revision is the Istio revision (istio.io/rev) that injects the
-	// candidate arm; "" for a sidecar candidate. A revision candidate has
-	// no Image and no NoKeepAlive.
-	Revision string
-	// Image is the candidate sidecar's image; "" is the reference's.
-	Image string
-	// NoKeepAlive turns keep-alive between the candidate's sidecars off
-	// (manifests.Sidecar.NoKeepAlive): a variant of the nginx configuration
-	// the harness renders, so only for the sidecar it wires itself.
-	NoKeepAlive bool
+// A candidate (Options.Candidate, an arms.Spec parsed by
+// arms.ParseCluster) is an upgrade gate's candidate: a sidecar on the
+// bring-your-own sidecar mesh, or an Istio revision. With one, the
+// target's arms are baseline, reference and candidate: the reference is
+// the mesh's sidecar as configured (with Istio, injected by the reference
+// revision), the candidate the same sidecar with another image and/or
+// configuration (or injected by the candidate revision), each meshed arm
+// in its own namespace with its own workloads, run interleaved like the
+// ordinary arms.
+
+// Refusal is why a mesh cannot run a candidate beside its reference.
+type Refusal int
+
+// The refusals of CheckCandidate.
+const (
+	// NotSidecarMesh: only the bring-your-own sidecar mesh runs a
+	// candidate sidecar beside the reference.
+	NotSidecarMesh Refusal = iota + 1
+	// VariantOwnWiring: a configuration variant is one of the nginx
+	// configuration the harness renders, and the sidecar wires itself.
+	VariantOwnWiring
+	// VariantOwnArgs: the sidecar's own arguments replace the nginx
+	// configuration the harness renders, variant and all.
+	VariantOwnArgs
+	// AmbientRevision: Istio ambient's ztunnel serves every revision, so
+	// two revisions' data planes cannot run side by side.
+	AmbientRevision
+	// NotRevisioned: a revision candidate on a mesh without revisions.
+	NotRevisioned
+)
+
+// CandidateError is a candidate a mesh cannot run beside its reference.
+// Its message names no flag; the caller says where the candidate came
+// from.
+type CandidateError struct {
+	// Candidate is the refused candidate.
+	Candidate arms.Spec
+	// Mesh is the mesh's name, e.g. "istio".
+	Mesh string
+	// Why is the refusal.
+	Why Refusal
+	// Revisioned is whether the mesh runs revisions side by side (a
+	// NotSidecarMesh mesh can gate a revision instead).
+	Revisioned bool
+	// Args are the sidecar's own arguments (VariantOwnArgs).
+	Args []string
 }
 
-// NoKeepAliveVariant is the configuration variant a candidate can end in,
-// as on the local target ("caddy+no-keepalive").
-const NoKeepAliveVariant = "+no-keepalive"
+func (e *CandidateError) Error() string {
+	return "candidate " + e.Candidate.String() + ": " + e.Reason()
+}
 
-// imageRef is a container image reference: [host[:port]/]path[:tag][@digest]
-// (the grammar of github.com/distribution/reference).
-var imageRef = func() *regexp.Regexp {
-	const (
-		host   = `(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?`
-		path   = `[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*`
-		tag    = `[\w][\w.-]{0,127}`
-		digest = `[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}`
-	)
-	return regexp.MustCompile(`^(?:` + host + `/)?` + path + `(?:/` + path + `)*(?::` + tag + `)?(?:@` + digest + `)?$`)
-}()
-
-// RevisionPrefix starts a candidate that is an Istio revision
-// ("rev=canary"). An image reference has no "=", so the two cannot be
-// confused.
-const RevisionPrefix = "rev="
-
-// ParseCandidate reads a candidate as -candidate writes it on a cluster:
-// IMAGE, IMAGE+no-keepalive, or +no-keepalive (the reference's image with
-// keep-alive between sidecars off), or rev=NAME (an Istio revision). ""
-// is no candidate (nil).
-func ParseCandidate(spec string) (*Candidate, error) {
-	if spec == "" {
-		return nil, nil
-	}
-	if rev, ok := strings.CutPrefix(spec, RevisionPrefix); ok {
-		if rev == "" {
-			return nil, fmt.Errorf("-candidate=%s: no revision name (want e.g. %scanary, the revision istioctl install --revision=canary installs)", spec, RevisionPrefix)
+// Reason is why the mesh cannot run the candidate, without the candidate.
+func (e *CandidateError) Reason() string {
+	switch e.Why {
+	case NotSidecarMesh:
+		also := ""
+		if e.Revisioned {
+			also = "; it can gate another revision"
 		}
-		if msgs := validation.IsDNS1123Label(rev); len(msgs) > 0 {
-			return nil, fmt.Errorf("-candidate=%s: %q is not a revision name: %s", spec, rev, strings.Join(msgs, "; "))
-		}
-		return &Candidate{Revision: rev}, nil
+		return "on a cluster only the bring-your-own sidecar mesh runs a candidate sidecar beside the reference, not " + e.Mesh + also
+	case VariantOwnWiring:
+		return fmt.Sprintf("%s is a variant of the nginx configuration meshbench renders, and this sidecar brings its own wiring", arms.NoKeepAlive)
+	case VariantOwnArgs:
+		return fmt.Sprintf("%s is a variant of the nginx configuration meshbench renders, which the sidecar's own arguments %q replace", arms.NoKeepAlive, e.Args)
+	case AmbientRevision:
+		return "Istio ambient runs one ztunnel per node for every revision, so two revisions' data planes cannot run side by side"
 	}
-	c := &Candidate{Image: spec}
-	if img, ok := strings.CutSuffix(spec, NoKeepAliveVariant); ok {
-		c.Image, c.NoKeepAlive = img, true
-	}
-	if c.Image != "" && !imageRef.MatchString(c.Image) {
-		return nil, fmt.Errorf("-candidate=%s: %q is not an image reference (want e.g. registry.local/nginx:1.27, optionally ending in %s, or %s alone for the reference's image)",
-			spec, c.Image, NoKeepAliveVariant, NoKeepAliveVariant)
-	}
-	return c, nil
+	return "a revision is an Istio control plane (istio.io/rev), only with the istio mesh, not " + e.Mesh
 }
 
-// String is the candidate as -candidate writes it.
-func (c *Candidate) String() string {
-	switch {
-	case c == nil:
-		return ""
-	case c.Revision != "":
-		return RevisionPrefix + c.Revision
-	case c.NoKeepAlive:
-		return c.Image + NoKeepAliveVariant
+// CheckCandidate checks that mesh m can run candidate c beside its
+// reference, before anything is deployed; the error is a *CandidateError.
+func CheckCandidate(m mesh.Mesh, c arms.Spec) error {
+	refuse := func(why Refusal) error {
+		_, revisioned := m.(mesh.Revisioned)
+		return &CandidateError{Candidate: c, Mesh: m.Name(), Why: why, Revisioned: revisioned}
 	}
-	return c.Image
-}
-
-// CheckCandidate parses spec (see ParseCandidate) and checks that mesh m
-// can run it beside its reference, before anything is deployed.
-func CheckCandidate(m mesh.Mesh, spec string) (*Candidate, error) {
-	c, err := ParseCandidate(spec)
-	if err != nil || c == nil {
-		return c, err
-	}
-	return c, c.check(m)
-}
-
-// check refuses a candidate mesh m cannot run beside its reference.
-func (c *Candidate) check(m mesh.Mesh) error {
 	if c.Revision != "" {
-		return c.checkRevision(m)
+		switch _, ok := m.(mesh.Revisioned); {
+		case ok:
+			return nil
+		case m.Name() == "istio-ambient":
+			return refuse(AmbientRevision)
+		}
+		return refuse(NotRevisioned)
 	}
 	sp, ok := m.(mesh.SidecarProxy)
 	if !ok {
-		also := ""
-		if _, ok := m.(mesh.Revisioned); ok {
-			also = "with -mesh=" + m.Name() + ", gate another revision with -candidate=" + RevisionPrefix + "NAME; "
-		}
-		return fmt.Errorf("-candidate=%s: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=%s (%sfor another mesh, gate against a stored run with -reference)",
-			c, m.Name(), also)
+		return refuse(NotSidecarMesh)
 	}
 	_, _, args := sp.Proxy()
 	switch {
-	case c.NoKeepAlive && !sp.Wired():
-		return fmt.Errorf("-candidate=%s: %s is a variant of the nginx configuration meshbench renders, and this sidecar brings its own wiring", c, NoKeepAliveVariant)
-	case c.NoKeepAlive && len(args) > 0:
-		return fmt.Errorf("-candidate=%s: %s is a variant of the nginx configuration meshbench renders, which the sidecar's own arguments %q replace", c, NoKeepAliveVariant, args)
+	case c.NoKeepAlive() && !sp.Wired():
+		return refuse(VariantOwnWiring)
+	case c.NoKeepAlive() && len(args) > 0:
+		e := refuse(VariantOwnArgs).(*CandidateError)
+		e.Args = args
+		return e
 	}
 	return nil
 }
 
-// checkRevision refuses a revision candidate on a mesh without revisions
-// that run side by side.
-func (c *Candidate) checkRevision(m mesh.Mesh) error {
-	if _, ok := m.(mesh.Revisioned); ok {
-		return nil
-	}
-	if m.Name() == "istio-ambient" {
-		return fmt.Errorf("-candidate=%s: Istio ambient runs one ztunnel per node for every revision, so two revisions' data planes cannot run side by side; "+
-			"gate an ambient upgrade against a stored run with -reference (a run before the upgrade)", c)
-	}
-	return fmt.Errorf("-candidate=%s: a revision is an Istio control plane (istio.io/rev), only with -mesh=istio, not -mesh=%s (for another mesh, gate against a stored run with -reference)",
-		c, m.Name())
-}
-
-// describe says what the candidate runs, against reference image ref.
-func (c *Candidate) describe(ref string) string {
+// describeCandidate says what candidate c runs, against reference image
+// ref.
+func describeCandidate(c *arms.Spec, ref string) string {
 	s := cmp.Or(c.Image, ref)
-	if c.NoKeepAlive {
+	if c.NoKeepAlive() {
 		s += ", no keep-alive between sidecars"
 	}
 	return s
@@ -204,7 +175,7 @@ func (t *Target) wireCandidate(ref *manifests.Sidecar) {
 	}
 	p := *ref
 	p.Image = cmp.Or(c.Image, p.Image)
-	p.NoKeepAlive = c.NoKeepAlive
+	p.NoKeepAlive = c.NoKeepAlive()
 	a.proxy = &p
 }
 
@@ -231,7 +202,7 @@ func (t *Target) armsConfig(cfg map[string]string) {
 	}
 	ref := t.referenceImage()
 	cfg["arm."+string(target.Reference)] = ref
-	cfg["arm."+string(target.Candidate)] = t.o.Candidate.describe(ref)
+	cfg["arm."+string(target.Candidate)] = describeCandidate(t.o.Candidate, ref)
 }
 
 // setProxyImage sets the image of the proxy container name in tmpl.

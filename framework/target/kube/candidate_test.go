@@ -14,107 +14,76 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
-func TestKubeParseCandidate(t *testing.T) {
-	for spec, want := range map[string]*Candidate{
-		"":                                   nil,
-		"nginx":                              {Image: "nginx"},
-		"meshbench/nginx:1.27":               {Image: "meshbench/nginx:1.27"},
-		"localhost:5000/a/b:v1+no-keepalive": {Image: "localhost:5000/a/b:v1", NoKeepAlive: true},
-		"+no-keepalive":                      {NoKeepAlive: true},
-		"rev=canary":                         {Revision: "canary"},
-		"rev=1-28-0":                         {Revision: "1-28-0"},
-		"nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef": {
-			Image: "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
-	} {
-		c, err := ParseCandidate(spec)
-		require.NoError(t, err, spec)
-		assert.Equal(t, want, c, spec)
-		assert.Equal(t, spec, c.String(), "written back as the flag wrote it")
-	}
-	// A revision is a DNS label, as -mesh-revision's; an image reference
-	// has no "=".
-	for spec, want := range map[string]string{
-		"rev=":       "-candidate=rev=: no revision name (want e.g. rev=canary, the revision istioctl install --revision=canary installs)",
-		"rev=1.28":   `-candidate=rev=1.28: "1.28" is not a revision name: must not contain dots`,
-		"rev=Canary": `-candidate=rev=Canary: "Canary" is not a revision name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
-		"nginx=1.27": `-candidate=nginx=1.27: "nginx=1.27" is not an image reference (want e.g. registry.local/nginx:1.27, optionally ending in +no-keepalive, or +no-keepalive alone for the reference's image)`,
-		"revision=a": `-candidate=revision=a: "revision=a" is not an image reference (want e.g. registry.local/nginx:1.27, optionally ending in +no-keepalive, or +no-keepalive alone for the reference's image)`,
-	} {
-		_, err := ParseCandidate(spec)
-		assert.EqualError(t, err, want, spec)
-	}
-	for _, spec := range []string{"Nginx:1.27", "nginx:1.27+fast", "caddy@v2.11.9", "nginx 1.27", "-nginx"} {
-		_, err := ParseCandidate(spec)
-		require.Error(t, err, spec)
-		assert.Contains(t, err.Error(), "-candidate="+spec+": ", spec)
-		assert.Contains(t, err.Error(), "is not an image reference", spec)
-	}
-}
-
-// A candidate is refused before anything runs, naming the flag, where
-// the mesh cannot run it beside its reference.
+// A candidate is refused before anything runs where the mesh cannot run
+// it beside its reference, naming no flag (the suite names them).
 func TestKubeCandidateRefusedBeforeAnythingRuns(t *testing.T) {
 	newMesh := func(name string, opts ...mesh.Option) mesh.Mesh {
 		m, err := mesh.New(name, opts...)
 		require.NoError(t, err)
 		return m
 	}
+	noKeepAlive := []arms.Variant{arms.NoKeepAlive}
 	noEvidence := func(context.Context, kubernetes.Interface, string) ([]mesh.Edge, error) { return nil, nil }
 	for _, tc := range []struct {
 		name string
 		m    mesh.Mesh
-		c    Candidate
-		want string
+		c    arms.Spec
+		want CandidateError
+		msg  string
 	}{
-		{"istio", newMesh("istio"), Candidate{Image: "nginx:1.27"},
-			"-candidate=nginx:1.27: on a cluster only the bring-your-own sidecar mesh (-mesh=sidecar) runs a candidate sidecar beside the reference, not -mesh=istio " +
-				"(with -mesh=istio, gate another revision with -candidate=rev=NAME; for another mesh, gate against a stored run with -reference)"},
-		{"ambient revision", newMesh("istio-ambient"), Candidate{Revision: "canary"},
-			"-candidate=rev=canary: Istio ambient runs one ztunnel per node for every revision, so two revisions' data planes cannot run side by side; " +
-				"gate an ambient upgrade against a stored run with -reference (a run before the upgrade)"},
-		{"ambient waypoint revision", newMesh("istio-ambient", mesh.WithWaypoint(mesh.DefaultWaypoint)), Candidate{Revision: "canary"},
-			"-candidate=rev=canary: Istio ambient runs one ztunnel per node for every revision"},
-		{"linkerd revision", newMesh("linkerd"), Candidate{Revision: "canary"},
-			"-candidate=rev=canary: a revision is an Istio control plane (istio.io/rev), only with -mesh=istio, not -mesh=linkerd (for another mesh, gate against a stored run with -reference)"},
-		{"sidecar revision", newMesh("sidecar"), Candidate{Revision: "canary"},
-			"-candidate=rev=canary: a revision is an Istio control plane (istio.io/rev), only with -mesh=istio, not -mesh=sidecar"},
-		{"none", newMesh("none"), Candidate{NoKeepAlive: true}, "-candidate=+no-keepalive: on a cluster only"},
-		{"own wiring", newMesh("sidecar", mesh.WithMTLSEvidence(noEvidence)), Candidate{NoKeepAlive: true},
-			"-candidate=+no-keepalive: +no-keepalive is a variant of the nginx configuration meshbench renders, and this sidecar brings its own wiring"},
-		{"own arguments", newMesh("sidecar", mesh.WithSidecar("proxy", "envoy:v1", "-c", "/etc/envoy.yaml")), Candidate{Image: "envoy:v2", NoKeepAlive: true},
-			"-candidate=envoy:v2+no-keepalive: +no-keepalive is a variant of the nginx configuration meshbench renders, which the sidecar's own arguments"},
+		{"istio", newMesh("istio"), arms.Spec{Image: "nginx:1.27"}, CandidateError{Mesh: "istio", Why: NotSidecarMesh, Revisioned: true},
+			"candidate nginx:1.27: on a cluster only the bring-your-own sidecar mesh runs a candidate sidecar beside the reference, not istio; it can gate another revision"},
+		{"ambient revision", newMesh("istio-ambient"), arms.Spec{Revision: "canary"}, CandidateError{Mesh: "istio-ambient", Why: AmbientRevision},
+			"candidate rev=canary: Istio ambient runs one ztunnel per node for every revision, so two revisions' data planes cannot run side by side"},
+		{"ambient waypoint revision", newMesh("istio-ambient", mesh.WithWaypoint(mesh.DefaultWaypoint)), arms.Spec{Revision: "canary"}, CandidateError{Mesh: "istio-ambient", Why: AmbientRevision},
+			"candidate rev=canary: Istio ambient runs one ztunnel per node for every revision, so two revisions' data planes cannot run side by side"},
+		{"linkerd revision", newMesh("linkerd"), arms.Spec{Revision: "canary"}, CandidateError{Mesh: "linkerd", Why: NotRevisioned},
+			"candidate rev=canary: a revision is an Istio control plane (istio.io/rev), only with the istio mesh, not linkerd"},
+		{"sidecar revision", newMesh("sidecar"), arms.Spec{Revision: "canary"}, CandidateError{Mesh: "sidecar", Why: NotRevisioned},
+			"candidate rev=canary: a revision is an Istio control plane (istio.io/rev), only with the istio mesh, not sidecar"},
+		{"none", newMesh("none"), arms.Spec{Variants: noKeepAlive}, CandidateError{Mesh: "none", Why: NotSidecarMesh},
+			"candidate +no-keepalive: on a cluster only the bring-your-own sidecar mesh runs a candidate sidecar beside the reference, not none"},
+		{"own wiring", newMesh("sidecar", mesh.WithMTLSEvidence(noEvidence)), arms.Spec{Variants: noKeepAlive}, CandidateError{Mesh: "sidecar", Why: VariantOwnWiring},
+			"candidate +no-keepalive: +no-keepalive is a variant of the nginx configuration meshbench renders, and this sidecar brings its own wiring"},
+		{"own arguments", newMesh("sidecar", mesh.WithSidecar("proxy", "envoy:v1", "-c", "/etc/envoy.yaml")), arms.Spec{Image: "envoy:v2", Variants: noKeepAlive},
+			CandidateError{Mesh: "sidecar", Why: VariantOwnArgs, Args: []string{"-c", "/etc/envoy.yaml"}},
+			`candidate envoy:v2+no-keepalive: +no-keepalive is a variant of the nginx configuration meshbench renders, which the sidecar's own arguments ["-c" "/etc/envoy.yaml"] replace`},
 	} {
 		c := fake.NewClientset()
 		cand := tc.c
 		_, err := newTarget(c, Options{Mesh: tc.m, Candidate: &cand})
 		require.Error(t, err, tc.name)
-		assert.Contains(t, err.Error(), tc.want, tc.name)
+		assert.Contains(t, err.Error(), tc.msg, tc.name)
 		assert.Empty(t, c.Actions(), "%s: nothing asked of the cluster", tc.name)
-		_, err = CheckCandidate(tc.m, cand.String())
-		assert.ErrorContains(t, err, tc.want, tc.name)
+		err = CheckCandidate(tc.m, cand)
+		assert.EqualError(t, err, tc.msg, tc.name)
+		var ce *CandidateError
+		require.ErrorAs(t, err, &ce, tc.name)
+		tc.want.Candidate = cand
+		assert.Equal(t, tc.want, *ce, tc.name)
 	}
 	// The sidecar mesh runs an image candidate with its own wiring or
 	// arguments, and a configuration candidate with the harness's.
 	for _, tc := range []struct {
-		m    mesh.Mesh
-		spec string
+		m mesh.Mesh
+		c arms.Spec
 	}{
-		{newMesh("sidecar", mesh.WithMTLSEvidence(noEvidence)), "envoy:v2"},
-		{newMesh("sidecar", mesh.WithSidecar("proxy", "envoy:v1", "-c", "/etc/envoy.yaml")), "envoy:v2"},
-		{newMesh("sidecar"), "+no-keepalive"},
-		{newMesh("sidecar"), "meshbench/nginx:next+no-keepalive"},
-		{newMesh("istio"), "rev=canary"},
-		{newMesh("istio", mesh.WithRevision("stable")), "rev=canary"},
-		{newMesh("istio", mesh.WithRevision("canary")), "rev=canary"}, // A/A
+		{newMesh("sidecar", mesh.WithMTLSEvidence(noEvidence)), arms.Spec{Image: "envoy:v2"}},
+		{newMesh("sidecar", mesh.WithSidecar("proxy", "envoy:v1", "-c", "/etc/envoy.yaml")), arms.Spec{Image: "envoy:v2"}},
+		{newMesh("sidecar"), arms.Spec{Variants: noKeepAlive}},
+		{newMesh("sidecar"), arms.Spec{Image: "meshbench/nginx:next", Variants: noKeepAlive}},
+		{newMesh("istio"), arms.Spec{Revision: "canary"}},
+		{newMesh("istio", mesh.WithRevision("stable")), arms.Spec{Revision: "canary"}},
+		{newMesh("istio", mesh.WithRevision("canary")), arms.Spec{Revision: "canary"}}, // A/A
 	} {
-		_, err := CheckCandidate(tc.m, tc.spec)
-		assert.NoError(t, err, tc.spec)
+		assert.NoError(t, CheckCandidate(tc.m, tc.c), tc.c.String())
 	}
 }
 
@@ -138,7 +107,7 @@ func deployment(t *testing.T, ctx context.Context, tg *Target, ns, name, proxy s
 // runs all three with their path proved.
 func TestKubeCandidateImageOnFakeCluster(t *testing.T) {
 	fc, ctx, m := startFakeCluster(t)
-	tg := fc.newTarget(t, Options{Name: "kind", Mesh: m, Candidate: &Candidate{Image: "meshbench/sidecar:next"},
+	tg := fc.newTarget(t, Options{Name: "kind", Mesh: m, Candidate: &arms.Spec{Image: "meshbench/sidecar:next"},
 		Workloads: manifests.Params{Images: manifests.Images{Nginx: "meshbench/nginx:dev", Loadgen: "meshbench/mbloadgen:dev"}}})
 	require.NoError(t, tg.setUp(ctx))
 	t.Cleanup(func() { _ = tg.Close(context.Background()) })
@@ -201,7 +170,7 @@ func TestKubeCandidateConfigOnFakeCluster(t *testing.T) {
 	fc, ctx, _ := startFakeCluster(t)
 	m, err := mesh.New("sidecar") // wired by the harness: its nginx config
 	require.NoError(t, err)
-	tg := fc.newTarget(t, Options{Name: "kind", Mesh: m, Candidate: &Candidate{NoKeepAlive: true},
+	tg := fc.newTarget(t, Options{Name: "kind", Mesh: m, Candidate: &arms.Spec{Variants: []arms.Variant{arms.NoKeepAlive}},
 		Workloads: manifests.Params{Images: manifests.Images{Nginx: "meshbench/nginx:dev", Loadgen: "meshbench/mbloadgen:dev"}}})
 	require.NoError(t, tg.setUp(ctx))
 	t.Cleanup(func() { _ = tg.Close(context.Background()) })

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 )
@@ -50,12 +51,13 @@ type Options struct {
 	// when the target closes. Default false: a missing mesh is an error.
 	InstallMesh bool
 	// Candidate, when set, is an upgrade gate's candidate sidecar or Istio
-	// revision: the arms are then baseline, reference (Mesh's sidecar, or
-	// Mesh's revision) and candidate, in namespaces of their own. Only the
+	// revision (arms.ParseCluster's spec; candidate.go): the arms are then
+	// baseline, reference (Mesh's sidecar, or Mesh's revision) and
+	// candidate, in namespaces of their own. Only the
 	// bring-your-own sidecar mesh runs a candidate sidecar, and only Istio
 	// (mesh.Revisioned) a candidate revision; New refuses any other before
 	// touching the cluster. Default nil: the arms baseline and meshed.
-	Candidate *Candidate
+	Candidate *arms.Spec
 	// Install says which release to install and with which registry.
 	Install mesh.InstallOptions
 	// ChartDir, when set, is where the charts are looked for (by their
@@ -148,7 +150,7 @@ func (o *Options) normalize() error {
 		o.Mesh = m
 	}
 	if o.Candidate != nil {
-		if err := o.Candidate.check(o.Mesh); err != nil {
+		if err := CheckCandidate(o.Mesh, *o.Candidate); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 )
@@ -96,7 +97,7 @@ var istioImages = manifests.Params{Images: manifests.Images{Nginx: "meshbench/ng
 func TestKubeCandidateRevisionOnFakeCluster(t *testing.T) {
 	fc, ctx, _ := startFakeCluster(t)
 	fc.withIstio(t, ctx, map[string]string{"stable": "1.27.3", "canary": "1.28.0"}, asLabelled)
-	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &Candidate{Revision: "canary"}, Workloads: istioImages})
+	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &arms.Spec{Revision: "canary"}, Workloads: istioImages})
 	require.NoError(t, tg.setUp(ctx))
 	t.Cleanup(func() { _ = tg.Close(context.Background()) })
 	assert.Equal(t, target.UpgradeArms, tg.Arms())
@@ -141,7 +142,7 @@ func TestKubeCandidateRevisionOnFakeCluster(t *testing.T) {
 func TestKubeCandidateRevisionAgainstTheDefaultInjector(t *testing.T) {
 	fc, ctx, _ := startFakeCluster(t)
 	fc.withIstio(t, ctx, map[string]string{"": "1.27.3", "canary": "1.28.0"}, asLabelled)
-	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t), Candidate: &Candidate{Revision: "canary"}, Workloads: istioImages})
+	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t), Candidate: &arms.Spec{Revision: "canary"}, Workloads: istioImages})
 	require.NoError(t, tg.setUp(ctx))
 	t.Cleanup(func() { _ = tg.Close(context.Background()) })
 	ns, err := fc.c.CoreV1().Namespaces().Get(ctx, tg.arms[target.Reference].ns, metav1.GetOptions{})
@@ -161,7 +162,7 @@ func TestKubeCandidateRevisionAgainstTheDefaultInjector(t *testing.T) {
 func TestKubeCandidateRevisionMissing(t *testing.T) {
 	fc, ctx, _ := startFakeCluster(t)
 	fc.withIstio(t, ctx, map[string]string{"stable": "1.27.3"}, asLabelled)
-	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &Candidate{Revision: "canary"}, Workloads: istioImages})
+	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &arms.Spec{Revision: "canary"}, Workloads: istioImages})
 	fc.c.ClearActions()
 	err := tg.setUp(ctx)
 	assert.EqualError(t, err, "kube target: -candidate=rev=canary: istio is not installed: no Deployment labelled app=istiod in istio-system with istio.io/rev=canary; "+
@@ -182,7 +183,7 @@ func TestKubeCandidateRevisionWrongInjector(t *testing.T) {
 	t.Run("candidate injected by the reference's revision", func(t *testing.T) {
 		fc, ctx, _ := startFakeCluster(t)
 		fc.withIstio(t, ctx, map[string]string{"stable": "1.27.3", "canary": "1.28.0"}, func(string) string { return "stable" })
-		tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &Candidate{Revision: "canary"}, Workloads: istioImages})
+		tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &arms.Spec{Revision: "canary"}, Workloads: istioImages})
 		err := tg.setUp(ctx)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "kube target: the arms are not what they claim: istio: meshed namespace \""+tg.ns("candidate")+"\" failed verification: "+
@@ -193,7 +194,7 @@ func TestKubeCandidateRevisionWrongInjector(t *testing.T) {
 	t.Run("default injector is the candidate revision", func(t *testing.T) {
 		fc, ctx, _ := startFakeCluster(t)
 		fc.withIstio(t, ctx, map[string]string{"": "1.27.3", "canary": "1.28.0"}, func(string) string { return "canary" })
-		tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t), Candidate: &Candidate{Revision: "canary"}, Workloads: istioImages})
+		tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t), Candidate: &arms.Spec{Revision: "canary"}, Workloads: istioImages})
 		err := tg.setUp(ctx)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "reference arm: the sidecars of pods backend-0, frontend-0, loadgen-0 were injected by Istio revision canary, the candidate's: "+

@@ -3,75 +3,52 @@ package local
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
+	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
 // meshArm is one meshed arm: its sidecar, built, and its configuration
-// variant.
+// variants (spec.Variants): arms.NoKeepAlive opens a new mTLS connection
+// for every request between sidecars, arms.AccessLog writes an access log
+// line for every request each sidecar serves, to a file.
 type meshArm struct {
 	arm  target.Arm
-	spec string // as the flag wrote it
+	spec arms.Spec
 	sc   Sidecar
 	bin  string
-	// noKeepAlive opens a new mTLS connection for every request between
-	// sidecars: a configuration that costs several times the CPU per
-	// request, a gross regression to gate.
-	noKeepAlive bool
-	// accessLog writes an access log line for every request each sidecar
-	// serves, to a file, as a mesh with access logging turned on does: a
-	// modest, real regression in CPU per request.
-	accessLog bool
 }
 
-// The configuration variants a sidecar spec can end in, in any order.
-const (
-	noKeepAliveVariant = "+no-keepalive"
-	accessLogVariant   = "+access-log"
-)
-
-// parseMeshArm reads "name[@version][+no-keepalive][+access-log]".
-func parseMeshArm(arm target.Arm, spec string) (meshArm, error) {
-	m := meshArm{arm: arm, spec: spec}
-	ref, variant := spec, ""
-	for {
-		if before, ok := strings.CutSuffix(ref, noKeepAliveVariant); ok && !m.noKeepAlive {
-			ref, m.noKeepAlive, variant = before, true, noKeepAliveVariant
-		} else if before, ok := strings.CutSuffix(ref, accessLogVariant); ok && !m.accessLog {
-			ref, m.accessLog, variant = before, true, accessLogVariant
-		} else {
-			break
-		}
-	}
-	r, err := ParseSidecarRef(ref)
+// newMeshArm is arm a with the sidecar spec s names.
+func newMeshArm(a target.Arm, s arms.Spec) (meshArm, error) {
+	sc, err := SidecarFor(SidecarRef{Name: s.Proxy, Version: s.Version})
 	if err != nil {
 		return meshArm{}, err
 	}
-	if m.sc, err = SidecarFor(r); err != nil {
-		return meshArm{}, err
+	if _, ok := plain(sc).(variants); len(s.Variants) > 0 && !ok {
+		return meshArm{}, fmt.Errorf("sidecar %q: %s has no %s variant; only caddy does", s, s.Proxy, s.Variants[0])
 	}
-	if _, ok := plain(m.sc).(variants); variant != "" && !ok {
-		return meshArm{}, fmt.Errorf("sidecar %q: %s has no %s variant; only caddy does", spec, r.Name, variant)
-	}
-	return m, nil
+	return meshArm{arm: a, spec: s, sc: sc}, nil
 }
 
 // variants is a sidecar that can render the configuration variants.
 type variants interface{ variants() }
 
 // meshArms is one meshed arm, or, with a candidate, the reference (the
-// -sidecar proxy) and the candidate.
-func meshArms(sidecar, candidate string) ([]meshArm, error) {
-	if candidate == "" {
-		m, err := parseMeshArm(target.Meshed, sidecar)
+// Sidecar option's proxy) and the candidate.
+func meshArms(sidecar arms.Spec, candidate *arms.Spec) ([]meshArm, error) {
+	if candidate == nil {
+		m, err := newMeshArm(target.Meshed, sidecar)
 		return []meshArm{m}, err
 	}
-	ref, err := parseMeshArm(target.Reference, sidecar)
+	ref, err := newMeshArm(target.Reference, sidecar)
 	if err != nil {
 		return nil, err
 	}
-	cand, err := parseMeshArm(target.Candidate, candidate)
+	cand, err := newMeshArm(target.Candidate, *candidate)
 	if err != nil {
 		return nil, fmt.Errorf("candidate: %w", err)
 	}
@@ -80,10 +57,10 @@ func meshArms(sidecar, candidate string) ([]meshArm, error) {
 
 func (m meshArm) describe(ctx context.Context) string {
 	s := m.sc.Name() + " " + m.sc.Version(ctx, m.bin)
-	if m.noKeepAlive {
+	if m.spec.NoKeepAlive() {
 		s += ", no keep-alive between sidecars"
 	}
-	if m.accessLog {
+	if m.spec.AccessLog() {
 		s += ", an access log line per request"
 	}
 	return s
@@ -103,13 +80,19 @@ func (t *Target) Arms() []target.Arm {
 func (t *Target) sidecarNames() string {
 	var names []string
 	for _, m := range t.meshes {
-		names = append(names, m.spec)
+		names = append(names, m.spec.String())
 	}
 	return strings.Join(names, " and ")
 }
 
-// CheckSidecars checks -sidecar and -candidate before anything is built.
-func CheckSidecars(sidecar, candidate string) error {
-	_, err := meshArms(sidecar, candidate)
+// CheckSidecar checks that the local target runs the sidecar s names,
+// with its variants, before anything is built.
+func CheckSidecar(s arms.Spec) error {
+	_, err := newMeshArm(target.Meshed, s)
 	return err
+}
+
+// Proxies are the sidecars the local target runs, for arms.ParseLocal.
+func Proxies() arms.Proxies {
+	return arms.Proxies{Names: SidecarNames(), Versioned: slices.Sorted(maps.Keys(versionedModules))}
 }

@@ -217,8 +217,8 @@ func (t *Target) spec(name string, d target.Deployment, m meshArm) (SidecarSpec,
 		return SidecarSpec{}, err
 	}
 	return SidecarSpec{Name: name, Dir: t.dir, CertFile: id.CertFile, KeyFile: id.KeyFile, BundleFile: id.BundleFile,
-		CAFile: t.caFile, H2C: d.Protocol.HTTP2(), Threads: d.Threads, File: string(m.arm) + "-" + name + "-" + tag(d), NoKeepAlive: m.noKeepAlive,
-		AccessLog: m.accessLog}, nil
+		CAFile: t.caFile, H2C: d.Protocol.HTTP2(), Threads: d.Threads, File: string(m.arm) + "-" + name + "-" + tag(d), NoKeepAlive: m.spec.NoKeepAlive(),
+		AccessLog: m.spec.AccessLog()}, nil
 }
 
 // withAdmin gives s an admin socket when the target profiles its

@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/pki"
@@ -46,9 +47,10 @@ import (
 
 // Options configure the local target. Zero values mean the defaults.
 type Options struct {
-	// Sidecar is the proxy used as sidecar: "caddy" (default, built from
-	// go.mod), or "nginx" when on PATH.
-	Sidecar string
+	// Sidecar is the proxy used as sidecar, with its version and
+	// configuration variants (arms.ParseLocal): caddy (the default, built
+	// from go.mod), or envoy, nginx or haproxy when on PATH.
+	Sidecar arms.Spec
 	// SidecarThreads caps each sidecar's worker threads; 0 is the proxy's
 	// default.
 	SidecarThreads int
@@ -58,9 +60,9 @@ type Options struct {
 	// ResponseSize is the backend's response body in bytes. Default 0.
 	ResponseSize int
 	// Candidate, when set, is the sidecar of an upgrade gate's candidate
-	// arm, written like Sidecar (name[@version][+no-keepalive]); Sidecar is
-	// then the reference arm's. Default "": one meshed arm.
-	Candidate string
+	// arm, a spec like Sidecar's; Sidecar is then the reference arm's.
+	// Default nil: one meshed arm.
+	Candidate *arms.Spec
 	// MeshedBackendDelay slows the meshed arm's backend on purpose, to show
 	// that a threshold fixture catches a regression. Never set it for a
 	// real measurement.
@@ -75,8 +77,8 @@ type Options struct {
 }
 
 func (o *Options) normalize() error {
-	if o.Sidecar == "" {
-		o.Sidecar = "caddy"
+	if o.Sidecar.String() == "" {
+		o.Sidecar = arms.Spec{Proxy: "caddy"}
 	}
 	if o.Protocol == "" {
 		o.Protocol = load.HTTP1

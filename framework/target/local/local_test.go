@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
@@ -100,7 +101,7 @@ func TestOtherSidecars(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			tg, err := local.New(ctx, local.Options{Sidecar: sc.name, Logf: t.Logf})
+			tg, err := local.New(ctx, local.Options{Sidecar: arms.Spec{Proxy: sc.name}, Logf: t.Logf})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, tg.Close(ctx)) }()
 			assert.Equal(t, "sidecar/"+sc.name, tg.Environment().Mesh.Name)
@@ -173,7 +174,7 @@ func TestAccessLogVariant(t *testing.T) {
 		t.Skip("runs real processes; run without -short")
 	}
 	ctx := context.Background()
-	tg, err := local.New(ctx, local.Options{Candidate: "caddy+access-log", Logf: t.Logf})
+	tg, err := local.New(ctx, local.Options{Candidate: &arms.Spec{Proxy: "caddy", Variants: []arms.Variant{arms.AccessLog}}, Logf: t.Logf})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
 	assert.Contains(t, tg.Environment().Mesh.Config["arm.candidate"], "an access log line per request")
@@ -245,7 +246,7 @@ func TestCPUProfileOfCaddySidecars(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tg, err := local.New(ctx, local.Options{Candidate: "caddy+access-log", Logf: t.Logf})
+	tg, err := local.New(ctx, local.Options{Candidate: &arms.Spec{Proxy: "caddy", Variants: []arms.Variant{arms.AccessLog}}, Logf: t.Logf})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
 	require.NoError(t, tg.CanProfile())

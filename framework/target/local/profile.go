@@ -41,7 +41,7 @@ func (t *Target) CanProfile() error {
 // profiling says whether the sidecars get an admin socket to profile them
 // through: in an upgrade gate, both arms alike, idle until a profile is
 // asked for.
-func (t *Target) profiling() bool { return t.o.Candidate != "" }
+func (t *Target) profiling() bool { return t.o.Candidate != nil }
 
 // adminSocket is a sidecar's admin socket in the run directory, named by
 // a digest of its file stem: a unix socket's path must stay short.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
@@ -22,7 +23,7 @@ func TestCanProfileOnlyGoSidecarsInAGate(t *testing.T) {
 	for _, name := range SidecarNames() {
 		sc, err := lookSidecar(name)
 		require.NoError(t, err)
-		tg := &Target{o: Options{Candidate: name}, meshes: []meshArm{{arm: target.Reference, sc: sc}, {arm: target.Candidate, sc: sc}}}
+		tg := &Target{o: Options{Candidate: &arms.Spec{Proxy: name}}, meshes: []meshArm{{arm: target.Reference, sc: sc}, {arm: target.Candidate, sc: sc}}}
 		if w, ok := want[name]; ok {
 			assert.EqualError(t, tg.CanProfile(), w)
 			continue
@@ -32,7 +33,7 @@ func TestCanProfileOnlyGoSidecarsInAGate(t *testing.T) {
 	}
 	v, err := SidecarFor(SidecarRef{Name: "caddy", Version: "v2.10.2"})
 	require.NoError(t, err)
-	assert.NoError(t, (&Target{o: Options{Candidate: "caddy"}, meshes: []meshArm{{sc: v}}}).CanProfile())
+	assert.NoError(t, (&Target{o: Options{Candidate: &arms.Spec{Proxy: "caddy"}}, meshes: []meshArm{{sc: v}}}).CanProfile())
 	assert.EqualError(t, (&Target{meshes: []meshArm{{sc: caddy{}}}}).CanProfile(),
 		"the sidecars' admin endpoints are on only in an upgrade gate (-candidate)")
 }
@@ -51,7 +52,7 @@ func TestCaddyAdminOnlyWithASocket(t *testing.T) {
 	assert.Equal(t, map[string]any{"disabled": true}, admin(SidecarSpec{Name: "backend"}))
 	assert.Equal(t, map[string]any{"listen": "unix//run/admin-1.sock", "config": map[string]any{"persist": false}},
 		admin(SidecarSpec{Name: "backend", Admin: "/run/admin-1.sock"}))
-	tg := &Target{dir: "/tmp/meshbench-run-123456789", o: Options{Candidate: "caddy"}}
+	tg := &Target{dir: "/tmp/meshbench-run-123456789", o: Options{Candidate: &arms.Spec{Proxy: "caddy"}}}
 	a := tg.withAdmin(meshArm{sc: caddy{}}, SidecarSpec{File: "candidate-loadgen-p0-s0s-t0-h1-in-mesh-l1-http1-1"})
 	b := tg.withAdmin(meshArm{sc: caddy{}}, SidecarSpec{File: "reference-loadgen-p0-s0s-t0-h1-in-mesh-l1-http1-1"})
 	assert.Regexp(t, `^/tmp/meshbench-run-123456789/admin-[0-9a-f]{12}\.sock$`, a.Admin)

@@ -8,13 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 )
 
-// SidecarRef names a sidecar proxy and, optionally, the version to build:
-// the value of -sidecar, e.g. "caddy" or "caddy@v2.10.2".
+// SidecarRef names a sidecar proxy and, optionally, the version to build,
+// e.g. "caddy" or "caddy@v2.10.2" (arms.Spec's Proxy and Version).
 type SidecarRef struct {
 	Name string // a registered sidecar, e.g. "caddy"
 	// Version is a Go module version such as "v2.10.2", or "" for the
@@ -34,39 +33,6 @@ func (r SidecarRef) String() string {
 // the Go module and main package to build.
 var versionedModules = map[string]struct{ module, pkg string }{
 	"caddy": {"github.com/caddyserver/caddy/v2", caddyPkg},
-}
-
-var (
-	sidecarName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	// moduleVersion is an exact semantic version as Go modules write it.
-	moduleVersion = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+incompatible)?$`)
-)
-
-// ParseSidecarRef parses "name" or "name@version". The name must be a
-// registered sidecar; a version is allowed only for a proxy built from Go
-// source (caddy), and must be a full semantic version such as v2.10.2 (no
-// "latest" or branch: a gate compares two versions, so both must be exact).
-func ParseSidecarRef(s string) (SidecarRef, error) {
-	name, version, hasVersion := strings.Cut(s, "@")
-	switch {
-	case s == "":
-		return SidecarRef{}, fmt.Errorf("sidecar: empty; want a name such as caddy, or name@version such as caddy@v2.10.2")
-	case !sidecarName.MatchString(name):
-		return SidecarRef{}, fmt.Errorf("sidecar %q: %q is not a sidecar name; want one of %s", s, name, strings.Join(SidecarNames(), ", "))
-	}
-	if _, ok := sidecars[name]; !ok {
-		return SidecarRef{}, fmt.Errorf("sidecar %q: unknown sidecar %q: want one of %s", s, name, strings.Join(SidecarNames(), ", "))
-	}
-	if !hasVersion {
-		return SidecarRef{Name: name}, nil
-	}
-	if _, ok := versionedModules[name]; !ok {
-		return SidecarRef{}, fmt.Errorf("sidecar %q: %s is taken from PATH, so no version of it can be built; install the version you want and write -sidecar=%s", s, name, name)
-	}
-	if !moduleVersion.MatchString(version) {
-		return SidecarRef{}, fmt.Errorf("sidecar %q: version %q is not an exact module version; want e.g. %s@v2.10.2", s, version, name)
-	}
-	return SidecarRef{Name: name, Version: version}, nil
 }
 
 // SidecarFor returns the proxy that ref names: the registered sidecar, or,

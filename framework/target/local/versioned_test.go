@@ -11,50 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseSidecarRef(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want SidecarRef
-	}{
-		{"caddy", SidecarRef{Name: "caddy"}},
-		{"caddy@v2.10.2", SidecarRef{Name: "caddy", Version: "v2.10.2"}},
-		{"caddy@v2.11.9", SidecarRef{Name: "caddy", Version: "v2.11.9"}},
-		{"caddy@v2.11.0-beta.2", SidecarRef{Name: "caddy", Version: "v2.11.0-beta.2"}},
-		{"nginx", SidecarRef{Name: "nginx"}},
-	} {
-		got, err := ParseSidecarRef(tc.in)
-		require.NoError(t, err, tc.in)
-		assert.Equal(t, tc.want, got, tc.in)
-		assert.Equal(t, tc.in, got.String())
-	}
-}
-
-func TestParseSidecarRefErrors(t *testing.T) {
-	names := "caddy, envoy, haproxy, nginx"
-	for in, want := range map[string]string{
-		"":                  "sidecar: empty; want a name such as caddy, or name@version such as caddy@v2.10.2",
-		"Caddy@v2.10.2":     `sidecar "Caddy@v2.10.2": "Caddy" is not a sidecar name; want one of ` + names,
-		"@v2.10.2":          `sidecar "@v2.10.2": "" is not a sidecar name; want one of ` + names,
-		"traefik@v3.0.0":    `sidecar "traefik@v3.0.0": unknown sidecar "traefik": want one of ` + names,
-		"nginx@1.27.0":      `sidecar "nginx@1.27.0": nginx is taken from PATH, so no version of it can be built; install the version you want and write -sidecar=nginx`,
-		"caddy@":            `sidecar "caddy@": version "" is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@2.10.2":      `sidecar "caddy@2.10.2": version "2.10.2" is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@v2.10":       `sidecar "caddy@v2.10": version "v2.10" is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@latest":      `sidecar "caddy@latest": version "latest" is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@v2.10.2@x":   `sidecar "caddy@v2.10.2@x": version "v2.10.2@x" is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@v02.10.2":    `sidecar "caddy@v02.10.2": version "v02.10.2" is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@ v2.10.2":    `sidecar "caddy@ v2.10.2": version " v2.10.2" is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@v2.10.2 ":    `sidecar "caddy@v2.10.2 ": version "v2.10.2 " is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@v2.10.2-":    `sidecar "caddy@v2.10.2-": version "v2.10.2-" is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@master":      `sidecar "caddy@master": version "master" is not an exact module version; want e.g. caddy@v2.10.2`,
-		"caddy@v2.10.2/foo": `sidecar "caddy@v2.10.2/foo": version "v2.10.2/foo" is not an exact module version; want e.g. caddy@v2.10.2`,
-	} {
-		_, err := ParseSidecarRef(in)
-		require.Error(t, err, in)
-		assert.Equal(t, want, err.Error(), in)
-	}
-}
-
 func TestSidecarForKeepsTheProxyAndNamesTheVersion(t *testing.T) {
 	sc, err := SidecarFor(SidecarRef{Name: "caddy", Version: "v2.10.2"})
 	require.NoError(t, err)
