@@ -196,35 +196,43 @@ func Compare(records []Record) []Comparison {
 			out = append(out, c)
 			continue
 		}
-		var errs []error
-		add := func(s stats.Summary, err error) stats.Summary {
-			errs = append(errs, err)
-			return s
-		}
-		c.P50Delta = add(paired(metric.P50, metric.Delta, base, mesh))
-		c.P50Pct = add(paired(metric.P50, metric.Increase, base, mesh))
-		c.P99Delta = add(paired(metric.P99, metric.Delta, base, mesh))
-		c.P99Pct = add(paired(metric.P99, metric.Increase, base, mesh))
-		c.QPSLossPct = add(paired(metric.Throughput, metric.Loss, base, mesh))
-		c.limits = limitFigures(base, mesh)
-		var ratios []float64
-		for _, r := range mesh {
-			sc, _ := r.Resources.Role(measure.RoleSidecar)
-			app, _ := r.Resources.Role(measure.RoleApp)
-			if app.MilliCores > 0 {
-				ratios = append(ratios, sc.MilliCores/app.MilliCores)
-			}
-		}
-		c.ProxyAppRatio = stats.Summarize(ratios)
-		c.Steps = compareSteps(base, mesh)
-		for _, err := range errs {
-			if err != nil {
-				c.Problems = append(c.Problems, err.Error())
-			}
-		}
+		c.addOverheads(base, mesh)
 		out = append(out, c)
 	}
 	return out
+}
+
+// addOverheads compares the paired repeats of the arms: the latency and
+// throughput overheads, the figures of the table's threshold limits, the
+// sidecar-to-app CPU ratio and a flow's steps. A pairing that fails is
+// one of c's Problems.
+func (c *Comparison) addOverheads(base, mesh []Record) {
+	var errs []error
+	add := func(s stats.Summary, err error) stats.Summary {
+		errs = append(errs, err)
+		return s
+	}
+	c.P50Delta = add(paired(metric.P50, metric.Delta, base, mesh))
+	c.P50Pct = add(paired(metric.P50, metric.Increase, base, mesh))
+	c.P99Delta = add(paired(metric.P99, metric.Delta, base, mesh))
+	c.P99Pct = add(paired(metric.P99, metric.Increase, base, mesh))
+	c.QPSLossPct = add(paired(metric.Throughput, metric.Loss, base, mesh))
+	c.limits = limitFigures(base, mesh)
+	var ratios []float64
+	for _, r := range mesh {
+		sc, _ := r.Resources.Role(measure.RoleSidecar)
+		app, _ := r.Resources.Role(measure.RoleApp)
+		if app.MilliCores > 0 {
+			ratios = append(ratios, sc.MilliCores/app.MilliCores)
+		}
+	}
+	c.ProxyAppRatio = stats.Summarize(ratios)
+	c.Steps = compareSteps(base, mesh)
+	for _, err := range errs {
+		if err != nil {
+			c.Problems = append(c.Problems, err.Error())
+		}
+	}
 }
 
 func armStats(rs []Record) ArmStats {
