@@ -93,6 +93,11 @@ func (m Metric) Value(r *target.Run) float64 {
 }
 
 // Labels identify a scenario: its axes, e.g. {"path": "one-hop", "c": "8"}.
+// They are not a labels.Set: a gate's scenario is the set's labels
+// without the arm, plus path and loop, and it has no order. It prints
+// sorted by key (String), and a results file's gate decisions, which
+// meshbench verdict reads back, hold it as an object with sorted keys,
+// where a labels.Set keeps the sub-benchmark's order.
 type Labels map[string]string
 
 // String prints the labels sorted by key, "c=8/path=one-hop", the way
