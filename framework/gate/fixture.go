@@ -213,8 +213,9 @@ func limitWant(d Direction) string {
 }
 
 func (p *parser) metric(v *yaml.Node, field string) (Metric, error) {
-	names := make([]string, 0, len(metrics))
-	for _, m := range Metrics() {
+	ms := Metrics()
+	names := make([]string, 0, len(ms))
+	for _, m := range ms {
 		names = append(names, string(m))
 	}
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {

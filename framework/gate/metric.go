@@ -5,9 +5,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/meshbench/meshbench/framework/metric"
+	"github.com/meshbench/meshbench/framework/target"
 )
 
-// Metric names one gated figure. Its value is how a fixture writes it.
+// Metric names one gated figure: a metric of the table (package metric)
+// not marked NotGated. Its value is how a fixture writes it.
 type Metric string
 
 // The metrics a gate compares, candidate against reference, pair by pair.
@@ -15,73 +19,85 @@ const (
 	// SidecarCPUPer1kReq is the CPU all sidecars used per 1000 requests over
 	// the measured window (CPU-ms per 1000 requests): the cost of the mesh
 	// per request, the steadiest figure there is.
-	SidecarCPUPer1kReq Metric = "sidecarCPUPer1kReq"
+	SidecarCPUPer1kReq Metric = metric.SidecarCPUPer1kReq
 	// SidecarRSS is the largest resident memory of any one sidecar under
 	// load (MiB).
-	SidecarRSS Metric = "sidecarRSS"
+	SidecarRSS Metric = metric.SidecarRSS
 	// Throughput is the achieved req/s; gate it on closed-loop scenarios,
 	// where it is the maximum.
-	Throughput Metric = "throughput"
+	Throughput Metric = metric.Throughput
 	// P50, P90, P99 and P999 are latency percentiles (ms); gate them on
 	// open-loop scenarios at a fixed rate below saturation, where latency
 	// is not mostly queueing.
-	P50  Metric = "p50"
-	P90  Metric = "p90"
-	P99  Metric = "p99"
-	P999 Metric = "p999"
+	P50  Metric = metric.P50
+	P90  Metric = metric.P90
+	P99  Metric = metric.P99
+	P999 Metric = metric.P999
 )
 
 // Direction says which way a metric gets worse.
-type Direction int
+type Direction = metric.Direction
 
 const (
 	// HigherIsWorse: latency, CPU, memory. A limit caps the increase.
-	HigherIsWorse Direction = iota + 1
+	HigherIsWorse = metric.HigherIsWorse
 	// LowerIsWorse: throughput. A limit caps the decrease.
-	LowerIsWorse
+	LowerIsWorse = metric.LowerIsWorse
 )
 
-// metricInfo is what the gate knows about a metric.
-type metricInfo struct {
-	label string // for "too high <label>"
-	worse Direction
-	cpu   bool // read from CPU counters
-}
-
-var metrics = map[Metric]metricInfo{
-	SidecarCPUPer1kReq: {"sidecar CPU per 1k req", HigherIsWorse, true},
-	SidecarRSS:         {"sidecar RSS", HigherIsWorse, false},
-	Throughput:         {"max throughput", LowerIsWorse, false},
-	P50:                {"p50 latency", HigherIsWorse, false},
-	P90:                {"p90 latency", HigherIsWorse, false},
-	P99:                {"p99 latency", HigherIsWorse, false},
-	P999:               {"p99.9 latency", HigherIsWorse, false},
+// def is m's entry in the table, if m is a gated metric.
+func (m Metric) def() (metric.Def, bool) {
+	d, ok := metric.Lookup(string(m))
+	return d, ok && !d.NotGated
 }
 
 // Metrics returns every metric a fixture may gate, sorted. The slice is new
 // on every call.
 func Metrics() []Metric {
-	return slices.Sorted(maps.Keys(metrics))
+	var out []Metric
+	for _, d := range metric.All() {
+		if !d.NotGated {
+			out = append(out, Metric(d.Name))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Worse returns the direction in which m gets worse, or 0 for an unknown
 // metric.
-func (m Metric) Worse() Direction { return metrics[m].worse }
+func (m Metric) Worse() Direction { d, _ := m.def(); return d.Worse }
 
 // CPU reports whether m is read from CPU counters, so that a run whose
 // CPU figures alone are not valid (target.Run.CPUValid) gives no value of
 // it, while its other metrics stand.
-func (m Metric) CPU() bool { return metrics[m].cpu }
+func (m Metric) CPU() bool { d, _ := m.def(); return d.CPU }
 
 // Label is how m reads in a sentence, e.g. "sidecar CPU per 1k req".
 func (m Metric) Label() string {
-	if i, ok := metrics[m]; ok {
-		return i.label
+	if d, ok := m.def(); ok {
+		return d.Label
 	}
 	return string(m)
 }
 
+// Value is m's figure in one run, in m's unit (Def.Read), or 0 when the run
+// has none.
+func (m Metric) Value(r *target.Run) float64 {
+	d, ok := m.def()
+	if !ok {
+		return 0
+	}
+	v, _ := d.Read(r)
+	return v
+}
+
 // Labels identify a scenario: its axes, e.g. {"path": "one-hop", "c": "8"}.
+// They are not a labels.Set: a gate's scenario is the set's labels
+// without the arm, plus path and loop, and it has no order. It prints
+// sorted by key (String), and a results file's gate decisions, which
+// meshbench verdict reads back, hold it as an object with sorted keys,
+// where a labels.Set keeps the sub-benchmark's order.
 type Labels map[string]string
 
 // String prints the labels sorted by key, "c=8/path=one-hop", the way
@@ -95,14 +111,4 @@ func (l Labels) String() string {
 		parts = append(parts, fmt.Sprintf("%s=%s", k, l[k]))
 	}
 	return strings.Join(parts, "/")
-}
-
-func (d Direction) String() string {
-	switch d {
-	case HigherIsWorse:
-		return "higher is worse"
-	case LowerIsWorse:
-		return "lower is worse"
-	}
-	return fmt.Sprintf("Direction(%d)", int(d))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/verdict"
@@ -129,6 +130,9 @@ type Comparison struct {
 	P999Pct   stats.Summary `json:"p999DeltaPct"`
 	// Problems lists why the comparison could not be made in full.
 	Problems []string `json:"problems,omitempty"`
+	// limits are the figures of the table's threshold limits, each in its
+	// limit's unit, as Observation hands them on; Compare sets them.
+	limits map[verdict.Metric]stats.Summary
 }
 
 // Scenario is the name thresholds and messages use, e.g.
@@ -192,37 +196,43 @@ func Compare(records []Record) []Comparison {
 			out = append(out, c)
 			continue
 		}
-		p50 := func(r Record) float64 { return r.Load.Percentile(50) * 1e3 }
-		p99 := func(r Record) float64 { return r.Load.Percentile(99) * 1e3 }
-		qps := func(r Record) float64 { return r.Load.AchievedQPS }
-		var errs []error
-		add := func(s stats.Summary, err error) stats.Summary {
-			errs = append(errs, err)
-			return s
-		}
-		c.P50Delta = add(stats.PairedDelta(pick(base, p50), pick(mesh, p50)))
-		c.P50Pct = add(stats.PairedRatio(pick(base, p50), pick(mesh, p50))).PercentChange()
-		c.P99Delta = add(stats.PairedDelta(pick(base, p99), pick(mesh, p99)))
-		c.P99Pct = add(stats.PairedRatio(pick(base, p99), pick(mesh, p99))).PercentChange()
-		c.QPSLossPct = add(stats.PairedRatio(pick(base, qps), pick(mesh, qps))).PercentLoss()
-		var ratios []float64
-		for _, r := range mesh {
-			sc, _ := r.Resources.Role(measure.RoleSidecar)
-			app, _ := r.Resources.Role(measure.RoleApp)
-			if app.MilliCores > 0 {
-				ratios = append(ratios, sc.MilliCores/app.MilliCores)
-			}
-		}
-		c.ProxyAppRatio = stats.Summarize(ratios)
-		c.Steps = compareSteps(base, mesh)
-		for _, err := range errs {
-			if err != nil {
-				c.Problems = append(c.Problems, err.Error())
-			}
-		}
+		c.addOverheads(base, mesh)
 		out = append(out, c)
 	}
 	return out
+}
+
+// addOverheads compares the paired repeats of the arms: the latency and
+// throughput overheads, the figures of the table's threshold limits, the
+// sidecar-to-app CPU ratio and a flow's steps. A pairing that fails is
+// one of c's Problems.
+func (c *Comparison) addOverheads(base, mesh []Record) {
+	var errs []error
+	add := func(s stats.Summary, err error) stats.Summary {
+		errs = append(errs, err)
+		return s
+	}
+	c.P50Delta = add(paired(metric.P50, metric.Delta, base, mesh))
+	c.P50Pct = add(paired(metric.P50, metric.Increase, base, mesh))
+	c.P99Delta = add(paired(metric.P99, metric.Delta, base, mesh))
+	c.P99Pct = add(paired(metric.P99, metric.Increase, base, mesh))
+	c.QPSLossPct = add(paired(metric.Throughput, metric.Loss, base, mesh))
+	c.limits = limitFigures(base, mesh)
+	var ratios []float64
+	for _, r := range mesh {
+		sc, _ := r.Resources.Role(measure.RoleSidecar)
+		app, _ := r.Resources.Role(measure.RoleApp)
+		if app.MilliCores > 0 {
+			ratios = append(ratios, sc.MilliCores/app.MilliCores)
+		}
+	}
+	c.ProxyAppRatio = stats.Summarize(ratios)
+	c.Steps = compareSteps(base, mesh)
+	for _, err := range errs {
+		if err != nil {
+			c.Problems = append(c.Problems, err.Error())
+		}
+	}
 }
 
 func armStats(rs []Record) ArmStats {
@@ -262,8 +272,8 @@ func armStats(rs []Record) ArmStats {
 				// millicores × seconds = CPU-ms; per 1000 requests.
 				per1k[t.Role] = append(per1k[t.Role], r.CPUPer1k(t.MilliCores))
 			}
-			rss[t.Role] = append(rss[t.Role], float64(t.MaxLoadRSS)/(1<<20))
-			idle[t.Role] = append(idle[t.Role], float64(t.MaxIdleRSS)/(1<<20))
+			rss[t.Role] = append(rss[t.Role], metric.MiB(t.MaxLoadRSS))
+			idle[t.Role] = append(idle[t.Role], metric.MiB(t.MaxIdleRSS))
 		}
 	}
 	a.P50, a.P90, a.P99, a.P999, a.Max = stats.Summarize(p50), stats.Summarize(p90), stats.Summarize(p99), stats.Summarize(p999), stats.Summarize(mx)
@@ -293,33 +303,88 @@ func busiestNode(w measure.Window) float64 {
 	return busiest
 }
 
-// Observation is what the threshold check sees of a comparison. Its CPU
-// metrics are unjudged (verdict.Observation.Unjudged) when a meshed run's
-// CPU figures are not valid: they include that run.
+// Observation is what the threshold check sees of a comparison Compare
+// made: the figure of every threshold limit of the table (package metric).
+// Its CPU metrics' limits are unjudged (verdict.Observation.Unjudged) when
+// a meshed run's CPU figures are not valid: they include that run. A
+// comparison decoded from a results file has no figures to observe;
+// Compare its records again.
 func (c Comparison) Observation() verdict.Observation {
 	o := verdict.Observation{Scenario: c.Scenario(), Labels: c.Labels, Path: verdict.Path(c.Path), Concurrency: c.Concurrency, Values: map[verdict.Metric]stats.Summary{}}
 	if len(c.Problems) > 0 {
 		return o
 	}
-	o.Values[verdict.P50DeltaMs] = c.P50Delta
-	o.Values[verdict.P99DeltaPct] = c.P99Pct
-	o.Values[verdict.MeshedP99Ms] = c.Meshed.P99
-	o.Values[verdict.ThroughputLossPct] = c.QPSLossPct
-	if s, ok := c.Meshed.CPUPer1k[measure.RoleSidecar]; ok {
-		o.Values[verdict.SidecarCPUPer1kReqMs] = s
-	}
-	if s, ok := c.Meshed.RSS[measure.RoleSidecar]; ok {
-		o.Values[verdict.SidecarRSSMiB] = s
-	}
-	if c.Meshed.MeshCores.N > 0 {
-		o.Values[verdict.MeshCores] = c.Meshed.MeshCores
-	}
+	maps.Copy(o.Values, c.limits)
 	if n := c.Meshed.CPUInvalid; n > 0 {
 		why := fmt.Sprintf("the CPU figures of %d of the meshed arm's %d runs are not valid (their cpuInvalid reasons: counters under load for less than 90 %% of their span are diluted by idle time)",
 			n, c.Meshed.Repeats)
-		o.Unjudged = map[verdict.Metric]string{verdict.SidecarCPUPer1kReqMs: why, verdict.MeshCores: why}
+		o.Unjudged = map[verdict.Metric]string{}
+		for _, d := range metric.All() {
+			if !d.CPU {
+				continue
+			}
+			for _, l := range d.Limits {
+				o.Unjudged[verdict.Metric(l.Key)] = why
+			}
+		}
 	}
 	return o
+}
+
+// limitFigures is the figure of every threshold limit of the table from
+// the paired runs, leaving out a limit whose figure could not be made (a
+// pairing that failed, or a metric no meshed run has).
+func limitFigures(base, mesh []Record) map[verdict.Metric]stats.Summary {
+	out := map[verdict.Metric]stats.Summary{}
+	for _, d := range metric.All() {
+		for _, l := range d.Limits {
+			if l.Of == metric.Meshed {
+				if s, ok := meshedFigure(d, mesh); ok {
+					out[verdict.Metric(l.Key)] = s
+				}
+				continue
+			}
+			if s, err := paired(d.Name, l.Of, base, mesh); err == nil {
+				out[verdict.Metric(l.Key)] = s
+			}
+		}
+	}
+	return out
+}
+
+// meshedFigure summarises the metric over the meshed runs that have it,
+// and says whether any has.
+func meshedFigure(d metric.Def, mesh []Record) (stats.Summary, bool) {
+	var vs []float64
+	for _, r := range mesh {
+		if v, ok := d.Read(r.Run); ok {
+			vs = append(vs, v)
+		}
+	}
+	return stats.Summarize(vs), len(vs) > 0
+}
+
+// paired compares the named metric of the meshed runs with the baseline
+// runs of the same repeats, as of says (metric.Delta, Increase or Loss);
+// a run without the figure counts as 0 (metric.Def.Read).
+func paired(name string, of metric.Overhead, base, mesh []Record) (stats.Summary, error) {
+	d, ok := metric.Lookup(name)
+	if !ok {
+		return stats.Summary{}, fmt.Errorf("no metric %q", name)
+	}
+	read := func(r Record) float64 { v, _ := d.Read(r.Run); return v }
+	b, m := pick(base, read), pick(mesh, read)
+	switch of {
+	case metric.Delta:
+		return stats.PairedDelta(b, m)
+	case metric.Increase:
+		r, err := stats.PairedRatio(b, m)
+		return r.PercentChange(), err
+	case metric.Loss:
+		r, err := stats.PairedRatio(b, m)
+		return r.PercentLoss(), err
+	}
+	return stats.Summary{}, fmt.Errorf("%s: overhead %d is not a pairing", name, of)
 }
 
 // upgradeArms turns an upgrade gate's runs into two ordinary comparisons

@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/metric"
 )
 
 // CSVColumns are the fixed columns of the CSV export, in order. Between
@@ -89,7 +90,7 @@ func csvRow(res *Results, rec Record, keys []string, roles []measure.Role) []str
 			row = append(row, "", "", "")
 			continue
 		}
-		row = append(row, f(t.MilliCores), f(rec.CPUPer1k(t.MilliCores)), f(float64(t.MaxLoadRSS)/(1<<20)))
+		row = append(row, f(t.MilliCores), f(rec.CPUPer1k(t.MilliCores)), f(metric.MiB(t.MaxLoadRSS)))
 	}
 	return append(row, strconv.FormatBool(rec.Valid()), rec.Invalid.String(), rec.Warnings.String(), rec.Beyond,
 		strconv.FormatBool(rec.CPUValid()), rec.CPUInvalid.String())

@@ -2,24 +2,14 @@ package report
 
 import (
 	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/stats"
 )
 
-// MeshRoles are the roles whose CPU and memory the mesh costs: every
-// sidecar (the loadgen's own included), per-node proxies, waypoints and
-// the control plane. Apps and the load generator are not the mesh.
-// "waypoint" is kubelet.RoleWaypoint, named here so that this package does
-// not import the Kubernetes client.
-var MeshRoles = []measure.Role{measure.RoleSidecar, measure.RoleNodeProxy, "waypoint", measure.RoleControlPlane}
-
-func isMeshRole(r measure.Role) bool {
-	for _, m := range MeshRoles {
-		if r == m {
-			return true
-		}
-	}
-	return false
-}
+// MeshRoles are the roles whose CPU and memory the mesh costs
+// (metric.MeshRoles): every sidecar (the loadgen's own included), per-node
+// proxies, waypoints and the control plane.
+var MeshRoles = metric.MeshRoles
 
 // MeshUsage is what the mesh cost in one run's window.
 type MeshUsage struct {
@@ -34,9 +24,9 @@ type MeshUsage struct {
 func Mesh(w measure.Window) MeshUsage {
 	var m MeshUsage
 	for _, u := range w.Usage {
-		if isMeshRole(u.Role) {
+		if metric.IsMeshRole(u.Role) {
 			m.Cores += u.MilliCores / 1000
-			m.RSSMiB += float64(u.LoadRSS) / (1 << 20)
+			m.RSSMiB += metric.MiB(u.LoadRSS)
 		}
 	}
 	return m
@@ -78,13 +68,11 @@ func (c *Comparison) addMeshFigures(base, mesh []Record) {
 		}
 	}
 	c.PodSidecarAppRatio = stats.Summarize(pods)
-	p999 := func(r Record) float64 { return r.Load.Percentile(99.9) * 1e3 }
-	b, m := pick(base, p999), pick(mesh, p999)
-	if d, err := stats.PairedDelta(b, m); err == nil {
+	if d, err := paired(metric.P999, metric.Delta, base, mesh); err == nil {
 		c.P999Delta = d
 	}
-	if r, err := stats.PairedRatio(b, m); err == nil {
-		c.P999Pct = r.PercentChange()
+	if r, err := paired(metric.P999, metric.Increase, base, mesh); err == nil {
+		c.P999Pct = r
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/stats"
 )
 
@@ -44,7 +45,7 @@ func (r run) processRows() ([]procRow, []nodeRow) {
 				order = append(order, k)
 			}
 			cpu[k] = append(cpu[k], u.MilliCores)
-			rss[k] = append(rss[k], float64(u.LoadRSS)/(1<<20))
+			rss[k] = append(rss[k], metric.MiB(u.LoadRSS))
 			thread[k] = append(thread[k], u.MaxThreadMilliCores)
 		}
 		for _, n := range slices.Sorted(maps.Keys(rec.Resources.NodeUtilisation)) {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/labels"
-	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/validity"
@@ -58,28 +57,7 @@ func gateLabels(r report.Record) gate.Labels {
 }
 
 // gateValue is one run's figure for a gated metric, in the metric's unit.
-func gateValue(r report.Record, m gate.Metric) float64 {
-	l := r.Load
-	switch m {
-	case gate.SidecarCPUPer1kReq:
-		u, _ := r.Resources.Role(measure.RoleSidecar)
-		return r.CPUPer1k(u.MilliCores)
-	case gate.SidecarRSS:
-		u, _ := r.Resources.Role(measure.RoleSidecar)
-		return float64(u.MaxLoadRSS) / (1 << 20)
-	case gate.Throughput:
-		return l.AchievedQPS
-	case gate.P50:
-		return l.Percentile(50) * 1e3
-	case gate.P90:
-		return l.Percentile(90) * 1e3
-	case gate.P99:
-		return l.Percentile(99) * 1e3
-	case gate.P999:
-		return l.Percentile(99.9) * 1e3
-	}
-	return 0
-}
+func gateValue(r report.Record, m gate.Metric) float64 { return m.Value(r.Run) }
 
 // gateMeasurements pairs every scenario's reference and candidate runs of
 // the same round, both valid, for each metric the fixture gates there

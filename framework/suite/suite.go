@@ -29,7 +29,7 @@ import (
 	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/load"
-	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/target/local"
@@ -249,40 +249,38 @@ func (s *Suite) repeatIndex(b *testing.B) int {
 	return i
 }
 
-// reportMetrics reports one run with benchstat-friendly units.
+// reportMetrics reports one run with benchstat-friendly units: every
+// metric of the table (package metric) that has a benchstat unit, then
+// the figures only the benchmark line has (max, the uncorrected
+// percentiles, errors, CPU per role and in all) and a flow's steps.
 func reportMetrics(b *testing.B, r *target.Run) {
 	b.ReportMetric(0, "ns/op")
-	l := r.Load
-	for _, p := range []struct {
-		q    float64
-		unit string
-	}{{50, "p50-ms"}, {90, "p90-ms"}, {99, "p99-ms"}, {99.9, "p99.9-ms"}} {
-		b.ReportMetric(l.Percentile(p.q)*1e3, p.unit)
+	// A run whose CPU figures are not valid reports none (noteCPU says so
+	// once): its memory, latency and throughput stand.
+	cpu := r.CPUValid()
+	for _, d := range metric.All() {
+		if d.Benchstat == "" || (d.CPU && !cpu) {
+			continue
+		}
+		if v, ok := d.Read(r); ok {
+			b.ReportMetric(v, d.Benchstat)
+		}
 	}
+	l := r.Load
 	b.ReportMetric(l.Max()*1e3, "max-ms")
 	if l.LatencySource() == load.FromCorrected {
-		// The figures above are corrected for coordinated omission; these
+		// The percentiles are corrected for coordinated omission; these
 		// are the requests as sent.
 		b.ReportMetric(l.UncorrectedPercentile(50)*1e3, "p50-uncorrected-ms")
 		b.ReportMetric(l.UncorrectedPercentile(99)*1e3, "p99-uncorrected-ms")
 	}
-	b.ReportMetric(l.AchievedQPS, "req/s")
 	b.ReportMetric(float64(l.Errors), "errors")
-	// A run whose CPU figures are not valid reports none (noteCPU says so
-	// once): its memory, latency and throughput stand.
-	cpu := r.CPUValid()
 	var total float64
 	for _, t := range r.Resources.ByRole() {
 		if cpu {
 			b.ReportMetric(t.MilliCores, string(t.Role)+"-mcpu")
 		}
 		total += t.MilliCores
-		if t.Role == measure.RoleSidecar {
-			b.ReportMetric(float64(t.MaxLoadRSS)/(1<<20), "sidecar-rss-MiB")
-			if cpu && l.Requests > 0 {
-				b.ReportMetric(r.CPUPer1k(t.MilliCores), "sidecar-cpu-ms/kreq")
-			}
-		}
 	}
 	if cpu && l.Requests > 0 {
 		b.ReportMetric(r.CPUPer1k(total), "cpu-ms/kreq")

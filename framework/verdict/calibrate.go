@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/stats"
 )
 
@@ -58,13 +59,15 @@ type CalibratedPoint struct {
 var calibrated = []Metric{P50DeltaMs, P99DeltaPct, MeshedP99Ms, ThroughputLossPct, SidecarCPUPer1kReqMs, SidecarRSSMiB}
 
 // severity maps a metric's value to a scale on which the Regression
-// multiplies it: the p50 delta, CPU and RSS as they are, the p99 increase
-// as the meshed/baseline ratio, the throughput loss as baseline/meshed.
+// multiplies it, by how its limit compares the arms (metric.Overhead): a
+// delta or the meshed arm's figure as it is (the p50 delta, CPU, RSS), an
+// increase as the meshed/baseline ratio (the p99 increase), a loss as
+// baseline/meshed (the throughput loss).
 func severity(m Metric, v float64) float64 {
-	switch m {
-	case P99DeltaPct:
+	switch m.info().Of {
+	case metric.Increase:
 		return 1 + v/100
-	case ThroughputLossPct:
+	case metric.Loss:
 		if v >= 100 {
 			return math.Inf(1)
 		}
@@ -75,10 +78,10 @@ func severity(m Metric, v float64) float64 {
 
 // fromSeverity is severity's inverse.
 func fromSeverity(m Metric, s float64) float64 {
-	switch m {
-	case P99DeltaPct:
+	switch m.info().Of {
+	case metric.Increase:
 		return (s - 1) * 100
-	case ThroughputLossPct:
+	case metric.Loss:
 		return (1 - 1/s) * 100
 	}
 	return s
@@ -285,7 +288,7 @@ func (p CalibratedPoint) quietLine() string {
 			runs = append(runs, fmt.Sprintf("%s (%s–%s)", m.number(q.Median), m.number(lo), m.number(hi)))
 		}
 		if len(runs) > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s%s", m.info().label, strings.Join(runs, ", "), strings.TrimSpace(m.info().unit)))
+			parts = append(parts, fmt.Sprintf("%s %s%s", m.info().Label, strings.Join(runs, ", "), strings.TrimSpace(m.info().Unit)))
 		}
 	}
 	return strings.Join(parts, "; ")

@@ -50,9 +50,9 @@ type Breach struct {
 //
 // Every figure of the interval is above the limit.
 func (b *Breach) Error() string {
-	what := "too high " + b.Metric.info().label
+	what := "too high " + b.Metric.info().Label
 	if math.IsNaN(b.Got.Median) {
-		what = b.Metric.info().label + " is not a number"
+		what = b.Metric.info().Label + " is not a number"
 	}
 	return fmt.Sprintf("%s:%d: %s: %s: got %s %s expected ≤ %s",
 		b.File, b.Line, b.Scenario, what, b.Metric.format(b.Got.Median), b.interval(), b.Metric.format(b.Limit))
@@ -95,10 +95,10 @@ func (u *Undecided) Error() string {
 		if u.Got.N > 0 {
 			got = fmt.Sprintf("got %s %s, ", u.Metric.format(u.Got.Median), b.interval())
 		}
-		return fmt.Sprintf("%s:%d: %s: undecided %s: %snot judged: %s", u.File, u.Line, u.Scenario, u.Metric.info().label, got, u.Why)
+		return fmt.Sprintf("%s:%d: %s: undecided %s: %snot judged: %s", u.File, u.Line, u.Scenario, u.Metric.info().Label, got, u.Why)
 	}
 	return fmt.Sprintf("%s:%d: %s: undecided %s: got %s %s, the limit %s lies inside; more repeats (-count) decide it",
-		u.File, u.Line, u.Scenario, u.Metric.info().label, u.Metric.format(u.Got.Median), b.interval(), u.Metric.format(u.Limit))
+		u.File, u.Line, u.Scenario, u.Metric.info().Label, u.Metric.format(u.Got.Median), b.interval(), u.Metric.format(u.Limit))
 }
 
 // Uncovered is an observation that no rule of a fixture matches. It fails a

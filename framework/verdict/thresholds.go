@@ -353,7 +353,7 @@ func (p *parser) value(v *yaml.Node, field, key string) error {
 
 // limit checks that a limit is a finite number ≥ 0.
 func (p *parser) limit(v *yaml.Node, field string, m Metric) error {
-	want := fmt.Sprintf("want %s ≥ 0, e.g. %s", m.info().want, m.info().sample)
+	want := fmt.Sprintf("want %s ≥ 0, e.g. %s", m.info().Want, m.info().Sample)
 	if v.Kind != yaml.ScalarNode {
 		return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
 	}
@@ -517,7 +517,7 @@ func wantField(key string) string {
 		return `want "N", "N-M", "N+" or "*", e.g. "1-4"`
 	}
 	i := Metric(key).info()
-	return fmt.Sprintf("every rule sets all five limits (want %s ≥ 0, e.g. %s)", i.want, i.sample)
+	return fmt.Sprintf("every rule sets all five limits (want %s ≥ 0, e.g. %s)", i.Want, i.Sample)
 }
 
 // keyLine is the line of key in a mapping node, or 0.

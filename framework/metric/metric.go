@@ -1,0 +1,174 @@
+// Package metric is the one table of what meshbench reads from a run: each
+// metric's name, unit, benchstat unit, the direction in which it gets
+// worse, how it is read from a run, and the threshold limits set on it.
+//
+// Four consumers read the table and define no metric of their own:
+//   - the benchmark lines (suite) report every metric with a benchstat unit;
+//   - the threshold fixtures (verdict) know every limit of every metric;
+//   - the upgrade gate (gate) gates every metric not marked NotGated;
+//   - the reports (report) read every limit's figure from a comparison.
+//
+// Adding a metric is one entry in the table; a test walks the table and
+// holds each consumer to it.
+package metric
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// Direction says which way a metric gets worse.
+type Direction int
+
+const (
+	// HigherIsWorse: latency, CPU, memory; lower is better. A gate limits
+	// the increase.
+	HigherIsWorse Direction = iota + 1
+	// LowerIsWorse: throughput; higher is better. A gate limits the
+	// decrease.
+	LowerIsWorse
+)
+
+func (d Direction) String() string {
+	switch d {
+	case HigherIsWorse:
+		return "higher is worse"
+	case LowerIsWorse:
+		return "lower is worse"
+	}
+	return fmt.Sprintf("Direction(%d)", int(d))
+}
+
+// Overhead is how a threshold limit compares the meshed arm of a run with
+// its baseline arm, repeat by repeat.
+type Overhead int
+
+const (
+	// Delta is meshed minus baseline, paired by repeat, in the metric's
+	// unit.
+	Delta Overhead = iota + 1
+	// Increase is the meshed figure over the baseline's, paired by repeat,
+	// as a percent increase (100 means doubled).
+	Increase
+	// Loss is the meshed figure over the baseline's, paired by repeat, as
+	// a percent loss (85 means the meshed arm kept 15 %).
+	Loss
+	// Meshed is the meshed arm's own figure, summarised over repeats.
+	Meshed
+)
+
+// Limit is one key a threshold fixture may limit on a metric: the
+// metric's Overhead, and how the figure reads in messages.
+type Limit struct {
+	// Key is the fixture's YAML key and the name verdict gives it, e.g.
+	// "p50DeltaMs".
+	Key string
+	// Of is how the meshed arm is compared with the baseline arm.
+	Of Overhead
+	// Label is what it is in a sentence, for "too high <label>".
+	Label string
+	// Unit is appended to a printed value, e.g. "ms", "%" or " MiB".
+	Unit string
+	// Prec is the decimals a value is printed with.
+	Prec int
+	// Want is what a fixture must hold, e.g. "milliseconds", and Sample
+	// an example value, both for parse errors.
+	Want, Sample string
+	// Optional limits may be left out of a rule; a rule without one does
+	// not check it.
+	Optional bool
+}
+
+// Def is one metric: one entry of the table.
+type Def struct {
+	// Name is the metric's name and a gate fixture's key, e.g. "p99".
+	Name string
+	// Label is how it reads in a sentence, e.g. "p99 latency".
+	Label string
+	// Unit is the unit of Read's value, e.g. "ms" or "MiB".
+	Unit string
+	// Benchstat is the unit of the benchmark line's figure, e.g.
+	// "p99-ms", or "" when the benchmark line does not report it.
+	Benchstat string
+	// Worse is the direction in which it gets worse.
+	Worse Direction
+	// CPU marks a figure read from CPU counters: a run whose CPU figures
+	// are not valid (target.Run.CPUValid) gives none of it, while its
+	// other metrics stand.
+	CPU bool
+	// NotGated keeps the metric out of the upgrade gate's metrics.
+	NotGated bool
+	// Read is the metric's value in one run, in Unit, and whether the run
+	// has it (a run without sidecars has no sidecar figure). The value
+	// is 0 when the run does not have it.
+	Read func(*target.Run) (float64, bool)
+	// Limits are the keys a threshold fixture may limit on it, in the
+	// order a fixture lists them.
+	Limits []Limit
+}
+
+// Names of the metrics in the table.
+const (
+	P50                = "p50"                // latency percentiles, ms
+	P90                = "p90"                //
+	P99                = "p99"                //
+	P999               = "p999"               //
+	Throughput         = "throughput"         // achieved req/s
+	SidecarCPUPer1kReq = "sidecarCPUPer1kReq" // CPU-ms of all sidecars per 1000 requests
+	SidecarRSS         = "sidecarRSS"         // largest RSS of one sidecar under load, MiB
+	MeshCores          = "meshCores"          // CPU of the whole mesh, cores
+)
+
+// Keys of the threshold limits in the table.
+const (
+	P50DeltaMs           = "p50DeltaMs"
+	P99DeltaPct          = "p99DeltaPct"
+	MeshedP99Ms          = "meshedP99Ms"
+	ThroughputLossPct    = "throughputLossPct"
+	SidecarCPUPer1kReqMs = "sidecarCPUPer1kReqMs"
+	SidecarRSSMiB        = "sidecarRSSMiB"
+	MeshCoresLimit       = "meshCores"
+)
+
+// All returns the table in its order: the order in which the benchmark
+// line reports, a threshold fixture lists and a verdict reports. The slice
+// is new on every call.
+func All() []Def { return slices.Clone(table) }
+
+// Lookup returns the metric named name.
+func Lookup(name string) (Def, bool) {
+	for _, d := range table {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Def{}, false
+}
+
+// Limits returns every threshold limit of the table, metric by metric, in
+// table order. The slice is new on every call.
+func Limits() []Limit {
+	var out []Limit
+	for _, d := range table {
+		out = append(out, d.Limits...)
+	}
+	return out
+}
+
+// LimitOf returns the threshold limit whose key is key, and the metric it
+// is set on.
+func LimitOf(key string) (Limit, Def, bool) {
+	for _, d := range table {
+		for _, l := range d.Limits {
+			if l.Key == key {
+				return l, d, true
+			}
+		}
+	}
+	return Limit{}, Def{}, false
+}
+
+// MiB is n bytes in MiB (2^20 bytes).
+func MiB(n int64) float64 { return float64(n) / (1 << 20) }

@@ -1,0 +1,80 @@
+package metric
+
+import (
+	"slices"
+
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/target"
+)
+
+// table is every metric, in the order of All.
+var table = []Def{
+	{Name: P50, Label: "p50 latency", Unit: "ms", Benchstat: "p50-ms", Worse: HigherIsWorse, Read: percentile(50),
+		Limits: []Limit{{Key: P50DeltaMs, Of: Delta, Label: "p50 delta", Unit: "ms", Prec: 2, Want: "milliseconds", Sample: "2"}}},
+	{Name: P90, Label: "p90 latency", Unit: "ms", Benchstat: "p90-ms", Worse: HigherIsWorse, Read: percentile(90)},
+	{Name: P99, Label: "p99 latency", Unit: "ms", Benchstat: "p99-ms", Worse: HigherIsWorse, Read: percentile(99),
+		Limits: []Limit{
+			{Key: P99DeltaPct, Of: Increase, Label: "p99 increase", Unit: "%", Prec: 1, Want: "a percentage", Sample: "600"},
+			// The tail a client of the mesh sees: it does not move with
+			// the baseline's tail, which on a shared machine can differ
+			// ×2 between quiet runs and then hides a doubled meshed p99
+			// from p99DeltaPct.
+			{Key: MeshedP99Ms, Of: Meshed, Label: "meshed p99", Unit: "ms", Prec: 2, Want: "milliseconds", Sample: "5", Optional: true},
+		}},
+	{Name: P999, Label: "p99.9 latency", Unit: "ms", Benchstat: "p99.9-ms", Worse: HigherIsWorse, Read: percentile(99.9)},
+	// Gate it on closed-loop scenarios, where it is the maximum.
+	{Name: Throughput, Label: "max throughput", Unit: "req/s", Benchstat: "req/s", Worse: LowerIsWorse, Read: throughput,
+		Limits: []Limit{{Key: ThroughputLossPct, Of: Loss, Label: "throughput loss", Unit: "%", Prec: 1, Want: "a percentage", Sample: "85"}}},
+	// The cost of the mesh per request, the steadiest figure there is.
+	{Name: SidecarCPUPer1kReq, Label: "sidecar CPU per 1k req", Unit: "CPU-ms", Benchstat: "sidecar-cpu-ms/kreq", Worse: HigherIsWorse, CPU: true, Read: sidecarCPUPer1k,
+		Limits: []Limit{{Key: SidecarCPUPer1kReqMs, Of: Meshed, Label: "sidecar CPU per 1k requests", Unit: " CPU-ms", Prec: 1, Want: "CPU-milliseconds per 1000 requests", Sample: "1500"}}},
+	{Name: SidecarRSS, Label: "sidecar RSS", Unit: "MiB", Benchstat: "sidecar-rss-MiB", Worse: HigherIsWorse, Read: sidecarRSS,
+		Limits: []Limit{{Key: SidecarRSSMiB, Of: Meshed, Label: "sidecar RSS", Unit: " MiB", Prec: 1, Want: "MiB", Sample: "300"}}},
+	// Sidecars, node proxies, waypoints and control plane: the benchmark
+	// line reports their CPU per role (<role>-mcpu), and the gate compares
+	// the sidecars', so neither has this sum.
+	{Name: MeshCores, Label: "mesh cores", Unit: "cores", Worse: HigherIsWorse, CPU: true, NotGated: true, Read: meshCores,
+		Limits: []Limit{{Key: MeshCoresLimit, Of: Meshed, Label: "mesh cores", Unit: " cores", Prec: 2, Want: "cores", Sample: "1.5", Optional: true}}},
+}
+
+// percentile reads the q-th latency percentile in ms, as
+// load.Result.Percentile reads it (corrected in open loop).
+func percentile(q float64) func(*target.Run) (float64, bool) {
+	return func(r *target.Run) (float64, bool) { return r.Load.Percentile(q) * 1e3, true }
+}
+
+func throughput(r *target.Run) (float64, bool) { return r.Load.AchievedQPS, true }
+
+// sidecarCPUPer1k is the CPU all sidecars used per 1000 requests over the
+// measured window; a run without sidecars or requests has none.
+func sidecarCPUPer1k(r *target.Run) (float64, bool) {
+	u, ok := r.Resources.Role(measure.RoleSidecar)
+	return r.CPUPer1k(u.MilliCores), ok && r.Load.Requests > 0
+}
+
+// sidecarRSS is the largest resident memory of any one sidecar under load.
+func sidecarRSS(r *target.Run) (float64, bool) {
+	u, ok := r.Resources.Role(measure.RoleSidecar)
+	return MiB(u.MaxLoadRSS), ok
+}
+
+// meshCores is the CPU of every mesh process or container (MeshRoles).
+func meshCores(r *target.Run) (float64, bool) {
+	cores := 0.0
+	for _, u := range r.Resources.Usage {
+		if IsMeshRole(u.Role) {
+			cores += u.MilliCores / 1000
+		}
+	}
+	return cores, true
+}
+
+// MeshRoles are the roles whose CPU and memory the mesh costs: every
+// sidecar (the loadgen's own included), per-node proxies, waypoints and
+// the control plane. Apps and the load generator are not the mesh.
+// "waypoint" is kubelet.RoleWaypoint, named here so that this package does
+// not import the Kubernetes client.
+var MeshRoles = []measure.Role{measure.RoleSidecar, measure.RoleNodeProxy, "waypoint", measure.RoleControlPlane}
+
+// IsMeshRole reports whether r is one of MeshRoles.
+func IsMeshRole(r measure.Role) bool { return slices.Contains(MeshRoles, r) }
