@@ -59,6 +59,31 @@ func Merge(o Options, shards []*Result, names []string) (*Result, error) {
 	if len(shards) == 0 {
 		return nil, fmt.Errorf("merge: no shard results")
 	}
+	h, hdr, err := mergeHistograms(o, shards)
+	if err != nil {
+		return nil, err
+	}
+	m := &Result{Options: o, TargetQPS: o.QPS, Codes: map[int]int64{}, Latency: h, HDR: hdr}
+	first, last := addShards(m, shards)
+	tls := make([]*Timeline, len(shards))
+	for i, s := range shards {
+		tls[i] = s.Timeline
+	}
+	m.Timeline = MergeTimelines(tls...)
+	if m.Steps, err = mergeSteps(o, shards, names); err != nil {
+		return nil, err
+	}
+	m.Invalid = append(o.Judge(m), judgeSteps(m)...)
+	if len(shards) > 1 {
+		judgeShards(m, shards, names, last.Sub(first))
+	}
+	return m, nil
+}
+
+// mergeHistograms merges the shards' fortio histograms, and their HDR
+// histograms count by count: the merge has them only when every shard
+// has.
+func mergeHistograms(o Options, shards []*Result) (*fstats.HistogramData, *Latencies, error) {
 	hs := make([]*fstats.HistogramData, 0, len(shards))
 	hdrs := make([]*Latencies, 0, len(shards))
 	for _, s := range shards {
@@ -67,16 +92,20 @@ func Merge(o Options, shards []*Result, names []string) (*Result, error) {
 	}
 	h, err := stats.Merge(o.Resolution, hs...)
 	if err != nil {
-		return nil, fmt.Errorf("merge loadgen histograms: %w", err)
+		return nil, nil, fmt.Errorf("merge loadgen histograms: %w", err)
 	}
-	// HDR histograms merge count by count; the merge has them only when
-	// every shard has.
 	hdr, err := MergeLatencies(hdrs...)
 	if err != nil {
-		return nil, fmt.Errorf("merge loadgen HDR histograms: %w", err)
+		return nil, nil, fmt.Errorf("merge loadgen HDR histograms: %w", err)
 	}
-	m := &Result{Options: o, TargetQPS: o.QPS, Codes: map[int]int64{}, Latency: h, HDR: hdr}
-	first, last := shards[0].Start, shards[0].Start
+	return h, hdr, nil
+}
+
+// addShards sums the shards' counts and rates into m, whose window runs
+// from the first shard's start to the last shard's end; it returns the
+// first and the last start.
+func addShards(m *Result, shards []*Result) (first, last time.Time) {
+	first, last = shards[0].Start, shards[0].Start
 	var end time.Time
 	for _, s := range shards {
 		if s.Start.Before(first) {
@@ -96,28 +125,23 @@ func Merge(o Options, shards []*Result, names []string) (*Result, error) {
 		}
 	}
 	m.Start, m.Elapsed = first, end.Sub(first)
-	tls := make([]*Timeline, len(shards))
+	return first, last
+}
+
+// judgeShards invalidates m for each shard's own reasons, and when the
+// shards' starts spread over more than a twentieth of the window (at
+// least 100 ms): the merged histogram would mix different loads.
+func judgeShards(m *Result, shards []*Result, names []string, spread time.Duration) {
 	for i, s := range shards {
-		tls[i] = s.Timeline
-	}
-	m.Timeline = MergeTimelines(tls...)
-	if m.Steps, err = mergeSteps(o, shards, names); err != nil {
-		return nil, err
-	}
-	m.Invalid = append(o.Judge(m), judgeSteps(m)...)
-	if len(shards) > 1 {
-		for i, s := range shards {
-			for _, why := range s.Invalid {
-				m.Invalid.Add(why.Kind, "loadgen shard %d (%s): %s", i+1, names[i], why.Detail)
-			}
-		}
-		tol := max(100*time.Millisecond, o.Duration/20)
-		if spread := last.Sub(first); spread > tol {
-			m.Invalid.Add(validity.ShardsApart, "loadgen shards did not run together: their starts spread over %v (tolerance %v), so the merged histogram mixes different loads",
-				spread.Round(time.Millisecond), tol)
+		for _, why := range s.Invalid {
+			m.Invalid.Add(why.Kind, "loadgen shard %d (%s): %s", i+1, names[i], why.Detail)
 		}
 	}
-	return m, nil
+	tol := max(100*time.Millisecond, m.Options.Duration/20)
+	if spread > tol {
+		m.Invalid.Add(validity.ShardsApart, "loadgen shards did not run together: their starts spread over %v (tolerance %v), so the merged histogram mixes different loads",
+			spread.Round(time.Millisecond), tol)
+	}
 }
 
 // mergeSteps merges a flow's shards step by step.

@@ -364,17 +364,33 @@ func (s *Suite) summarize() error {
 			fmt.Fprintf(os.Stdout, progressPrefix+"report: %s\n", p)
 		}
 	}
-	// Limits that held on invalid runs prove nothing: the run fails.
+	ierr := invalidRuns(cs)
+	s.printThresholds(res, verr, ierr)
+	perr := s.partialErr()
+	s.otherErr = errors.Join(werr, verr, ierr, perr)
+	return errors.Join(werr, verr, ierr, gerr, perr)
+}
+
+// invalidRuns is the error of a run set whose comparisons include invalid
+// runs, naming them: limits that held on invalid runs prove nothing, and
+// the run fails.
+func invalidRuns(cs []report.Comparison) error {
 	var invalid []string
 	for _, c := range cs {
 		if n := c.Baseline.Invalid + c.Meshed.Invalid; n > 0 {
 			invalid = append(invalid, fmt.Sprintf("%s (%d)", c.Scenario(), n))
 		}
 	}
-	var ierr error
-	if len(invalid) > 0 {
-		ierr = fmt.Errorf("not a valid result: invalid runs in %s; their reasons are in the results file and above", strings.Join(invalid, ", "))
+	if len(invalid) == 0 {
+		return nil
 	}
+	return fmt.Errorf("not a valid result: invalid runs in %s; their reasons are in the results file and above", strings.Join(invalid, ", "))
+}
+
+// printThresholds says how the thresholds went, unless they were broken
+// (verr: its reasons end the run): off, held on invalid runs (ierr),
+// undecided at some points, or held everywhere.
+func (s *Suite) printThresholds(res *report.Results, verr, ierr error) {
 	switch {
 	case s.Config.Thresholds == "none":
 		fmt.Fprintln(os.Stdout, progressPrefix+"thresholds: off (-thresholds=none)")
@@ -389,9 +405,6 @@ func (s *Suite) summarize() error {
 	case verr == nil:
 		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: every limit held, on the whole interval of each of %d comparisons\n", s.Config.Thresholds, res.ThresholdsChecked)
 	}
-	perr := s.partialErr()
-	s.otherErr = errors.Join(werr, verr, ierr, perr)
-	return errors.Join(werr, verr, ierr, gerr, perr)
 }
 
 // settleJournal removes the journal once the results file holds it all,

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,33 +173,7 @@ func (o *Options) normalize() error {
 	if o.Loadgens < 0 {
 		errs = append(errs, fmt.Errorf("loadgens %d: must be >= 1", o.Loadgens))
 	}
-	if o.NamespacePrefix == "" {
-		o.NamespacePrefix = "meshbench"
-	}
-	if o.ReadyTimeout == 0 {
-		o.ReadyTimeout = 5 * time.Minute
-	}
-	if o.InstallTimeout == 0 {
-		o.InstallTimeout = 5 * time.Minute
-	}
-	if o.DeleteTimeout == 0 {
-		o.DeleteTimeout = 3 * time.Minute
-	}
-	if o.CounterWait == 0 {
-		o.CounterWait = 30 * time.Second
-	}
-	if o.RestartTimeout == 0 {
-		o.RestartTimeout = 2 * time.Minute
-	}
-	if o.ProbeFailures == 0 {
-		o.ProbeFailures = 3
-	}
-	if o.UnschedulableGrace == 0 {
-		o.UnschedulableGrace = 30 * time.Second
-	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.defaults()
 	// Check the workload parameters the target does not set itself.
 	w := o.Workloads
 	w.Namespace, w.Arm, w.Run, w.LoadgenReplicas, w.Components = "check", "check", "check", o.Loadgens, nil
@@ -206,6 +181,21 @@ func (o *Options) normalize() error {
 		errs = append(errs, fmt.Errorf("workloads: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// defaults fills in the names, time limits and logger left zero.
+func (o *Options) defaults() {
+	o.NamespacePrefix = cmp.Or(o.NamespacePrefix, "meshbench")
+	o.ReadyTimeout = cmp.Or(o.ReadyTimeout, 5*time.Minute)
+	o.InstallTimeout = cmp.Or(o.InstallTimeout, 5*time.Minute)
+	o.DeleteTimeout = cmp.Or(o.DeleteTimeout, 3*time.Minute)
+	o.CounterWait = cmp.Or(o.CounterWait, 30*time.Second)
+	o.RestartTimeout = cmp.Or(o.RestartTimeout, 2*time.Minute)
+	o.ProbeFailures = cmp.Or(o.ProbeFailures, 3)
+	o.UnschedulableGrace = cmp.Or(o.UnschedulableGrace, 30*time.Second)
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
 }
 
 // NodeExec runs cmd on node and returns its combined output.

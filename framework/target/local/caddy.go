@@ -69,74 +69,10 @@ func (caddy) Command(bin, path string, s SidecarSpec) (argv, env []string) {
 // side. With H2C every hop is HTTP/2: h2c on the plain sides and to the
 // app, h2 over mTLS between peers.
 func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
-	plain := []string{"h1"}
-	if s.H2C {
-		plain = append(plain, "h2c")
-	}
 	caPool := obj{"provider": "file", "pem_files": []string{s.CAFile}}
-	servers := obj{}
-	if in := s.Inbound; in != nil {
-		servers["inbound"] = obj{
-			"listen":          []string{in.Listen},
-			"protocols":       []string{"h1", "h2"},
-			"automatic_https": obj{"disable": true},
-			"tls_connection_policies": []obj{{
-				"certificate_selection": obj{"any_tag": []string{"mesh"}},
-				"client_authentication": obj{"ca": caPool, "mode": "require_and_verify"},
-			}},
-			"routes": caddyToApp(in.App, s.H2C, obj{"set": obj{
-				workload.PeerHeader:  []string{"{http.request.tls.client.subject}"},
-				workload.ProtoHeader: []string{"{http.request.proto}"},
-			}}),
-		}
-	}
-	if in := s.Inbound; in != nil && in.Plain != "" {
-		// Permissive mode: plain text from outside the mesh, with no
-		// verified peer (a caller's own peer header is dropped).
-		servers["inbound-plain"] = obj{
-			"listen":          []string{in.Plain},
-			"protocols":       plain,
-			"automatic_https": obj{"disable": true},
-			"routes": caddyToApp(in.App, s.H2C, obj{
-				"delete": []string{workload.PeerHeader},
-				"set":    obj{workload.ProtoHeader: []string{"{http.request.proto}"}},
-			}),
-		}
-	}
+	servers := caddyInbound(s, caPool)
 	for i, out := range s.Outbound {
-		servers[fmt.Sprintf("outbound%d", i)] = obj{
-			"listen":          []string{out.Listen},
-			"protocols":       plain,
-			"automatic_https": obj{"disable": true},
-			"routes": []obj{{"handle": []obj{{
-				"handler":   "reverse_proxy",
-				"upstreams": []obj{{"dial": out.Peer}},
-				// Address the peer by its service name, as a mesh does; Caddy
-				// also insists that Host matches SNI once client certs are on.
-				"headers": obj{"request": obj{"set": obj{"Host": []string{out.ServerName}}}},
-				"transport": obj{
-					"protocol":   "http",
-					"versions":   peerVersions(s.H2C),
-					"keep_alive": keepAlive(s.NoKeepAlive),
-					"tls": obj{
-						"ca":                          caPool,
-						"client_certificate_file":     s.CertFile,
-						"client_certificate_key_file": s.KeyFile,
-						"server_name":                 out.ServerName,
-					},
-				},
-			}}}},
-		}
-	}
-	logs := obj{"default": obj{"level": "ERROR"}}
-	if s.AccessLog {
-		// Every server logs each request it serves, as JSON, to one file.
-		for _, srv := range servers {
-			srv.(obj)["logs"] = obj{}
-		}
-		logs["default"] = obj{"level": "ERROR", "exclude": []string{"http.log.access"}}
-		logs["access"] = obj{"level": "INFO", "include": []string{"http.log.access"},
-			"writer": obj{"output": "file", "filename": s.AccessLogFile(), "roll": false}}
+		servers[fmt.Sprintf("outbound%d", i)] = caddyOutbound(s, out, caPool)
 	}
 	admin := obj{"disabled": true}
 	if s.Admin != "" {
@@ -146,7 +82,7 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 	}
 	cfg := obj{
 		"admin":   admin,
-		"logging": obj{"logs": logs},
+		"logging": obj{"logs": caddyLogs(s, servers)},
 		"storage": obj{"module": "file_system", "root": s.Dir},
 		"apps": obj{
 			"http": obj{"servers": servers},
@@ -160,6 +96,96 @@ func (caddy) Config(s SidecarSpec) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("render caddy config for %s: %w", s.Name, err)
 	}
 	return data, s.stem() + "-caddy.json", nil
+}
+
+// caddyPlain is the protocols a sidecar speaks in plain text.
+func caddyPlain(s SidecarSpec) []string {
+	if s.H2C {
+		return []string{"h1", "h2c"}
+	}
+	return []string{"h1"}
+}
+
+// caddyInbound is the sidecar's inbound servers, by name: mTLS that
+// passes the verified subject to the app, and in permissive mode plain
+// text from outside the mesh.
+func caddyInbound(s SidecarSpec, caPool obj) obj {
+	servers := obj{}
+	in := s.Inbound
+	if in == nil {
+		return servers
+	}
+	servers["inbound"] = obj{
+		"listen":          []string{in.Listen},
+		"protocols":       []string{"h1", "h2"},
+		"automatic_https": obj{"disable": true},
+		"tls_connection_policies": []obj{{
+			"certificate_selection": obj{"any_tag": []string{"mesh"}},
+			"client_authentication": obj{"ca": caPool, "mode": "require_and_verify"},
+		}},
+		"routes": caddyToApp(in.App, s.H2C, obj{"set": obj{
+			workload.PeerHeader:  []string{"{http.request.tls.client.subject}"},
+			workload.ProtoHeader: []string{"{http.request.proto}"},
+		}}),
+	}
+	if in.Plain != "" {
+		// Permissive mode: plain text from outside the mesh, with no
+		// verified peer (a caller's own peer header is dropped).
+		servers["inbound-plain"] = obj{
+			"listen":          []string{in.Plain},
+			"protocols":       caddyPlain(s),
+			"automatic_https": obj{"disable": true},
+			"routes": caddyToApp(in.App, s.H2C, obj{
+				"delete": []string{workload.PeerHeader},
+				"set":    obj{workload.ProtoHeader: []string{"{http.request.proto}"}},
+			}),
+		}
+	}
+	return servers
+}
+
+// caddyOutbound is one outbound server: plain text from the app, proxied
+// to the peer's sidecar over mTLS.
+func caddyOutbound(s SidecarSpec, out Outbound, caPool obj) obj {
+	return obj{
+		"listen":          []string{out.Listen},
+		"protocols":       caddyPlain(s),
+		"automatic_https": obj{"disable": true},
+		"routes": []obj{{"handle": []obj{{
+			"handler":   "reverse_proxy",
+			"upstreams": []obj{{"dial": out.Peer}},
+			// Address the peer by its service name, as a mesh does; Caddy
+			// also insists that Host matches SNI once client certs are on.
+			"headers": obj{"request": obj{"set": obj{"Host": []string{out.ServerName}}}},
+			"transport": obj{
+				"protocol":   "http",
+				"versions":   peerVersions(s.H2C),
+				"keep_alive": keepAlive(s.NoKeepAlive),
+				"tls": obj{
+					"ca":                          caPool,
+					"client_certificate_file":     s.CertFile,
+					"client_certificate_key_file": s.KeyFile,
+					"server_name":                 out.ServerName,
+				},
+			},
+		}}}},
+	}
+}
+
+// caddyLogs is the logging config: errors only, and with an access log
+// every server logs each request it serves, as JSON, to one file.
+func caddyLogs(s SidecarSpec, servers obj) obj {
+	logs := obj{"default": obj{"level": "ERROR"}}
+	if !s.AccessLog {
+		return logs
+	}
+	for _, srv := range servers {
+		srv.(obj)["logs"] = obj{}
+	}
+	logs["default"] = obj{"level": "ERROR", "exclude": []string{"http.log.access"}}
+	logs["access"] = obj{"level": "INFO", "include": []string{"http.log.access"},
+		"writer": obj{"output": "file", "filename": s.AccessLogFile(), "roll": false}}
+	return logs
 }
 
 // keepAlive is the outbound transport's connection reuse.
