@@ -250,46 +250,69 @@ func (a *ambient) Verify(ctx context.Context, c kubernetes.Interface, namespace 
 	for i := range pods {
 		p := &pods[i]
 		if p.Labels[waypointManaged] != "" {
-			if a.waypoint != "" && p.Labels[gatewayNameLabel] == a.waypoint && (len(p.Status.Conditions) == 0 || podReady(p)) {
-				waypointUp = true
-			}
+			waypointUp = waypointUp || a.readyWaypoint(p)
 			continue
 		}
 		workloads++
-		pc := PodCheck{Pod: p.Name, Node: p.Spec.NodeName}
-		if _, ok := proxyContainer(p, istioProxy); ok {
-			problems = append(problems, fmt.Sprintf("pod %s has an istio-proxy sidecar: it runs in sidecar mode, not ambient", p.Name))
-		}
-		if p.Annotations[ambientRedirection] != "enabled" {
-			problems = append(problems, fmt.Sprintf("pod %s is not captured by ztunnel (no %s=enabled annotation): "+
-				"is istio-cni running on its node, and was the pod started after the namespace was labelled?", p.Name, ambientRedirection))
-		} else {
-			pc.Proxies = []string{"ztunnel"}
-		}
-		switch {
-		case p.Spec.NodeName == "":
-			problems = append(problems, fmt.Sprintf("pod %s is not scheduled", p.Name))
-		case !ztunnels[p.Spec.NodeName]:
-			problems = append(problems, fmt.Sprintf("pod %s runs on node %s, which has no ready ztunnel", p.Name, p.Spec.NodeName))
-		}
+		pc, ps := ambientPodCheck(p, ztunnels)
+		problems = append(problems, ps...)
 		v.Pods = append(v.Pods, pc)
 	}
 	if workloads == 0 {
 		problems = append(problems, "no running pods to verify")
 	}
-	if a.waypoint != "" {
-		if got := ns.Labels[ambientUseWaypoint]; got != a.waypoint {
-			problems = append(problems, fmt.Sprintf("the namespace is not labelled %s=%s (got %q)", ambientUseWaypoint, a.waypoint, got))
-		}
-		if !waypointUp {
-			problems = append(problems, fmt.Sprintf("no ready waypoint pod %s=%s in the namespace (is there a Gateway %q of class istio-waypoint?)",
-				gatewayNameLabel, a.waypoint, a.waypoint))
-		}
-	}
+	problems = append(problems, a.waypointProblems(ns, waypointUp)...)
 	if len(problems) > 0 {
 		return v, &VerifyError{Mesh: "istio-ambient", Namespace: namespace, Meshed: true, Problems: problems}
 	}
 	return v, nil
+}
+
+// readyWaypoint says whether p, a waypoint pod, is the configured waypoint
+// and ready (or has no conditions yet).
+func (a *ambient) readyWaypoint(p *corev1.Pod) bool {
+	return a.waypoint != "" && p.Labels[gatewayNameLabel] == a.waypoint && (len(p.Status.Conditions) == 0 || podReady(p))
+}
+
+// ambientPodCheck checks that workload pod p runs no sidecar, was captured
+// by ztunnel, and is scheduled on a node with a ready ztunnel (ztunnels, by
+// node name); it returns the pod's check and its problems.
+func ambientPodCheck(p *corev1.Pod, ztunnels map[string]bool) (PodCheck, []string) {
+	var problems []string
+	pc := PodCheck{Pod: p.Name, Node: p.Spec.NodeName}
+	if _, ok := proxyContainer(p, istioProxy); ok {
+		problems = append(problems, fmt.Sprintf("pod %s has an istio-proxy sidecar: it runs in sidecar mode, not ambient", p.Name))
+	}
+	if p.Annotations[ambientRedirection] != "enabled" {
+		problems = append(problems, fmt.Sprintf("pod %s is not captured by ztunnel (no %s=enabled annotation): "+
+			"is istio-cni running on its node, and was the pod started after the namespace was labelled?", p.Name, ambientRedirection))
+	} else {
+		pc.Proxies = []string{"ztunnel"}
+	}
+	switch {
+	case p.Spec.NodeName == "":
+		problems = append(problems, fmt.Sprintf("pod %s is not scheduled", p.Name))
+	case !ztunnels[p.Spec.NodeName]:
+		problems = append(problems, fmt.Sprintf("pod %s runs on node %s, which has no ready ztunnel", p.Name, p.Spec.NodeName))
+	}
+	return pc, problems
+}
+
+// waypointProblems, with a waypoint configured, says whether namespace ns
+// does not use it, or no ready waypoint pod was found (waypointUp false).
+func (a *ambient) waypointProblems(ns *corev1.Namespace, waypointUp bool) []string {
+	if a.waypoint == "" {
+		return nil
+	}
+	var problems []string
+	if got := ns.Labels[ambientUseWaypoint]; got != a.waypoint {
+		problems = append(problems, fmt.Sprintf("the namespace is not labelled %s=%s (got %q)", ambientUseWaypoint, a.waypoint, got))
+	}
+	if !waypointUp {
+		problems = append(problems, fmt.Sprintf("no ready waypoint pod %s=%s in the namespace (is there a Gateway %q of class istio-waypoint?)",
+			gatewayNameLabel, a.waypoint, a.waypoint))
+	}
+	return problems
 }
 
 // MTLS reads every ztunnel's metrics (port 15020, /metrics) through the API

@@ -168,66 +168,87 @@ func labelsOf(ps []Point) []string {
 	return out
 }
 
+// addLines draws each series with points as a line with its points and
+// error bars, then sets the X axis: nines for a Spectrum, linear for a
+// Rate, and otherwise logarithmic over the points' range when it is
+// positive.
 func (c Chart) addLines(p *plot.Plot) error {
 	var xs []float64
 	for i, s := range c.Series {
 		if len(s.Points) == 0 {
 			continue
 		}
-		l, err := plotter.NewLine(xys(s.Points))
-		if err != nil {
-			return fmt.Errorf("series %s: %w", s.Name, err)
+		if err := addSeries(p, i, s); err != nil {
+			return err
 		}
-		col := palette[i%len(palette)]
-		if s.Colour >= 0 {
-			col = palette[s.Colour%len(palette)]
-		}
-		l.Color = col
-		l.Width = vg.Points(1.5)
-		if s.Dashed {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		}
-		sc, err := plotter.NewScatter(xys(s.Points))
-		if err != nil {
-			return fmt.Errorf("series %s: %w", s.Name, err)
-		}
-		sc.Color = col
-		sc.Radius = vg.Points(2)
-		if len(s.Points) == 1 { // a marked point, such as a knee
-			sc.Radius = vg.Points(5)
-		}
-		eb, err := plotter.NewYErrorBars(xys(s.Points))
-		if err != nil {
-			return fmt.Errorf("series %s: %w", s.Name, err)
-		}
-		eb.Color = col
-		p.Add(l, sc, eb)
-		p.Legend.Add(s.Name, l)
 		for _, q := range s.Points {
 			xs = append(xs, q.X)
 		}
 	}
+	c.scaleX(p, xs)
+	return nil
+}
+
+// addSeries draws series s, the i-th of its chart, as a line (dashed if
+// asked), its points (larger when it is one marked point) and their error
+// bars, in its palette colour, and adds it to the legend.
+func addSeries(p *plot.Plot, i int, s Series) error {
+	l, err := plotter.NewLine(xys(s.Points))
+	if err != nil {
+		return fmt.Errorf("series %s: %w", s.Name, err)
+	}
+	col := palette[i%len(palette)]
+	if s.Colour >= 0 {
+		col = palette[s.Colour%len(palette)]
+	}
+	l.Color = col
+	l.Width = vg.Points(1.5)
+	if s.Dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+	}
+	sc, err := plotter.NewScatter(xys(s.Points))
+	if err != nil {
+		return fmt.Errorf("series %s: %w", s.Name, err)
+	}
+	sc.Color = col
+	sc.Radius = vg.Points(2)
+	if len(s.Points) == 1 { // a marked point, such as a knee
+		sc.Radius = vg.Points(5)
+	}
+	eb, err := plotter.NewYErrorBars(xys(s.Points))
+	if err != nil {
+		return fmt.Errorf("series %s: %w", s.Name, err)
+	}
+	eb.Color = col
+	p.Add(l, sc, eb)
+	p.Legend.Add(s.Name, l)
+	return nil
+}
+
+// scaleX sets the X axis for the chart's kind: nines for a Spectrum,
+// gonum's linear default for a Rate, and otherwise a logarithmic axis over
+// xs, the points' X values, when they are all positive.
+func (c Chart) scaleX(p *plot.Plot, xs []float64) {
 	switch c.Kind {
 	case Spectrum:
 		p.X.Scale = nines{}
 		p.X.Tick.Marker = plot.ConstantTicks(tickAt([]float64{50, 90, 99, 99.9, 99.99}, "%g%%"))
-		return nil
+		return
 	case Rate:
-		return nil
+		return
 	}
 	if len(xs) == 0 {
-		return nil // nothing measured: an empty frame
+		return // nothing measured: an empty frame
 	}
 	lo, hi := slices.Min(xs), slices.Max(xs)
 	if lo <= 0 {
-		return nil // a log axis needs positive values: keep it linear
+		return // a log axis needs positive values: keep it linear
 	}
 	// Set the range: with a single point gonum would widen it through 0,
 	// which a log axis cannot draw.
 	p.X.Scale = plot.LogScale{}
 	p.X.Min, p.X.Max = lo/1.5, hi*1.5
 	p.X.Tick.Marker = plot.ConstantTicks(c.ticks())
-	return nil
 }
 
 // ticks are one labelled tick at each distinct X of the chart's points,

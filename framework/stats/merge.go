@@ -106,6 +106,31 @@ func Merge(res Resolution, hs ...*fstats.HistogramData) (*fstats.HistogramData, 
 // by canonical bucket of res, after checking h is consistent and was recorded
 // at res.
 func addBuckets(res Resolution, input int, h *fstats.HistogramData, counts []int64) error {
+	if err := checkSummary(input, h); err != nil {
+		return err
+	}
+	idx, err := bucketIndexes(res, input, h)
+	if err != nil {
+		return err
+	}
+	// Min and Max were recorded in the first and last buckets; with the wrong
+	// resolution they generally fall elsewhere.
+	last := len(h.Data) - 1
+	if res.bucketIndex(h.Min) != idx[0] {
+		return &ResolutionError{Input: input, Bucket: 0, Field: "min", Value: h.Min, Res: res}
+	}
+	if res.bucketIndex(h.Max) != idx[last] {
+		return &ResolutionError{Input: input, Bucket: last, Field: "max", Value: h.Max, Res: res}
+	}
+	for b, j := range idx {
+		counts[j] += h.Data[b].Count
+	}
+	return nil
+}
+
+// checkSummary checks that h's (input number input) summary figures are
+// finite, that it has buckets, and that its min is not above its max.
+func checkSummary(input int, h *fstats.HistogramData) error {
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -120,64 +145,70 @@ func addBuckets(res Resolution, input int, h *fstats.HistogramData, counts []int
 	if h.Min > h.Max {
 		return fmt.Errorf("stats: merge input %d: min %g s > max %g s", input, h.Min, h.Max)
 	}
-	last := len(h.Data) - 1
+	return nil
+}
+
+// bucketIndexes returns the canonical bucket of res of each of h's buckets
+// (input number input), after checking they are positive, in order, on
+// res's boundaries, and sum to h's count.
+func bucketIndexes(res Resolution, input int, h *fstats.HistogramData) ([]int, error) {
 	idx := make([]int, len(h.Data))
 	var total int64
 	prev := -1
 	for b := range h.Data {
 		bk := &h.Data[b]
 		if bk.Count <= 0 {
-			return fmt.Errorf("stats: merge input %d: bucket %d has count %d", input, b, bk.Count)
+			return nil, fmt.Errorf("stats: merge input %d: bucket %d has count %d", input, b, bk.Count)
 		}
 		total += bk.Count
-		var j int
-		switch {
-		case b < last:
-			// A non-last End is always a canonical boundary, and its bucket is
-			// the one ending there.
-			var ok bool
-			if j, ok = res.boundaryIndex(bk.End); !ok {
-				return &ResolutionError{Input: input, Bucket: b, Field: "end", Value: bk.End, Res: res}
-			}
-		case b > 0:
-			// The last End is Max, but a non-first Start is the canonical
-			// boundary just below the bucket.
-			s, ok := res.boundaryIndex(bk.Start)
-			if !ok {
-				return &ResolutionError{Input: input, Bucket: b, Field: "start", Value: bk.Start, Res: res}
-			}
-			j = s + 1
-		default:
-			// A single bucket spans [Min, Max]: it is Max's bucket.
-			j = res.bucketIndex(h.Max)
+		j, err := canonicalBucket(res, input, h, b)
+		if err != nil {
+			return nil, err
 		}
 		if j <= prev {
-			return fmt.Errorf("stats: merge input %d: bucket %d [%g, %g] s is out of order", input, b, bk.Start, bk.End)
+			return nil, fmt.Errorf("stats: merge input %d: bucket %d [%g, %g] s is out of order", input, b, bk.Start, bk.End)
 		}
 		if b > 0 && j > 0 {
 			// Every non-first Start is the boundary below its bucket.
 			if s, ok := res.boundaryIndex(bk.Start); !ok || s != j-1 {
-				return &ResolutionError{Input: input, Bucket: b, Field: "start", Value: bk.Start, Res: res}
+				return nil, &ResolutionError{Input: input, Bucket: b, Field: "start", Value: bk.Start, Res: res}
 			}
 		}
 		idx[b] = j
 		prev = j
 	}
 	if total != h.Count {
-		return fmt.Errorf("stats: merge input %d: bucket counts sum to %d, want count %d", input, total, h.Count)
+		return nil, fmt.Errorf("stats: merge input %d: bucket counts sum to %d, want count %d", input, total, h.Count)
 	}
-	// Min and Max were recorded in the first and last buckets; with the wrong
-	// resolution they generally fall elsewhere.
-	if res.bucketIndex(h.Min) != idx[0] {
-		return &ResolutionError{Input: input, Bucket: 0, Field: "min", Value: h.Min, Res: res}
+	return idx, nil
+}
+
+// canonicalBucket returns the canonical bucket of res that h's bucket b
+// (input number input) is, or a ResolutionError when its bounds are not
+// res's boundaries.
+func canonicalBucket(res Resolution, input int, h *fstats.HistogramData, b int) (int, error) {
+	bk := &h.Data[b]
+	switch {
+	case b < len(h.Data)-1:
+		// A non-last End is always a canonical boundary, and its bucket is
+		// the one ending there.
+		j, ok := res.boundaryIndex(bk.End)
+		if !ok {
+			return 0, &ResolutionError{Input: input, Bucket: b, Field: "end", Value: bk.End, Res: res}
+		}
+		return j, nil
+	case b > 0:
+		// The last End is Max, but a non-first Start is the canonical
+		// boundary just below the bucket.
+		s, ok := res.boundaryIndex(bk.Start)
+		if !ok {
+			return 0, &ResolutionError{Input: input, Bucket: b, Field: "start", Value: bk.Start, Res: res}
+		}
+		return s + 1, nil
+	default:
+		// A single bucket spans [Min, Max]: it is Max's bucket.
+		return res.bucketIndex(h.Max), nil
 	}
-	if res.bucketIndex(h.Max) != idx[last] {
-		return &ResolutionError{Input: input, Bucket: last, Field: "max", Value: h.Max, Res: res}
-	}
-	for b, j := range idx {
-		counts[j] += h.Data[b].Count
-	}
-	return nil
 }
 
 // exportBuckets turns canonical bucket counts into Data exactly like fortio's

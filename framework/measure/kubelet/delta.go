@@ -137,17 +137,9 @@ func Delta(before, after Snapshot) (Usage, error) {
 	}
 	u := Usage{Node: after.Node, NodeWorkingSetBytes: after.NodeWorkingSetBytes.Value}
 	var errs []error
-
-	if nw, err := window("node", before.NodeCPUSeconds, after.NodeCPUSeconds); err != nil {
+	if err := nodeDelta(before, after, &u); err != nil {
 		errs = append(errs, err)
-	} else if d := after.NodeCPUSeconds.Value - before.NodeCPUSeconds.Value; d < 0 {
-		errs = append(errs, fmt.Errorf("node %s: %s went from %g to %g (the kubelet restarted or the node rebooted); mark the run invalid",
-			after.Node, MetricNodeCPU, before.NodeCPUSeconds.Value, after.NodeCPUSeconds.Value))
-	} else {
-		u.NodeWindow = nw
-		u.NodeCores = d / nw.Seconds()
 	}
-
 	for _, k := range sortedKeys(before.Containers) {
 		b := before.Containers[k]
 		a, ok := after.Containers[k]
@@ -155,40 +147,10 @@ func Delta(before, after Snapshot) (Usage, error) {
 			errs = append(errs, &CounterResetError{Container: k, Reason: "missing", Before: b.CPUSeconds.Value})
 			continue
 		}
-		if cr := reset(k, b, a); cr != nil {
-			errs = append(errs, cr)
-			continue
-		}
-		w, err := window(k.String(), b.CPUSeconds, a.CPUSeconds)
+		cu, err := containerDelta(k, b, a)
 		if err != nil {
 			errs = append(errs, err)
 			continue
-		}
-		cu := ContainerUsage{
-			Container:             k,
-			Window:                w,
-			CPUSeconds:            a.CPUSeconds.Value - b.CPUSeconds.Value,
-			WorkingSetBytesBefore: b.WorkingSetBytes.Value,
-			WorkingSetBytes:       a.WorkingSetBytes.Value,
-		}
-		cu.Millicores = cu.CPUSeconds / w.Seconds() * 1000
-		if b.Throttling != nil && a.Throttling != nil {
-			tb, ta := b.Throttling, a.Throttling
-			if ta.Periods.Value < tb.Periods.Value || ta.ThrottledPeriods.Value < tb.ThrottledPeriods.Value {
-				errs = append(errs, &CounterResetError{Container: k, Reason: "decreased",
-					Before: tb.Periods.Value, After: ta.Periods.Value})
-				continue
-			}
-			cu.HasCFS = true
-			cu.Periods = ta.Periods.Value - tb.Periods.Value
-			cu.ThrottledPeriods = ta.ThrottledPeriods.Value - tb.ThrottledPeriods.Value
-			if cu.Periods > 0 {
-				cu.ThrottledRatio = cu.ThrottledPeriods / cu.Periods
-			}
-			if tb.ThrottledSeconds != nil && ta.ThrottledSeconds != nil {
-				cu.ThrottledSeconds = ta.ThrottledSeconds.Value - tb.ThrottledSeconds.Value
-			}
-			cu.LimitCores = ta.LimitCores
 		}
 		u.Containers = append(u.Containers, cu)
 	}
@@ -198,6 +160,71 @@ func Delta(before, after Snapshot) (Usage, error) {
 		}
 	}
 	return u, errors.Join(errs...)
+}
+
+// nodeDelta sets u's node window and cores from the node's CPU counter in
+// the two reads, or says why it cannot (a window that is not positive, or a
+// counter that went backwards).
+func nodeDelta(before, after Snapshot, u *Usage) error {
+	nw, err := window("node", before.NodeCPUSeconds, after.NodeCPUSeconds)
+	if err != nil {
+		return err
+	}
+	d := after.NodeCPUSeconds.Value - before.NodeCPUSeconds.Value
+	if d < 0 {
+		return fmt.Errorf("node %s: %s went from %g to %g (the kubelet restarted or the node rebooted); mark the run invalid",
+			after.Node, MetricNodeCPU, before.NodeCPUSeconds.Value, after.NodeCPUSeconds.Value)
+	}
+	u.NodeWindow = nw
+	u.NodeCores = d / nw.Seconds()
+	return nil
+}
+
+// containerDelta differences container k's reads b and a: its CPU, working
+// set and, when both reads have them, CFS counters. It fails with a
+// *CounterResetError or *WindowError when the reads cannot be differenced.
+func containerDelta(k ContainerKey, b, a Container) (ContainerUsage, error) {
+	if cr := reset(k, b, a); cr != nil {
+		return ContainerUsage{}, cr
+	}
+	w, err := window(k.String(), b.CPUSeconds, a.CPUSeconds)
+	if err != nil {
+		return ContainerUsage{}, err
+	}
+	cu := ContainerUsage{
+		Container:             k,
+		Window:                w,
+		CPUSeconds:            a.CPUSeconds.Value - b.CPUSeconds.Value,
+		WorkingSetBytesBefore: b.WorkingSetBytes.Value,
+		WorkingSetBytes:       a.WorkingSetBytes.Value,
+	}
+	cu.Millicores = cu.CPUSeconds / w.Seconds() * 1000
+	if b.Throttling != nil && a.Throttling != nil {
+		if err := throttlingDelta(k, b.Throttling, a.Throttling, &cu); err != nil {
+			return ContainerUsage{}, err
+		}
+	}
+	return cu, nil
+}
+
+// throttlingDelta sets cu's CFS figures from container k's counters tb and
+// ta, or fails with a *CounterResetError when they went backwards.
+func throttlingDelta(k ContainerKey, tb, ta *Throttling, cu *ContainerUsage) error {
+	if ta.Periods.Value < tb.Periods.Value || ta.ThrottledPeriods.Value < tb.ThrottledPeriods.Value {
+		return &CounterResetError{Container: k, Reason: "decreased",
+			Before: tb.Periods.Value, After: ta.Periods.Value}
+	}
+	cu.HasCFS = true
+	cu.Periods = ta.Periods.Value - tb.Periods.Value
+	cu.ThrottledPeriods = ta.ThrottledPeriods.Value - tb.ThrottledPeriods.Value
+	if cu.Periods > 0 {
+		cu.ThrottledRatio = cu.ThrottledPeriods / cu.Periods
+	}
+	if tb.ThrottledSeconds != nil && ta.ThrottledSeconds != nil {
+		cu.ThrottledSeconds = ta.ThrottledSeconds.Value - tb.ThrottledSeconds.Value
+	}
+	cu.LimitCores = ta.LimitCores
+	return nil
 }
 
 // reset is why container k's counters cannot be differenced from b to a

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
@@ -116,8 +117,39 @@ func (c *cluster) step(what string, f func() error) error {
 	return nil
 }
 
+// up creates the cluster from the kind config at configPath, or reuses it,
+// then makes it ready: one small step after another, each logged. A
+// cluster this call created and could not make ready is deleted, unless the
+// caller asked to keep it.
 func (c *cluster) up(ctx context.Context, configPath string) (err error) {
 	start := time.Now()
+	q, err := c.hostQuirks()
+	if err != nil {
+		return err
+	}
+	cfg, image, err := c.config(configPath, q)
+	if err != nil {
+		return err
+	}
+	created, err := c.createOrReuse(cfg, image)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil && created && !c.opts.retain {
+			err = errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
+		}
+	}()
+	if err := c.makeReady(ctx, cfg); err != nil {
+		return err
+	}
+	c.opts.logger.Logf("kind %s: ready in %s (kubeconfig %s)", c.name, time.Since(start).Round(time.Millisecond), c.opts.kubeconfig)
+	return nil
+}
+
+// hostQuirks returns the quirks given as an option, or detects the host's,
+// and logs them.
+func (c *cluster) hostQuirks() (Quirks, error) {
 	q := Quirks{}
 	if err := c.step("detect host quirks", func() error {
 		if c.opts.quirks != nil {
@@ -128,63 +160,77 @@ func (c *cluster) up(ctx context.Context, configPath string) (err error) {
 		q, err = DetectQuirks()
 		return err
 	}); err != nil {
-		return err
+		return Quirks{}, err
 	}
 	c.opts.logger.Logf("kind %s: host quirks: %s", c.name, q)
+	return q, nil
+}
+
+// config loads the kind config at configPath with the host quirks applied,
+// picks the node image ("": kind's default), and refuses a config that keeps
+// kind's CNI where the image has none or another CNI is given.
+func (c *cluster) config(configPath string, q Quirks) (*v1alpha4.Cluster, string, error) {
 	cfg, err := loadConfig(configPath)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	applyQuirks(cfg, q)
 	image := c.nodeImage()
 	if strings.HasPrefix(image, OfflineImageRepo+":") && !cfg.Networking.DisableDefaultCNI {
-		return fmt.Errorf("kind %s: node image %s has no default CNI: set networking.disableDefaultCNI: true in %s",
+		return nil, "", fmt.Errorf("kind %s: node image %s has no default CNI: set networking.disableDefaultCNI: true in %s",
 			c.name, image, configPath)
 	}
 	if c.opts.cni != nil && !cfg.Networking.DisableDefaultCNI {
-		return fmt.Errorf("kind %s: %s is the cluster's CNI: set networking.disableDefaultCNI: true in %s",
+		return nil, "", fmt.Errorf("kind %s: %s is the cluster's CNI: set networking.disableDefaultCNI: true in %s",
 			c.name, c.opts.cni.Name(), configPath)
 	}
+	return cfg, image, nil
+}
+
+// createOrReuse reuses the cluster when it exists (if allowed), or creates
+// it from cfg on image; created says whether this call created it.
+func (c *cluster) createOrReuse(cfg *v1alpha4.Cluster, image string) (created bool, err error) {
 	existing, err := c.provider.List()
-	created := false
 	if err != nil {
-		return fmt.Errorf("kind %s: list clusters: %w", c.name, err)
+		return false, fmt.Errorf("kind %s: list clusters: %w", c.name, err)
 	}
 	if slices.Contains(existing, c.name) {
 		if !*c.opts.reuse {
-			return fmt.Errorf("kind %s: cluster exists", c.name)
+			return false, fmt.Errorf("kind %s: cluster exists", c.name)
 		}
-		err = c.step("reuse existing cluster", func() error {
+		return false, c.step("reuse existing cluster", func() error {
 			return c.provider.ExportKubeConfig(c.name, c.opts.kubeconfig, false)
 		})
-	} else {
-		what := "create cluster (node image " + image + ")"
-		if image == "" {
-			what = "create cluster (kind's default node image)"
-		}
-		createOpts := []kindcluster.CreateOption{
-			kindcluster.CreateWithV1Alpha4Config(cfg),
-			kindcluster.CreateWithKubeconfigPath(c.opts.kubeconfig),
-			kindcluster.CreateWithRetain(c.opts.retain),
-			kindcluster.CreateWithDisplayUsage(false),
-			kindcluster.CreateWithDisplaySalutation(false),
-		}
-		if image != "" {
-			createOpts = append(createOpts, kindcluster.CreateWithNodeImage(image))
-		}
-		err = c.step(what, func() error { return c.provider.Create(c.name, createOpts...) })
-		created = err == nil
 	}
-	if err != nil {
-		return err
+	if err := c.create(cfg, image); err != nil {
+		return false, err
 	}
-	defer func() {
-		// A cluster this call created and could not make ready is deleted,
-		// unless the caller asked to keep it.
-		if err != nil && created && !c.opts.retain {
-			err = errors.Join(err, c.Delete(context.WithoutCancel(ctx)))
-		}
-	}()
+	return true, nil
+}
+
+// create creates the cluster from cfg on image ("": kind's default node
+// image), writing its kubeconfig.
+func (c *cluster) create(cfg *v1alpha4.Cluster, image string) error {
+	what := "create cluster (node image " + image + ")"
+	if image == "" {
+		what = "create cluster (kind's default node image)"
+	}
+	createOpts := []kindcluster.CreateOption{
+		kindcluster.CreateWithV1Alpha4Config(cfg),
+		kindcluster.CreateWithKubeconfigPath(c.opts.kubeconfig),
+		kindcluster.CreateWithRetain(c.opts.retain),
+		kindcluster.CreateWithDisplayUsage(false),
+		kindcluster.CreateWithDisplaySalutation(false),
+	}
+	if image != "" {
+		createOpts = append(createOpts, kindcluster.CreateWithNodeImage(image))
+	}
+	return c.step(what, func() error { return c.provider.Create(c.name, createOpts...) })
+}
+
+// makeReady loads the kubeconfig, installs the CNI when kind's is disabled,
+// and waits for every node and kube-system pod to be Ready.
+func (c *cluster) makeReady(ctx context.Context, cfg *v1alpha4.Cluster) error {
 	if err := c.step("load kubeconfig", c.loadRESTConfig); err != nil {
 		return err
 	}
@@ -196,33 +242,40 @@ func (c *cluster) up(ctx context.Context, configPath string) (err error) {
 	if err != nil {
 		return fmt.Errorf("kind %s: list nodes: %w", c.name, err)
 	}
-	if cfg.Networking.DisableDefaultCNI && c.opts.cni != nil {
-		if err := c.step("install CNI "+c.opts.cni.Name(), func() error { return c.opts.cni.InstallCNI(ctx, c) }); err != nil {
-			return err
-		}
-	} else if cfg.Networking.DisableDefaultCNI {
-		if err := c.step("install CNI (host-local IPAM, routes between nodes)", func() error {
-			nets, err := installCNI(ctx, cs, kindNodes, c.opts.cniPlugin, cfg.Networking.PodSubnet, cfg.Networking.ServiceSubnet, c.opts.readyTimeout)
-			for _, n := range nets {
-				c.opts.logger.Logf("kind %s: node %s: IP %s, pod CIDR %s, CNI %s", c.name, n.node, n.ip, n.podCIDR, n.plugin)
-			}
-			return err
-		}); err != nil {
+	if cfg.Networking.DisableDefaultCNI {
+		if err := c.installNetwork(ctx, cs, kindNodes, cfg); err != nil {
 			return err
 		}
 	}
-	if err := c.step(fmt.Sprintf("wait for %d nodes Ready", len(kindNodes)), func() error {
-		return waitNodesReady(ctx, cs, len(kindNodes), c.opts.readyTimeout)
+	return c.waitReady(ctx, cs, len(kindNodes))
+}
+
+// installNetwork installs the CNI given as an option, or else the package's
+// own (host-local IPAM, routes between nodes), logging each node's network.
+func (c *cluster) installNetwork(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.Node, cfg *v1alpha4.Cluster) error {
+	if c.opts.cni != nil {
+		return c.step("install CNI "+c.opts.cni.Name(), func() error { return c.opts.cni.InstallCNI(ctx, c) })
+	}
+	return c.step("install CNI (host-local IPAM, routes between nodes)", func() error {
+		nets, err := installCNI(ctx, cs, kindNodes, c.opts.cniPlugin, cfg.Networking.PodSubnet, cfg.Networking.ServiceSubnet, c.opts.readyTimeout)
+		for _, n := range nets {
+			c.opts.logger.Logf("kind %s: node %s: IP %s, pod CIDR %s, CNI %s", c.name, n.node, n.ip, n.podCIDR, n.plugin)
+		}
+		return err
+	})
+}
+
+// waitReady waits for the cluster's want nodes, then its kube-system pods,
+// to be Ready.
+func (c *cluster) waitReady(ctx context.Context, cs kubernetes.Interface, want int) error {
+	if err := c.step(fmt.Sprintf("wait for %d nodes Ready", want), func() error {
+		return waitNodesReady(ctx, cs, want, c.opts.readyTimeout)
 	}); err != nil {
 		return err
 	}
-	if err := c.step("wait for kube-system pods Ready", func() error {
+	return c.step("wait for kube-system pods Ready", func() error {
 		return waitSystemPods(ctx, cs, c.opts.readyTimeout)
-	}); err != nil {
-		return err
-	}
-	c.opts.logger.Logf("kind %s: ready in %s (kubeconfig %s)", c.name, time.Since(start).Round(time.Millisecond), c.opts.kubeconfig)
-	return nil
+	})
 }
 
 func (c *cluster) loadRESTConfig() error {

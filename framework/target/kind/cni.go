@@ -121,6 +121,25 @@ func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.
 			return nil, fmt.Errorf("subnet %q: only single IPv4 subnets are supported", cidr)
 		}
 	}
+	cidrs, err := waitPodCIDRs(ctx, cs, kindNodes, timeout)
+	if err != nil {
+		return nil, err
+	}
+	nets, err := nodeNets(kindNodes, cidrs, plugin)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nets {
+		if err := configureNode(n, nets, podSubnet, serviceSubnet); err != nil {
+			return nil, err
+		}
+	}
+	return nets, nil
+}
+
+// waitPodCIDRs polls until every one of kindNodes has a spec.podCIDR, and
+// returns them by node name.
+func waitPodCIDRs(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.Node, timeout time.Duration) (map[string]string, error) {
 	cidrs := map[string]string{}
 	err := wait.For(func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -142,6 +161,12 @@ func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.
 	if err != nil {
 		return nil, fmt.Errorf("wait for pod CIDRs (have %v): %w", cidrs, err)
 	}
+	return cidrs, nil
+}
+
+// nodeNets returns each node's IPv4 address, pod CIDR (from cidrs, by node
+// name) and CNI plugin (see pickPlugin).
+func nodeNets(kindNodes []nodes.Node, cidrs map[string]string, plugin string) ([]nodeNet, error) {
 	nets := make([]nodeNet, 0, len(kindNodes))
 	for _, kn := range kindNodes {
 		ip, _, err := kn.IP()
@@ -153,28 +178,32 @@ func installCNI(ctx context.Context, cs kubernetes.Interface, kindNodes []nodes.
 		}
 		nets = append(nets, nodeNet{node: kn, ip: ip, podCIDR: cidrs[kn.String()], plugin: pickPlugin(kn, plugin)})
 	}
-	for _, n := range nets {
-		conf, err := conflist(n.plugin, n.podCIDR)
-		if err != nil {
-			return nil, err
-		}
-		var out strings.Builder
-		cmd := n.node.Command("sh", "-c", "mkdir -p /etc/cni/net.d && cat > "+cniConfPath+".tmp && mv "+cniConfPath+".tmp "+cniConfPath)
-		if err := cmd.SetStdin(strings.NewReader(string(conf))).SetStderr(&out).Run(); err != nil {
-			return nil, fmt.Errorf("write CNI config on %s: %w: %s", n.node, err, out.String())
-		}
+	return nets, nil
+}
+
+// configureNode writes n's conflist, runs guardScript on it, and routes the
+// pod CIDRs of the other nodes of all through their IPs.
+func configureNode(n nodeNet, all []nodeNet, podSubnet, serviceSubnet string) error {
+	conf, err := conflist(n.plugin, n.podCIDR)
+	if err != nil {
+		return err
+	}
+	var out strings.Builder
+	cmd := n.node.Command("sh", "-c", "mkdir -p /etc/cni/net.d && cat > "+cniConfPath+".tmp && mv "+cniConfPath+".tmp "+cniConfPath)
+	if err := cmd.SetStdin(strings.NewReader(string(conf))).SetStderr(&out).Run(); err != nil {
+		return fmt.Errorf("write CNI config on %s: %w: %s", n.node, err, out.String())
+	}
+	out.Reset()
+	if err := n.node.Command("sh", "-c", guardScript(podSubnet, serviceSubnet)).SetStderr(&out).Run(); err != nil {
+		return fmt.Errorf("guard cluster ranges on %s: %w: %s", n.node, err, out.String())
+	}
+	for _, args := range routeCmds(n, all) {
 		out.Reset()
-		if err := n.node.Command("sh", "-c", guardScript(podSubnet, serviceSubnet)).SetStderr(&out).Run(); err != nil {
-			return nil, fmt.Errorf("guard cluster ranges on %s: %w: %s", n.node, err, out.String())
-		}
-		for _, args := range routeCmds(n, nets) {
-			out.Reset()
-			if err := n.node.Command(args[0], args[1:]...).SetStderr(&out).Run(); err != nil {
-				return nil, fmt.Errorf("on %s: %s: %w: %s", n.node, strings.Join(args, " "), err, out.String())
-			}
+		if err := n.node.Command(args[0], args[1:]...).SetStderr(&out).Run(); err != nil {
+			return fmt.Errorf("on %s: %s: %w: %s", n.node, strings.Join(args, " "), err, out.String())
 		}
 	}
-	return nets, nil
+	return nil
 }
 
 // waitNodesReady polls until want nodes exist and all are Ready.

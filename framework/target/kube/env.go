@@ -71,7 +71,14 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		e.Kubernetes = v
 	}
 	t.nodeEnvironment(&e)
+	t.meshEnvironment(ctx, &e)
+	t.loadgenEnvironment(ctx, &e)
+	return e
+}
 
+// meshEnvironment fills in e's mesh: its name, version, worker threads and
+// the configuration of the mesh and the workloads.
+func (t *Target) meshEnvironment(ctx context.Context, e *target.Environment) {
 	info := t.meshInfo
 	e.Mesh.Name = t.o.Mesh.Name()
 	e.Mesh.Version = info.Version
@@ -81,6 +88,13 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 	}
 	measured := ""
 	e.Mesh.Threads, measured = t.meshThreads(info.Threads)
+	e.Mesh.Config = t.meshConfig(ctx, info, measured)
+}
+
+// meshConfig is the environment's configuration: the mesh's own (info),
+// its threads (measured: what was read on the proxies), the placement, the
+// workloads, the installed charts, and where each arm runs.
+func (t *Target) meshConfig(ctx context.Context, info mesh.Info, measured string) map[string]string {
 	p := t.o.Workloads
 	_ = p.Normalize() // only for the defaults; validated by New
 	cfg := map[string]string{}
@@ -111,8 +125,12 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		}
 	}
 	t.armsConfig(cfg)
-	e.Mesh.Config = cfg
+	return cfg
+}
 
+// loadgenEnvironment fills in e's pod MTU and its description of the
+// loadgens (how many, fortio's version, and where they run).
+func (t *Target) loadgenEnvironment(ctx context.Context, e *target.Environment) {
 	ni, err := t.loadgenNetInfo(ctx)
 	fortio := "fortio"
 	if err != nil {
@@ -126,7 +144,6 @@ func (t *Target) environment(ctx context.Context) target.Environment {
 		where = "in its own unmeshed namespace calling both arms (out-of-mesh: the first hop is plain text, only the server side is meshed)"
 	}
 	e.Loadgen = fmt.Sprintf("%d× mbloadgen (%s REST API over port-forward) %s", t.o.Loadgens, fortio, where)
-	return e
 }
 
 // nodeEnvironment puts the nodes on e: their kernels, OS images, runtimes

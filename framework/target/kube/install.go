@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,62 +76,103 @@ type helmInstaller struct {
 // uninstall.
 func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error {
 	for _, ch := range charts {
-		start := time.Now()
-		if err := h.ensureNamespace(ctx, ch.Namespace); err != nil {
+		if err := h.installChart(ctx, ch); err != nil {
 			return err
 		}
-		loaded, from, err := h.load(ch)
-		if err != nil {
-			return err
+	}
+	return nil
+}
+
+// installChart installs one chart in its namespace (created if missing),
+// waits for its workloads to be rolled out, and logs how long it took.
+func (h *helmInstaller) installChart(ctx context.Context, ch mesh.Chart) error {
+	start := time.Now()
+	if err := h.ensureNamespace(ctx, ch.Namespace); err != nil {
+		return err
+	}
+	loaded, from, err := h.load(ch)
+	if err != nil {
+		return err
+	}
+	got := loaded.Metadata.Name + " " + loaded.Metadata.Version
+	desc, err := h.announce(ch, loaded, got, from)
+	if err != nil {
+		return err
+	}
+	rel, err := h.runInstall(ctx, ch, loaded, Installed{Chart: ch, Loaded: got, From: from}, desc)
+	if err != nil {
+		return err
+	}
+	if err := h.rollout(ctx, ch, rel.Manifest); err != nil {
+		return fmt.Errorf("helm install %s: %w", desc, err)
+	}
+	h.logf("kube target: helm: %s ready in %.1fs", ch.Release, time.Since(start).Seconds())
+	return nil
+}
+
+// announce checks the loaded chart (got: its name and version; from: its
+// local path, if any) against the one asked for (see pinChart), and logs
+// what is installed with its values. It returns the description that the
+// install's errors name.
+func (h *helmInstaller) announce(ch mesh.Chart, loaded *chart.Chart, got, from string) (string, error) {
+	note, err := pinChart(ch, loaded, from)
+	if err != nil {
+		return "", fmt.Errorf("helm install %s/%s: %w", ch.Namespace, ch.Release, err)
+	}
+	if note != "" {
+		h.logf("kube target: helm: %s: %s", ch.Release, note)
+	}
+	desc := ch.String()
+	if from != "" {
+		desc = fmt.Sprintf("%s/%s (%s from %s)", ch.Namespace, ch.Release, got, from)
+	}
+	h.logf("kube target: helm: installing %s", desc)
+	for _, kv := range mesh.FlattenValues(ch.Values) {
+		h.logf("kube target: helm:   %s", kv)
+	}
+	return desc, nil
+}
+
+// runInstall runs Helm's install of loaded as ch's release, and remembers
+// it as inst for uninstall, with the objects Helm keeps, whenever it may
+// have created something. desc names the release in errors.
+func (h *helmInstaller) runInstall(ctx context.Context, ch mesh.Chart, loaded *chart.Chart, inst Installed, desc string) (*release.Release, error) {
+	cfg, err := h.config(ch.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace, in.Timeout = ch.Release, ch.Namespace, h.timeout
+	rel, err := in.RunWithContext(ctx, loaded, ch.Values)
+	if rel != nil || err == nil || !strings.Contains(err.Error(), "cannot re-use a name") {
+		// A failed install may still have created objects: uninstall it too.
+		h.installed = append(h.installed, inst)
+	}
+	if rel != nil {
+		if perr := h.rememberKept(ch.Release, rel.Manifest); perr != nil {
+			return nil, fmt.Errorf("helm install %s: %w", desc, perr)
 		}
-		got := loaded.Metadata.Name + " " + loaded.Metadata.Version
-		note, err := pinChart(ch, loaded, from)
-		if err != nil {
-			return fmt.Errorf("helm install %s/%s: %w", ch.Namespace, ch.Release, err)
-		}
-		if note != "" {
-			h.logf("kube target: helm: %s: %s", ch.Release, note)
-		}
-		desc := ch.String()
-		if from != "" {
-			desc = fmt.Sprintf("%s/%s (%s from %s)", ch.Namespace, ch.Release, got, from)
-		}
-		h.logf("kube target: helm: installing %s", desc)
-		for _, kv := range mesh.FlattenValues(ch.Values) {
-			h.logf("kube target: helm:   %s", kv)
-		}
-		cfg, err := h.config(ch.Namespace)
-		if err != nil {
-			return err
-		}
-		in := action.NewInstall(cfg)
-		in.ReleaseName, in.Namespace, in.Timeout = ch.Release, ch.Namespace, h.timeout
-		rel, err := in.RunWithContext(ctx, loaded, ch.Values)
-		if rel != nil || err == nil || !strings.Contains(err.Error(), "cannot re-use a name") {
-			// A failed install may still have created objects: uninstall it too.
-			h.installed = append(h.installed, Installed{Chart: ch, Loaded: got, From: from})
-		}
-		if rel != nil {
-			objs, perr := manifestObjects(rel.Manifest)
-			if perr != nil {
-				return fmt.Errorf("helm install %s: %w", desc, perr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("helm install %s: %w", desc, err)
+	}
+	return rel, nil
+}
+
+// rememberKept records the objects of the release's manifest that Helm
+// keeps on uninstall, for deleteKept.
+func (h *helmInstaller) rememberKept(name, manifest string) error {
+	objs, err := manifestObjects(manifest)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.Keep {
+			if h.kept == nil {
+				h.kept = map[string][]object{}
 			}
-			for _, o := range objs {
-				if o.Keep {
-					if h.kept == nil {
-						h.kept = map[string][]object{}
-					}
-					h.kept[ch.Release] = append(h.kept[ch.Release], o)
-				}
-			}
+			h.kept[name] = append(h.kept[name], o)
 		}
-		if err != nil {
-			return fmt.Errorf("helm install %s: %w", desc, err)
-		}
-		if err := h.rollout(ctx, ch, rel.Manifest); err != nil {
-			return fmt.Errorf("helm install %s: %w", desc, err)
-		}
-		h.logf("kube target: helm: %s ready in %.1fs", ch.Release, time.Since(start).Seconds())
 	}
 	return nil
 }
@@ -426,26 +468,34 @@ func (h *helmInstaller) deleteKept(ctx context.Context, ns string, kept []object
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
-	var errs []error
-	type pending struct {
-		ri dynamic.ResourceInterface
-		o  object
+	left, errs := deleteObjects(ctx, mapper, dyn, ns, kept)
+	if err := waitDeleted(ctx, left); err != nil {
+		errs = append(errs, err)
 	}
-	var left []pending
-	for _, o := range kept {
-		gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if len(left) > 0 {
+		h.logf("kube target: helm: deleted %d object(s) Helm keeps on uninstall (resource-policy keep)", len(left))
+	}
+	return errors.Join(errs...)
+}
+
+// pendingDelete is an object whose deletion was asked for, with the client
+// of its resource.
+type pendingDelete struct {
+	ri dynamic.ResourceInterface
+	o  object
+}
+
+// deleteObjects asks for the deletion of each object (in namespace ns when
+// it names none), and returns those being deleted and an error for each
+// that could not be.
+func deleteObjects(ctx context.Context, mapper meta.RESTMapper, dyn dynamic.Interface, ns string, objs []object) ([]pendingDelete, []error) {
+	var errs []error
+	var left []pendingDelete
+	for _, o := range objs {
+		ri, err := resourceOf(mapper, dyn, ns, o)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", o, err))
 			continue
-		}
-		m, err := mapper.RESTMapping(gv.WithKind(o.Kind).GroupKind(), gv.Version)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", o, err))
-			continue
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(cmp.Or(o.Namespace, ns))
 		}
 		err = ri.Delete(ctx, o.Name, metav1.DeleteOptions{})
 		switch {
@@ -453,43 +503,66 @@ func (h *helmInstaller) deleteKept(ctx context.Context, ns string, kept []object
 		case err != nil:
 			errs = append(errs, fmt.Errorf("delete kept %s: %w", o, err))
 		default:
-			left = append(left, pending{ri, o})
+			left = append(left, pendingDelete{ri, o})
 		}
 	}
-	// Wait for all of them at once; on time-out, say what holds each one
-	// (a CRD's finalizer and conditions tell why its deletion is stuck).
+	return left, errs
+}
+
+// resourceOf returns the dynamic client of o's resource, in o's namespace
+// (ns when it names none) if the resource is namespaced.
+func resourceOf(mapper meta.RESTMapper, dyn dynamic.Interface, ns string, o object) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return nil, err
+	}
+	m, err := mapper.RESTMapping(gv.WithKind(o.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return dyn.Resource(m.Resource).Namespace(cmp.Or(o.Namespace, ns)), nil
+	}
+	return dyn.Resource(m.Resource), nil
+}
+
+// waitDeleted waits for all of left to be gone at once; on time-out, it
+// says what holds each one (a CRD's finalizer and conditions tell why its
+// deletion is stuck).
+func waitDeleted(ctx context.Context, left []pendingDelete) error {
 	start := time.Now()
 	var stuck []string
-	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		stuck = stuck[:0]
 		for _, p := range left {
 			u, err := p.ri.Get(ctx, p.o.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			why := "deletion pending"
-			if err == nil {
-				why = "finalizers " + strings.Join(u.GetFinalizers(), ",")
-				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-				for _, c := range conds {
-					if m, ok := c.(map[string]any); ok && m["status"] == "True" {
-						why += fmt.Sprintf("; %v: %v", m["type"], m["message"])
-					}
-				}
-			} else {
-				why = err.Error()
-			}
-			stuck = append(stuck, fmt.Sprintf("%s (%s)", p.o, why))
+			stuck = append(stuck, fmt.Sprintf("%s (%s)", p.o, whyNotDeleted(u, err)))
 		}
 		return len(stuck) == 0, nil
 	})
 	if err != nil {
-		errs = append(errs, fmt.Errorf("after %v, still there: %s: %w", time.Since(start).Round(time.Second), strings.Join(stuck, "; "), err))
+		return fmt.Errorf("after %v, still there: %s: %w", time.Since(start).Round(time.Second), strings.Join(stuck, "; "), err)
 	}
-	if len(left) > 0 {
-		h.logf("kube target: helm: deleted %d object(s) Helm keeps on uninstall (resource-policy keep)", len(left))
+	return nil
+}
+
+// whyNotDeleted says what holds u, an object still there: its finalizers
+// and true conditions, or err when getting it failed.
+func whyNotDeleted(u *unstructured.Unstructured, err error) string {
+	if err != nil {
+		return err.Error()
 	}
-	return errors.Join(errs...)
+	why := "finalizers " + strings.Join(u.GetFinalizers(), ",")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["status"] == "True" {
+			why += fmt.Sprintf("; %v: %v", m["type"], m["message"])
+		}
+	}
+	return why
 }
 
 // rollout waits until every workload of the release is rolled out, and

@@ -68,70 +68,18 @@ func (envoy) Config(s SidecarSpec) ([]byte, string, error) {
 	tlsCerts := []obj{{"certificate_chain": obj{"filename": s.CertFile}, "private_key": obj{"filename": s.KeyFile}}}
 	var listeners, clusters []obj
 	if in := s.Inbound; in != nil {
-		addr, err := envoyAddress(in.Listen)
+		l, app, err := envoyInbound(s, in, tlsCerts)
 		if err != nil {
-			return nil, "", fmt.Errorf("envoy sidecar %s: inbound: %w", s.Name, err)
+			return nil, "", err
 		}
-		hcm := envoyHTTP("inbound", "app", "", []obj{{
-			"header":        obj{"key": workload.PeerHeader, "value": "%DOWNSTREAM_PEER_SUBJECT%"},
-			"append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
-		}})
-		listeners = append(listeners, obj{
-			"name":    "inbound",
-			"address": addr,
-			"filter_chains": []obj{{
-				"transport_socket": obj{"name": "envoy.transport_sockets.tls", "typed_config": obj{
-					"@type":                      envoyDownTLS,
-					"require_client_certificate": true,
-					"common_tls_context": obj{
-						"tls_certificates":   tlsCerts,
-						"validation_context": obj{"trusted_ca": obj{"filename": s.CAFile}},
-						"alpn_protocols":     []string{"http/1.1"},
-					},
-				}},
-				"filters": []obj{hcm},
-			}},
-		})
-		app, err := envoyCluster("app", in.App)
-		if err != nil {
-			return nil, "", fmt.Errorf("envoy sidecar %s: app: %w", s.Name, err)
-		}
-		if s.H2C {
-			app["typed_extension_protocol_options"] = obj{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": obj{
-				"@type":                envoyHTTPUpOpts,
-				"explicit_http_config": obj{"http2_protocol_options": obj{}},
-			}}
-		}
-		clusters = append(clusters, app)
+		listeners, clusters = append(listeners, l), append(clusters, app)
 	}
 	for i, o := range s.Outbound {
-		name := "peer" + strconv.Itoa(i)
-		addr, err := envoyAddress(o.Listen)
+		l, peer, err := envoyOutbound(s, i, o, tlsCerts)
 		if err != nil {
-			return nil, "", fmt.Errorf("envoy sidecar %s: outbound %s: %w", s.Name, o.ServerName, err)
+			return nil, "", err
 		}
-		listeners = append(listeners, obj{
-			"name":          "outbound" + strconv.Itoa(i),
-			"address":       addr,
-			"filter_chains": []obj{{"filters": []obj{envoyHTTP("outbound"+strconv.Itoa(i), name, o.ServerName, nil)}}},
-		})
-		peer, err := envoyCluster(name, o.Peer)
-		if err != nil {
-			return nil, "", fmt.Errorf("envoy sidecar %s: peer %s: %w", s.Name, o.ServerName, err)
-		}
-		peer["transport_socket"] = obj{"name": "envoy.transport_sockets.tls", "typed_config": obj{
-			"@type": envoyUpTLS,
-			"sni":   o.ServerName,
-			"common_tls_context": obj{
-				"tls_certificates": tlsCerts,
-				"validation_context": obj{
-					"trusted_ca":                    obj{"filename": s.CAFile},
-					"match_typed_subject_alt_names": []obj{{"san_type": "DNS", "matcher": obj{"exact": o.ServerName}}},
-				},
-				"alpn_protocols": []string{"http/1.1"},
-			},
-		}}
-		clusters = append(clusters, peer)
+		listeners, clusters = append(listeners, l), append(clusters, peer)
 	}
 	b, err := json.MarshalIndent(obj{
 		"node":             obj{"id": s.Name, "cluster": "meshbench"},
@@ -141,6 +89,81 @@ func (envoy) Config(s SidecarSpec) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("envoy sidecar %s: %w", s.Name, err)
 	}
 	return append(b, '\n'), s.stem() + "-envoy.json", nil
+}
+
+// envoyInbound renders the inbound mTLS listener of sidecar s, which
+// requires a client certificate signed by the run's CA and passes its
+// subject in workload.PeerHeader, and the cluster of its app (called in
+// h2c with s.H2C). tlsCerts is the sidecar's own certificate.
+func envoyInbound(s SidecarSpec, in *Inbound, tlsCerts []obj) (listener, app obj, err error) {
+	addr, err := envoyAddress(in.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("envoy sidecar %s: inbound: %w", s.Name, err)
+	}
+	hcm := envoyHTTP("inbound", "app", "", []obj{{
+		"header":        obj{"key": workload.PeerHeader, "value": "%DOWNSTREAM_PEER_SUBJECT%"},
+		"append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
+	}})
+	listener = obj{
+		"name":    "inbound",
+		"address": addr,
+		"filter_chains": []obj{{
+			"transport_socket": obj{"name": "envoy.transport_sockets.tls", "typed_config": obj{
+				"@type":                      envoyDownTLS,
+				"require_client_certificate": true,
+				"common_tls_context": obj{
+					"tls_certificates":   tlsCerts,
+					"validation_context": obj{"trusted_ca": obj{"filename": s.CAFile}},
+					"alpn_protocols":     []string{"http/1.1"},
+				},
+			}},
+			"filters": []obj{hcm},
+		}},
+	}
+	app, err = envoyCluster("app", in.App)
+	if err != nil {
+		return nil, nil, fmt.Errorf("envoy sidecar %s: app: %w", s.Name, err)
+	}
+	if s.H2C {
+		app["typed_extension_protocol_options"] = obj{"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": obj{
+			"@type":                envoyHTTPUpOpts,
+			"explicit_http_config": obj{"http2_protocol_options": obj{}},
+		}}
+	}
+	return listener, app, nil
+}
+
+// envoyOutbound renders sidecar s's i-th outbound listener, plain, and the
+// cluster of its peer, reached over mTLS with tlsCerts, checking the
+// peer's DNS SAN.
+func envoyOutbound(s SidecarSpec, i int, o Outbound, tlsCerts []obj) (listener, peer obj, err error) {
+	name := "peer" + strconv.Itoa(i)
+	addr, err := envoyAddress(o.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("envoy sidecar %s: outbound %s: %w", s.Name, o.ServerName, err)
+	}
+	listener = obj{
+		"name":          "outbound" + strconv.Itoa(i),
+		"address":       addr,
+		"filter_chains": []obj{{"filters": []obj{envoyHTTP("outbound"+strconv.Itoa(i), name, o.ServerName, nil)}}},
+	}
+	peer, err = envoyCluster(name, o.Peer)
+	if err != nil {
+		return nil, nil, fmt.Errorf("envoy sidecar %s: peer %s: %w", s.Name, o.ServerName, err)
+	}
+	peer["transport_socket"] = obj{"name": "envoy.transport_sockets.tls", "typed_config": obj{
+		"@type": envoyUpTLS,
+		"sni":   o.ServerName,
+		"common_tls_context": obj{
+			"tls_certificates": tlsCerts,
+			"validation_context": obj{
+				"trusted_ca":                    obj{"filename": s.CAFile},
+				"match_typed_subject_alt_names": []obj{{"san_type": "DNS", "matcher": obj{"exact": o.ServerName}}},
+			},
+			"alpn_protocols": []string{"http/1.1"},
+		},
+	}}
+	return listener, peer, nil
 }
 
 // envoyHTTP is an HTTP connection manager routing everything to cluster,
