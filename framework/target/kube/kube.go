@@ -37,9 +37,9 @@ type Target struct {
 	// alignedSaid is closed once the first run aligned to the kubelets'
 	// refreshes has said what that costs.
 	alignedSaid sync.Once
-	o   Options
-	c   kubernetes.Interface
-	run string // random suffix shared by the run's namespaces
+	o           Options
+	c           kubernetes.Interface
+	run         string // random suffix shared by the run's namespaces
 
 	// Seams to the cluster, replaced in tests.
 	fwd   forwarder
