@@ -20,8 +20,9 @@ import (
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
-// Main is a benchmark package's whole TestMain, the lifecycle below in its
-// usual order. benchmarks/main_test.go spells it out instead.
+// Main is a benchmark package's whole TestMain: the lifecycle below, the
+// same list benchmarks/main_test.go spells out (TestMainIsTheLifecycle
+// holds the two to one another).
 func (s *Suite) Main(m *testing.M) int {
 	testenv := s.Environment()
 	testenv.Setup(s.CheckFixtures, s.CreateCluster, s.LoadImages, s.SetUpTarget)

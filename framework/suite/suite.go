@@ -4,13 +4,23 @@
 // each run's metrics, and at the end prints the comparison table, writes the
 // results file and checks the threshold fixture, in that order.
 //
-// A benchmark package needs only:
+// A benchmark package declares its lifecycle as e2e-framework env funcs,
+// as benchmarks/main_test.go does:
 //
 //	var mb = suite.New()
 //
-//	func TestMain(m *testing.M) { os.Exit(mb.Main(m)) }
+//	func TestMain(m *testing.M) {
+//		testenv := mb.Environment()
+//		testenv.Setup(mb.CheckFixtures, mb.CreateCluster, mb.LoadImages, mb.SetUpTarget)
+//		testenv.Finish(mb.Report)
+//		testenv.Finish(mb.ExportLogsOnFailure)
+//		testenv.Finish(mb.TearDown)
+//		os.Exit(mb.Run(testenv, m))
+//	}
 //
-//	func BenchmarkOneHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: target.OneHop}) }
+//	func BenchmarkOneHop(b *testing.B) { mb.Sweep(b, suite.Scenario{}) }
+//
+// Suite.Main is that same list, for a package with no step of its own.
 package suite
 
 import (
