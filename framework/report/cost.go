@@ -99,6 +99,7 @@ func ParsePrices(name string, data []byte) (*Prices, error) {
 // Cost is what the mesh of one scenario's meshed arm costs, from its
 // measured cores, memory and achieved rate.
 type Cost struct {
+	// Scenario names the comparison priced (Comparison.Scenario).
 	Scenario string
 	// Inputs, medians over repeats (the cores per 1k req/s with their
 	// interval): mesh cores, achieved req/s, mesh memory in GiB.
