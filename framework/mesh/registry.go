@@ -30,7 +30,10 @@ type Adapter struct {
 // An InjectionMark is a namespace label or annotation that makes a mesh
 // inject new pods: Key set to Value ("" for any value).
 type InjectionMark struct {
-	Key, Value string
+	// Key is the label's or annotation's name.
+	Key string
+	// Value is the value Key must have; "" for any value.
+	Value      string
 	Annotation bool // an annotation, not a label
 }
 
