@@ -109,12 +109,13 @@ type Cost struct {
 	MeshGiB           float64
 	// VCPUHoursPer1M = cores per 1k req/s × 1000 / 3600, with interval.
 	VCPUHoursPer1M stats.Summary
-	// CPUPer1M and MemoryPer1M are money per million requests; Per1M
-	// their sum, with the interval of the CPU part.
+	// CPUPer1M and MemoryPer1M are money per million requests, in
+	// Prices.Currency; Per1M their sum, with the interval of the CPU part.
 	CPUPer1M, MemoryPer1M float64
 	Per1M                 stats.Summary
-	// MonthlyAverage and MonthlyPeak are the month's mesh cost at the
-	// average and the peak rate of the price fixture.
+	// MonthlyAverage and MonthlyPeak are the month's mesh cost, in
+	// Prices.Currency, at the average and the peak rate of the price
+	// fixture.
 	MonthlyAverage, MonthlyPeak float64
 	// CPUInvalid says the mesh cores include runs whose CPU figures are
 	// not valid (ArmStats.CPUInvalid): every figure priced from them is
