@@ -47,6 +47,7 @@ type UnversionedError struct {
 	Name string
 }
 
+// Error says the sidecar is taken from PATH and cannot be built at a version.
 func (e *UnversionedError) Error() string {
 	return fmt.Sprintf("sidecar %q: %s is taken from PATH, so no version of it can be built; install the version you want", e.Ref, e.Name)
 }

@@ -22,9 +22,15 @@ const TopN = 10
 // reference's and the candidate's CPU samples (0–1), and the candidate's
 // minus the reference's.
 type Row struct {
-	Function   string  `json:"function"`
-	Reference  float64 `json:"reference"`
-	Candidate  float64 `json:"candidate"`
+	// Function is the function's name, as the profile symbolises it.
+	Function string `json:"function"`
+	// Reference is its share of the reference's CPU, a fraction (1 is all).
+	Reference float64 `json:"reference"`
+	// Candidate is its share of the candidate's CPU, a fraction; for
+	// DiffPerRequest, its CPU per request over the reference's CPU per
+	// request, so that the column may sum past 1.
+	Candidate float64 `json:"candidate"`
+	// Difference is Candidate minus Reference, a fraction.
 	Difference float64 `json:"difference"`
 }
 
@@ -39,6 +45,7 @@ const (
 	Cumulative
 )
 
+// String is the kind's name: "flat" or "cumulative".
 func (k Kind) String() string {
 	if k == Cumulative {
 		return "cumulative"

@@ -39,6 +39,7 @@ const (
 	ExitInconclusive = 3
 )
 
+// String is the outcome's name: "pass", "inconclusive" or "fail".
 func (o Outcome) String() string {
 	switch o {
 	case Pass:
@@ -70,8 +71,11 @@ func (o Outcome) ExitCode() int {
 // Reference[i] and Candidate[i] were measured back to back, so drift of the
 // machine hits both alike. Values are in the metric's unit and > 0.
 type Measurement struct {
-	Scenario             Labels
-	Metric               Metric
+	// Scenario is the scenario's labels.
+	Scenario Labels
+	// Metric is the figure measured.
+	Metric Metric
+	// Reference and Candidate are each arm's repeats, in the metric's unit.
 	Reference, Candidate []float64
 	// Unpaired says the repeats were not measured back to back (a stored
 	// reference run against this one): Reference and Candidate are two
@@ -118,14 +122,17 @@ const MinPairsToDecide = 3
 // error, so a failing or inconclusive one can travel in a joined error
 // while the verdict keeps them all.
 type Decision struct {
+	// Scenario is the scenario's labels.
 	Scenario Labels
-	Metric   Metric
-	Rule     Rule    // the rule applied
-	Limit    float64 // Rule.Limit(): the limit on candidate/reference
+	// Metric is the figure decided on.
+	Metric Metric
+	Rule   Rule    // the rule applied
+	Limit  float64 // Rule.Limit(): the limit on candidate/reference
 	// Interval is the candidate/reference ratio with its confidence
 	// interval; zero when fewer than MinPairsToDecide pairs.
 	Interval stats.RatioInterval
-	Outcome  Outcome
+	// Outcome is the decision: pass, inconclusive or fail.
+	Outcome Outcome
 	// PairsNeeded is, for an inconclusive decision, how many more pairs
 	// would settle it if the ratio and its spread stay as observed; 0 when
 	// conclusive, -1 when no number of pairs up to MaxPairsEstimate would
@@ -151,6 +158,7 @@ type Decision struct {
 	Reason string
 }
 
+// Error is the decision's Reason.
 func (d *Decision) Error() string { return d.Reason }
 
 // Verdict is every decision of a gated run and their overall outcome.

@@ -19,8 +19,11 @@ const MaxLooks = 3
 // measured back to back. For an Unpaired measurement only Candidate is
 // used: the stored reference's repeats are fixed.
 type Pair struct {
-	Scenario             Labels
-	Metric               Metric
+	// Scenario is the scenario's labels.
+	Scenario Labels
+	// Metric is the figure measured.
+	Metric Metric
+	// Reference and Candidate are the pair's values, in the metric's unit.
 	Reference, Candidate float64
 }
 

@@ -12,9 +12,12 @@ import (
 // about one gated metric of one scenario: the smallest change a run of this
 // many pairs can tell from no change.
 type Noise struct {
+	// Scenario is the scenario's labels.
 	Scenario Labels
-	Metric   Metric
-	Rule     Rule
+	// Metric is the figure the A/A run measured.
+	Metric Metric
+	// Rule is the fixture's rule for the metric.
+	Rule Rule
 	// Interval is the A/A ratio; it should contain 1.
 	Interval stats.RatioInterval
 	// Detectable is the smallest relative change, in the metric's worse

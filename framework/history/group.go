@@ -139,7 +139,8 @@ func fromGate(err error) []Difference {
 // Group is runs whose figures can be compared, oldest first.
 type Group struct {
 	// ID numbers the groups from 1, in the order of their oldest runs.
-	ID   int            `json:"id"`
+	ID int `json:"id"`
+	// Runs are the group's runs, oldest first.
 	Runs []report.Input `json:"-"`
 	// Apart is, for every group but the first, why its runs are not in
 	// the nearest earlier group (the one they differ from least), and

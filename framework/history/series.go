@@ -87,7 +87,9 @@ func (m Metric) value(c report.Comparison) (float64, bool) {
 // Point is one run's figure in a series.
 type Point struct {
 	// Run is the run's index in its group's Runs.
-	Run   int     `json:"run"`
+	Run int `json:"run"`
+	// Value is the run's figure in the metric's unit: a ratio (unitless),
+	// CPU-ms per 1000 requests, or ms.
 	Value float64 `json:"value"`
 }
 
@@ -117,10 +119,13 @@ const IntervalLevel = 0.95
 type Series struct {
 	// Scenario is named as the gate names it (gate.ScenarioName), e.g.
 	// "benchmark=BenchmarkOneHop/c=8/path=one-hop".
-	Scenario string   `json:"scenario"`
-	Metric   Metric   `json:"metric"`
-	Points   []Point  `json:"points"`
-	Changes  []Change `json:"changes,omitempty"`
+	Scenario string `json:"scenario"`
+	// Metric is the figure followed.
+	Metric Metric `json:"metric"`
+	// Points are the runs' figures, oldest first.
+	Points []Point `json:"points"`
+	// Changes are the series' change points, oldest first.
+	Changes []Change `json:"changes,omitempty"`
 }
 
 // scenarioName is gate.ScenarioName for a comparison.
@@ -204,9 +209,12 @@ func (s Series) values() []float64 {
 
 // History is runs grouped and their series analysed.
 type History struct {
-	Options       Options  `json:"options"`
-	FollowVersion bool     `json:"followVersion"`
-	Groups        []*Group `json:"groups"`
+	// Options are the detection's settings, defaults filled in.
+	Options Options `json:"options"`
+	// FollowVersion is Config.FollowVersion.
+	FollowVersion bool `json:"followVersion"`
+	// Groups are the runs' groups, in ID order.
+	Groups []*Group `json:"groups"`
 	// Skipped are runs left out whole: the same run read twice (a journal
 	// beside the results file it became).
 	Skipped []string `json:"skipped,omitempty"`

@@ -30,10 +30,13 @@ const (
 
 // Label is one axis and its value.
 type Label struct {
-	Key   string `json:"k"`
+	// Key is the axis, e.g. "c".
+	Key string `json:"k"`
+	// Value is the axis's value, e.g. "8".
 	Value string `json:"v"`
 }
 
+// String is "key=value".
 func (l Label) String() string { return l.Key + "=" + l.Value }
 
 // Set is an ordered list of labels with unique keys. The order is the

@@ -233,6 +233,7 @@ func (o Options) ClosedLoop() bool { return o.QPS == 0 }
 
 // Result is one measured window.
 type Result struct {
+	// Options are the settings the window ran with.
 	Options Options `json:"options"`
 	// Start and Elapsed bound the measured window (warm-up excluded).
 	Start   time.Time     `json:"start"`

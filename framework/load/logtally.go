@@ -25,8 +25,10 @@ type LogTally struct {
 
 // ErrorCount is one distinct message and how many lines had it.
 type ErrorCount struct {
+	// Message is the message, its digits replaced by N and cut to 160 bytes.
 	Message string
-	Count   int
+	// Count is how many lines had it.
+	Count int
 }
 
 // maxMessage is how much of a message is kept to tell messages apart.

@@ -17,8 +17,10 @@ type Timeline struct {
 	// Start is the start of bucket 0; Bucket the width of every bucket.
 	Start  time.Time     `json:"start"`
 	Bucket time.Duration `json:"bucket"`
-	OK     []int64       `json:"ok"`
-	Failed []int64       `json:"failed"`
+	// OK counts the successes completed in each bucket.
+	OK []int64 `json:"ok"`
+	// Failed counts the failures completed in each bucket.
+	Failed []int64 `json:"failed"`
 	// LatencySum and LatencyMax are over the successes, seconds.
 	LatencySum []float64 `json:"latencySumSeconds"`
 	LatencyMax []float64 `json:"latencyMaxSeconds"`

@@ -25,13 +25,17 @@ const (
 
 // Usage is what one process (or container) used over a window.
 type Usage struct {
+	// Name is the process's name locally, "namespace/pod/container" on a
+	// cluster.
 	Name string `json:"name"`
-	Role Role   `json:"role"`
+	// Role is what the process is to the run.
+	Role Role `json:"role"`
 	// Pod is the workload the process or container belongs to ("meshed/backend"
 	// locally, "namespace/pod" on a cluster): a sidecar and the app beside it
 	// share it, so the sidecar:app ratio can be taken per pod.
 	Pod string `json:"pod,omitempty"`
-	PID int    `json:"pid,omitempty"`
+	// PID is the process id; 0 on a cluster.
+	PID int `json:"pid,omitempty"`
 	// CPUSeconds is the CPU time used in the window (user+system).
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// MilliCores is CPUSeconds over the window length, times 1000.
@@ -49,9 +53,12 @@ type Usage struct {
 
 // Window is the resource usage of a whole measured window.
 type Window struct {
-	Start   time.Time     `json:"start"`
+	// Start is when the window began, wall clock.
+	Start time.Time `json:"start"`
+	// Elapsed is the span the counters cover (see Aligned).
 	Elapsed time.Duration `json:"elapsed"`
-	Usage   []Usage       `json:"usage"`
+	// Usage is per process or container.
+	Usage []Usage `json:"usage"`
 	// NodeUtilisation is the busy fraction of all the machine's CPUs over
 	// the window, in percent, per node (one node for the local target).
 	NodeUtilisation map[string]float64 `json:"nodeUtilisation"`
@@ -70,14 +77,19 @@ type Window struct {
 
 // RoleTotal sums one role.
 type RoleTotal struct {
-	Role       Role    `json:"role"`
+	// Role is the role summed.
+	Role Role `json:"role"`
+	// MilliCores is the role's processes' CPU summed, millicores.
 	MilliCores float64 `json:"milliCores"`
 	// MaxLoadRSS is the largest single process's resident memory under load.
 	MaxLoadRSS int64 `json:"maxLoadRSSBytes"`
+	// MaxIdleRSS is the largest single process's resident memory before
+	// load, bytes.
 	MaxIdleRSS int64 `json:"maxIdleRSSBytes"`
 	// MaxThreadMilliCores is the busiest thread of any process in the role.
 	MaxThreadMilliCores float64 `json:"maxThreadMilliCores"`
-	Count               int     `json:"count"`
+	// Count is the number of processes or containers summed.
+	Count int `json:"count"`
 }
 
 // ByRole sums the window per role, in a stable order.

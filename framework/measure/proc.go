@@ -17,10 +17,13 @@ const clockTicks = 100
 
 // Proc is a local process to account for.
 type Proc struct {
+	// Name names the process in the results (Usage.Name).
 	Name string
+	// Role is what the process is to the run.
 	Role Role
 	// Pod is the workload the process belongs to; see Usage.Pod.
 	Pod string
+	// PID is the process id to read /proc/<pid> of.
 	PID int
 	// IdleRSS is the resident memory measured before any load, in bytes
 	// (see RSS); 0 when unknown.

@@ -68,6 +68,8 @@ func DevCoordinate(v string) bool {
 	return strings.Contains(v, "istio-testing") || strings.Contains(v, "registry.istio.io/testing")
 }
 
+// String names the release and its chart: "namespace/release (chart
+// version from repo)".
 func (c Chart) String() string {
 	return fmt.Sprintf("%s/%s (%s %s from %s)", c.Namespace, c.Release, c.Name, c.Version, c.Repo)
 }

@@ -61,8 +61,10 @@ type Edge = target.Edge
 
 // Info is what Detect found.
 type Info struct {
-	Mesh      string `json:"mesh"`
-	Installed bool   `json:"installed"`
+	// Mesh is the adapter's name, e.g. "istio".
+	Mesh string `json:"mesh"`
+	// Installed says the mesh was found on the cluster.
+	Installed bool `json:"installed"`
 	// Version is the control plane's (or agent's) version, from its
 	// configuration or image tag.
 	Version string `json:"version,omitempty"`
@@ -79,10 +81,14 @@ type Info struct {
 
 // Component is one workload of the mesh.
 type Component struct {
-	Kind      string `json:"kind"`
+	// Kind is the workload's kind, e.g. "Deployment" or "DaemonSet".
+	Kind string `json:"kind"`
+	// Namespace is the workload's namespace.
 	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Image     string `json:"image"`
+	// Name is the workload's name.
+	Name string `json:"name"`
+	// Image is the image of the workload's mesh container.
+	Image string `json:"image"`
 }
 
 // Threads is a proxy's worker-thread setting, as configured.
@@ -96,6 +102,8 @@ type Threads struct {
 	Source string `json:"source"`
 }
 
+// String is the setting and where it was read, e.g. "2 (ztunnel
+// ZTUNNEL_WORKER_THREADS)" or "auto (…)".
 func (t Threads) String() string {
 	if t.Mode == "fixed" {
 		return fmt.Sprintf("%d (%s)", t.N, t.Source)
@@ -120,8 +128,10 @@ type Roles struct {
 
 // Workload selects pods by namespace and labels. Empty fields match all.
 type Workload struct {
-	Namespace string            `json:"namespace,omitempty"`
-	Labels    map[string]string `json:"labels"`
+	// Namespace is the pods' namespace; "" matches every namespace.
+	Namespace string `json:"namespace,omitempty"`
+	// Labels must all be on the pod, with these values.
+	Labels map[string]string `json:"labels"`
 	// Container limits the match to one container; "" means every container.
 	Container string `json:"container,omitempty"`
 }
@@ -144,17 +154,24 @@ func (w Workload) Matches(p *corev1.Pod, container string) bool {
 
 // Verification is what Verify saw.
 type Verification struct {
-	Mesh      string     `json:"mesh"`
-	Namespace string     `json:"namespace"`
-	Meshed    bool       `json:"meshed"`
-	Pods      []PodCheck `json:"pods"`
+	// Mesh is the adapter's name.
+	Mesh string `json:"mesh"`
+	// Namespace is the namespace verified.
+	Namespace string `json:"namespace"`
+	// Meshed says the namespace is the meshed arm's, whose pods must have
+	// the mesh's proxies; the baseline's must have none.
+	Meshed bool `json:"meshed"`
+	// Pods are the namespace's pods, as checked.
+	Pods []PodCheck `json:"pods"`
 	// Notes are caveats that do not fail the check but must be reported.
 	Notes []string `json:"notes,omitempty"`
 }
 
 // PodCheck is one pod as Verify saw it.
 type PodCheck struct {
-	Pod  string `json:"pod"`
+	// Pod is the pod's name.
+	Pod string `json:"pod"`
+	// Node is the node the pod runs on.
 	Node string `json:"node,omitempty"`
 	// Proxies are the mesh proxy containers found in the pod (containers
 	// and native-sidecar init containers).
@@ -169,12 +186,17 @@ type PodCheck struct {
 // VerifyError is a failed Verify: each problem names a pod or the namespace
 // and what is wrong.
 type VerifyError struct {
-	Mesh      string
+	// Mesh is the adapter's name.
+	Mesh string
+	// Namespace is the namespace that failed.
 	Namespace string
-	Meshed    bool
-	Problems  []string
+	// Meshed says it is the meshed arm's.
+	Meshed bool
+	// Problems are what is wrong, one line each.
+	Problems []string
 }
 
+// Error names the mesh, the arm and namespace, and every problem.
 func (e *VerifyError) Error() string {
 	arm := "baseline"
 	if e.Meshed {
@@ -203,10 +225,14 @@ func withProblems(err error, v *Verification, problems []string) error {
 
 // NotInstalledError says a mesh was not found and what was looked for.
 type NotInstalledError struct {
-	Mesh   string
+	// Mesh is the adapter's name.
+	Mesh string
+	// Looked says what was looked for and not found, e.g. "no Deployment
+	// labelled app=istiod in istio-system".
 	Looked string
 }
 
+// Error says the mesh is not installed and what was looked for.
 func (e *NotInstalledError) Error() string {
 	return fmt.Sprintf("%s is not installed: %s", e.Mesh, e.Looked)
 }

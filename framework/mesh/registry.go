@@ -30,6 +30,8 @@ type Adapter struct {
 // An InjectionMark is a namespace label or annotation that makes a mesh
 // inject new pods: Key set to Value ("" for any value).
 type InjectionMark struct {
+	// Key is the label's or annotation's name, and Value the value it
+	// must have ("" for any value).
 	Key, Value string
 	Annotation bool // an annotation, not a label
 }

@@ -31,6 +31,7 @@ const (
 	LowerIsWorse
 )
 
+// String is "higher is worse" or "lower is worse".
 func (d Direction) String() string {
 	switch d {
 	case HigherIsWorse:

@@ -34,11 +34,15 @@ type Authority struct {
 type Identity struct {
 	// Name is the workload name; the certificate's CN and its DNS SAN
 	// "<Name>.meshbench.local".
-	Name     string
-	CertPEM  []byte
-	KeyPEM   []byte
+	Name string
+	// CertPEM is the certificate, PEM.
+	CertPEM []byte
+	// KeyPEM is its private key, PEM.
+	KeyPEM []byte
+	// CertFile is the path CertPEM was written to, "<dir>/<Name>.pem".
 	CertFile string
-	KeyFile  string
+	// KeyFile is the path KeyPEM was written to, "<dir>/<Name>-key.pem".
+	KeyFile string
 	// BundleFile holds the certificate followed by the key, for proxies
 	// that take both in one file (haproxy).
 	BundleFile string
@@ -148,8 +152,11 @@ func serial() *big.Int {
 // (Linkerd's trust anchor and identity issuer). Keys are ECDSA P-256, the
 // issuer's PEM encoded as "EC PRIVATE KEY".
 type Chain struct {
-	RootPEM      []byte
-	IssuerPEM    []byte
+	// RootPEM is the root certificate, PEM.
+	RootPEM []byte
+	// IssuerPEM is the issuer's certificate, signed by the root, PEM.
+	IssuerPEM []byte
+	// IssuerKeyPEM is the issuer's private key, PEM ("EC PRIVATE KEY").
 	IssuerKeyPEM []byte
 }
 

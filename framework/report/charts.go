@@ -41,11 +41,15 @@ const (
 // Chart is one chart's data, exactly as drawn: the report embeds it as JSON
 // beside the SVG, so a reader or a test can check it against the results.
 type Chart struct {
-	ID     string    `json:"id"`
-	Title  string    `json:"title"`
-	Kind   ChartKind `json:"kind"`
-	XLabel string    `json:"xLabel"`
-	YLabel string    `json:"yLabel"`
+	// ID names the chart in the report's HTML and its embedded JSON.
+	ID string `json:"id"`
+	// Title is the chart's heading, as printed above it.
+	Title string `json:"title"`
+	// Kind is how the series are drawn.
+	Kind ChartKind `json:"kind"`
+	// XLabel and YLabel are the axes' titles, with their units.
+	XLabel string `json:"xLabel"`
+	YLabel string `json:"yLabel"`
 	// LogY draws the values on a logarithmic axis (latencies that span
 	// decades, from a loopback p50 to a queued p99.9).
 	LogY bool `json:"logY,omitempty"`
@@ -55,16 +59,19 @@ type Chart struct {
 	// subtracts: "BenchmarkTwoHop − BenchmarkOneHop".
 	Scenario string `json:"scenario,omitempty"`
 	// Axis is the label the sweep varies (c, payload, qps, placement …).
-	Axis   string   `json:"axis,omitempty"`
+	Axis string `json:"axis,omitempty"`
+	// Series are the lines or layers drawn, in legend order.
 	Series []Series `json:"series"`
 }
 
 // Series is one line or one stacked layer.
 type Series struct {
+	// Name is the series' legend entry.
 	Name string `json:"name"`
 	// Scenario is the chart's: every point of the series is of that sweep.
-	Scenario string  `json:"scenario,omitempty"`
-	Points   []Point `json:"points"`
+	Scenario string `json:"scenario,omitempty"`
+	// Points are the series' values, in X order.
+	Points []Point `json:"points"`
 	// Colour picks the palette entry (-1: by position) and Dashed the line
 	// style; they are looks only, not data.
 	Colour int  `json:"-"`
@@ -75,11 +82,16 @@ type Series struct {
 // Y when there is none), at X, or in category Label for Stacked and Points
 // charts; on other charts Label is how X is printed (c=8, 16KiB).
 type Point struct {
-	X     float64 `json:"x"`
-	Y     float64 `json:"y"`
-	Lo    float64 `json:"lo"`
-	Hi    float64 `json:"hi"`
-	Label string  `json:"label,omitempty"`
+	// X is the position on the X axis, in XLabel's unit (for Points charts,
+	// the category's index).
+	X float64 `json:"x"`
+	// Y is the median over repeats, in YLabel's unit.
+	Y float64 `json:"y"`
+	// Lo and Hi bound Y's interval over repeats, in Y's unit.
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
+	// Label is the category, or how X is printed.
+	Label string `json:"label,omitempty"`
 	// Run is the comparison the value is of (Comparison.Scenario, e.g.
 	// "BenchmarkPayload/payload=16KiB/c=8"); for a difference, both,
 	// joined by " − ".

@@ -30,8 +30,10 @@ type Record struct {
 	// Labels name the run's place in the sweep, in sub-benchmark order and
 	// without the arm: benchmark=BenchmarkPayload, payload=16KiB, c=8.
 	// Records with equal labels are the arms and repeats of one scenario.
-	Labels      labels.Set `json:"labels"`
-	Concurrency int        `json:"concurrency"`
+	Labels labels.Set `json:"labels"`
+	// Concurrency is the load's number of connections, each with one request
+	// in flight (load.Options.Concurrency).
+	Concurrency int `json:"concurrency"`
 	// Repeat is the -count iteration, from 0. Records of the same repeat of
 	// both arms were measured back to back and are compared as a pair.
 	Repeat int `json:"repeat"`
@@ -56,7 +58,10 @@ func (r Record) key() labels.Set {
 
 // ArmStats summarises one arm's repeats at one concurrency.
 type ArmStats struct {
+	// Repeats is how many repeats the arm has, a count.
 	Repeats int `json:"repeats"`
+	// Invalid is how many of them are not valid, a rate ladder's last rung
+	// (Record.Beyond) left out.
 	Invalid int `json:"invalid"`
 	// CPUInvalid counts the repeats whose CPU figures alone are not valid
 	// (target.Run.CPUValid): every CPU figure of the arm includes them and
@@ -78,8 +83,10 @@ type ArmStats struct {
 	// Merged is every repeat's histogram merged bucket by bucket (seconds);
 	// its percentiles are the whole arm's, never an average of repeats'.
 	Merged *fstats.HistogramData `json:"merged,omitempty"`
-	QPS    stats.Summary         `json:"qps"`
-	Errors int64                 `json:"errors"`
+	// QPS is the achieved rate, req/s, summarised over repeats.
+	QPS stats.Summary `json:"qps"`
+	// Errors is the failed requests summed over the repeats, a count.
+	Errors int64 `json:"errors"`
 	// MergedHDR is every repeat's HDR histograms merged, when every repeat
 	// has them.
 	MergedHDR *load.Latencies `json:"mergedHDR,omitempty"`
@@ -88,7 +95,8 @@ type ArmStats struct {
 	CPU      map[measure.Role]stats.Summary `json:"cpuMilli"`
 	CPUPer1k map[measure.Role]stats.Summary `json:"cpuMsPer1kReq"`
 	RSS      map[measure.Role]stats.Summary `json:"maxRSSMiB"`
-	IdleRSS  map[measure.Role]stats.Summary `json:"maxIdleRSSMiB"`
+	// IdleRSS is the largest single process's RSS while idle, per role, MiB.
+	IdleRSS map[measure.Role]stats.Summary `json:"maxIdleRSSMiB"`
 	// NodeUtil is the busiest node's CPU utilisation, percent.
 	NodeUtil stats.Summary `json:"nodeUtilPct"`
 	// MeshCores is the CPU of every mesh role (MeshRoles: sidecars, node
@@ -103,13 +111,17 @@ type ArmStats struct {
 // overheads are summarised from repeat pairs measured back to back, so
 // drift of the machine cancels out.
 type Comparison struct {
+	// Benchmark is the top-level benchmark, e.g. "BenchmarkOneHop".
 	Benchmark string `json:"benchmark"`
 	// Labels are the scenario's, as its records carry them (no arm).
-	Labels      labels.Set  `json:"labels"`
-	Path        target.Path `json:"path"`
-	Concurrency int         `json:"concurrency"`
-	Baseline    ArmStats    `json:"baseline"`
-	Meshed      ArmStats    `json:"meshed"`
+	Labels labels.Set `json:"labels"`
+	// Path is the request path compared (one-hop, two-hop …).
+	Path target.Path `json:"path"`
+	// Concurrency is the load's number of connections (Record.Concurrency).
+	Concurrency int `json:"concurrency"`
+	// Baseline and Meshed are each arm's figures over its repeats.
+	Baseline ArmStats `json:"baseline"`
+	Meshed   ArmStats `json:"meshed"`
 	// P50Delta is meshed minus baseline p50 in ms; P50Pct the same as a
 	// percentage of baseline; likewise p99.
 	P50Delta stats.Summary `json:"p50DeltaMs"`

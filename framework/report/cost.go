@@ -99,6 +99,7 @@ func ParsePrices(name string, data []byte) (*Prices, error) {
 // Cost is what the mesh of one scenario's meshed arm costs, from its
 // measured cores, memory and achieved rate.
 type Cost struct {
+	// Scenario names the comparison priced (Comparison.Scenario).
 	Scenario string
 	// Inputs, medians over repeats (the cores per 1k req/s with their
 	// interval): mesh cores, achieved req/s, mesh memory in GiB.
@@ -108,12 +109,13 @@ type Cost struct {
 	MeshGiB           float64
 	// VCPUHoursPer1M = cores per 1k req/s × 1000 / 3600, with interval.
 	VCPUHoursPer1M stats.Summary
-	// CPUPer1M and MemoryPer1M are money per million requests; Per1M
-	// their sum, with the interval of the CPU part.
+	// CPUPer1M and MemoryPer1M are money per million requests, in
+	// Prices.Currency; Per1M their sum, with the interval of the CPU part.
 	CPUPer1M, MemoryPer1M float64
 	Per1M                 stats.Summary
-	// MonthlyAverage and MonthlyPeak are the month's mesh cost at the
-	// average and the peak rate of the price fixture.
+	// MonthlyAverage and MonthlyPeak are the month's mesh cost, in
+	// Prices.Currency, at the average and the peak rate of the price
+	// fixture.
 	MonthlyAverage, MonthlyPeak float64
 	// CPUInvalid says the mesh cores include runs whose CPU figures are
 	// not valid (ArmStats.CPUInvalid): every figure priced from them is

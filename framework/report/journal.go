@@ -31,6 +31,7 @@ const JournalExt = ".journal.jsonl"
 // `meshbench report`) as a partial results file, and [Recover] turns one
 // into a results file at the next start.
 type Journal struct {
+	// Path is the journal file's path.
 	Path string
 	mu   sync.Mutex
 	f    *os.File

@@ -11,12 +11,15 @@ import (
 // Proof is what one arm's requests on one path went through, over every
 // concurrency and repeat of the run: the path proof the summary prints.
 type Proof struct {
+	// Path is the request path proved.
 	Path target.Path `json:"path"`
-	Arm  target.Arm  `json:"arm"`
+	// Arm is the arm whose requests went through it.
+	Arm target.Arm `json:"arm"`
 	// Placement is set for a loadgen out of the mesh, whose first hop is
 	// plain text by design: its runs are proved apart from the others.
 	Placement target.Placement `json:"placement,omitempty"`
-	Edges     []target.Edge    `json:"edges"`
+	// Edges are the hops the requests went through, merged over the runs.
+	Edges []target.Edge `json:"edges"`
 	// Runs is the number of records merged; Invalid how many of them
 	// failed a check (their edges are merged too: they show why).
 	Runs    int `json:"runs"`

@@ -16,16 +16,21 @@ const Schema = "meshbench.results/v2"
 
 // Results is everything one `go test ./benchmarks -bench .` measured.
 type Results struct {
-	Schema   string    `json:"schema"`
+	// Schema is the file's format, Schema when written.
+	Schema string `json:"schema"`
+	// Started and Finished are the run's wall-clock start and end.
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 	// Command is the test binary's command line.
 	Command []string `json:"command"`
 	// Settings are the harness flags in effect.
-	Settings    any                `json:"settings"`
+	Settings any `json:"settings"`
+	// Environment is where the run measured: target, mesh, nodes, versions.
 	Environment target.Environment `json:"environment"`
 	// Records are the individual runs, raw histograms included.
-	Records     []Record     `json:"records"`
+	Records []Record `json:"records"`
+	// Comparisons are meshed against baseline per scenario, as written by
+	// the run (the reports recompute them from Records).
 	Comparisons []Comparison `json:"comparisons"`
 	// Proofs are the edges each arm's requests went through, per path.
 	Proofs []Proof `json:"proofs,omitempty"`

@@ -23,6 +23,7 @@ func (s Share) Pct() float64 {
 	return 100 * s.Measured.Seconds() / s.Wall.Seconds()
 }
 
+// String prints the share as "name 12.3 s of 45.6 s (27.0 %)".
 func (s Share) String() string {
 	return fmt.Sprintf("%s %.1f s of %.1f s (%.1f %%)", s.Name, s.Measured.Seconds(), s.Wall.Seconds(), s.Pct())
 }

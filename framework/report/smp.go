@@ -25,19 +25,29 @@ const SMPVersion = "smps/v1"
 // meshbench's own figures under the one extra key meshbench_extension.
 // The SMP export writes one per scenario and arm.
 type SMPResult struct {
-	SMPVersion string            `yaml:"smp_version"`
-	ID         string            `yaml:"id"`
-	Labels     map[string]string `yaml:"labels"`
+	// SMPVersion is the spec's version, SMPVersion.
+	SMPVersion string `yaml:"smp_version"`
+	// ID names the result: the run's id (Results.RunID), then the
+	// sub-benchmark name with its arm.
+	ID string `yaml:"id"`
+	// Labels are the scenario's labels plus arm, path, target, mesh and
+	// meshVersion.
+	Labels map[string]string `yaml:"labels"`
 	// StartTime and EndTime bound the arm's measured windows, UTC.
-	StartTime   time.Time  `yaml:"start_time"`
-	EndTime     time.Time  `yaml:"end_time"`
+	StartTime time.Time `yaml:"start_time"`
+	EndTime   time.Time `yaml:"end_time"`
+	// LatenciesMs are the arm's latencies, ms.
 	LatenciesMs SMPLatency `yaml:"latencies_ms"`
 	// ActualQPS is the achieved req/s, the median over repeats.
-	ActualQPS    float64 `yaml:"actual_QPS"`
-	DetailsURI   string  `yaml:"details_uri"`
-	TestID       string  `yaml:"testId"`
-	MeshConfigID string  `yaml:"meshConfigId"`
-	EnvID        string  `yaml:"envId"`
+	ActualQPS float64 `yaml:"actual_QPS"`
+	// DetailsURI is unset: meshbench has no page per result.
+	DetailsURI string `yaml:"details_uri"`
+	// TestID is the sub-benchmark name with its arm.
+	TestID string `yaml:"testId"`
+	// MeshConfigID is the mesh's name and version, e.g. "istio 1.24.0".
+	MeshConfigID string `yaml:"meshConfigId"`
+	// EnvID is the target the run measured on (local, kind …).
+	EnvID string `yaml:"envId"`
 	// Meshbench holds what SMP has no field for. A strict protobuf reader
 	// must be told to discard unknown fields to read past it.
 	Meshbench SMPExtension `yaml:"meshbench_extension"`
@@ -58,16 +68,21 @@ type SMPLatency struct {
 // SMPExtension is meshbench's part of an SMP result.
 type SMPExtension struct {
 	// Schema is the results file's schema the figures come from.
-	Schema      string      `yaml:"schema"`
-	Scenario    string      `yaml:"scenario"`
-	Arm         target.Arm  `yaml:"arm"`
-	Path        target.Path `yaml:"path"`
-	Concurrency int         `yaml:"concurrency"`
+	Schema string `yaml:"schema"`
+	// Scenario is the comparison's name (Comparison.Scenario).
+	Scenario string `yaml:"scenario"`
+	// Arm is the arm the result is of.
+	Arm target.Arm `yaml:"arm"`
+	// Path is the scenario's request path.
+	Path target.Path `yaml:"path"`
+	// Concurrency is the load's number of connections.
+	Concurrency int `yaml:"concurrency"`
 	// Repeats is how many repeats the figures summarise, Invalid how many
 	// of them were invalid.
-	Repeats int     `yaml:"repeats"`
-	Invalid int     `yaml:"invalid"`
-	P999Ms  float64 `yaml:"p999_ms"`
+	Repeats int `yaml:"repeats"`
+	Invalid int `yaml:"invalid"`
+	// P999Ms is the p99.9 latency, ms, median over repeats.
+	P999Ms float64 `yaml:"p999_ms"`
 	// Intervals are each figure's median and interval over repeats
 	// (stats.Summary: the interval is the one the report prints), by name:
 	// p50_ms, p90_ms, p99_ms, p999_ms, qps, and for the meshed arm the
@@ -86,6 +101,8 @@ type SMPExtension struct {
 
 // SMPInterval is a median with its interval over N repeats.
 type SMPInterval struct {
+	// Median, Lo and Hi are in the figure's unit (its name's suffix: ms,
+	// pct, or req/s for qps); N is the number of repeats (or pairs).
 	Median float64 `yaml:"median"`
 	Lo     float64 `yaml:"lo"`
 	Hi     float64 `yaml:"hi"`
@@ -94,12 +111,16 @@ type SMPInterval struct {
 
 // SMPRepeat is one repeat of an arm.
 type SMPRepeat struct {
-	Repeat int     `yaml:"repeat"`
+	// Repeat is the -count iteration, from 0.
+	Repeat int `yaml:"repeat"`
+	// P50Ms, P99Ms and P999Ms are the repeat's latency percentiles, ms.
 	P50Ms  float64 `yaml:"p50_ms"`
 	P99Ms  float64 `yaml:"p99_ms"`
 	P999Ms float64 `yaml:"p999_ms"`
-	QPS    float64 `yaml:"qps"`
-	Valid  bool    `yaml:"valid"`
+	// QPS is the achieved rate, req/s.
+	QPS float64 `yaml:"qps"`
+	// Valid says the run passed its checks.
+	Valid bool `yaml:"valid"`
 	// CPUInvalid are the reasons its CPU figures alone are not valid;
 	// empty when they are.
 	CPUInvalid []string `yaml:"cpu_invalid,omitempty"`

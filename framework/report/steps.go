@@ -11,7 +11,9 @@ import (
 // StepComparison is one step of a user flow, meshed against baseline, over
 // the repeats paired as in Comparison.
 type StepComparison struct {
-	Step     string    `json:"step"`
+	// Step is the flow step's name.
+	Step string `json:"step"`
+	// Baseline and Meshed are each arm's figures for the step.
 	Baseline StepStats `json:"baseline"`
 	Meshed   StepStats `json:"meshed"`
 	// MeanDelta is the meshed minus the baseline mean response time, ms,
@@ -23,13 +25,16 @@ type StepComparison struct {
 // requests and failures summed over the repeats, the rest summarised over
 // them (latencies in ms).
 type StepStats struct {
-	Requests int64         `json:"requests"`
-	Failures int64         `json:"failures"`
-	Mean     stats.Summary `json:"meanMs"`
-	P50      stats.Summary `json:"p50Ms"`
-	P95      stats.Summary `json:"p95Ms"`
-	P99      stats.Summary `json:"p99Ms"`
-	QPS      stats.Summary `json:"qps"`
+	// Requests and Failures are counts, summed over the repeats.
+	Requests int64 `json:"requests"`
+	Failures int64 `json:"failures"`
+	// Mean, P50, P95 and P99 are response times, ms.
+	Mean stats.Summary `json:"meanMs"`
+	P50  stats.Summary `json:"p50Ms"`
+	P95  stats.Summary `json:"p95Ms"`
+	P99  stats.Summary `json:"p99Ms"`
+	// QPS is the step's rate, req/s.
+	QPS stats.Summary `json:"qps"`
 }
 
 // compareSteps compares the steps of a flow's paired records; nil when

@@ -99,7 +99,8 @@ func role(m map[measure.Role]stats.Summary, r measure.Role, prec int) string {
 // the benchmark and the path.
 type ExtraHop struct {
 	// Key is the labels the two share, e.g. "c=8".
-	Key             string
+	Key string
+	// OneHop and TwoHop are the comparisons subtracted.
 	OneHop, TwoHop  Comparison
 	P50DeltaMs      float64 // two-hop's Δ p50 minus one-hop's, ms
 	P99DeltaMs      float64 // the same for p99

@@ -17,7 +17,8 @@ import (
 // Input is one results file for a report.
 type Input struct {
 	// File is where the results came from, as given; it names the run.
-	File    string
+	File string
+	// Results is the file's content.
 	Results *Results
 }
 
@@ -52,7 +53,8 @@ type RunProblem struct {
 	Run     string // the record's sub-benchmark name and repeat
 	Invalid bool   // false for a warning or a CPU reason
 	CPU     bool   // a reason not to trust the run's CPU figures alone
-	Reason  string
+	// Reason is the problem, one line.
+	Reason string
 }
 
 // Kind is how the table names the problem: INVALID, CPU not valid, or

@@ -16,10 +16,14 @@ package stats
 // its median with an interval. Lo and Hi bound the interval; N is the number
 // of repeats it rests on. With N == 1, Lo == Median == Hi.
 type Summary struct {
+	// Median is the repeats' median, in the quantity's unit.
 	Median float64 `json:"median"`
-	Lo     float64 `json:"lo"`
-	Hi     float64 `json:"hi"`
-	N      int     `json:"n"`
+	// Lo is the interval's lower bound, in the quantity's unit.
+	Lo float64 `json:"lo"`
+	// Hi is the interval's upper bound, in the quantity's unit.
+	Hi float64 `json:"hi"`
+	// N is the number of repeats (or pairs) summarised, a count.
+	N int `json:"n"`
 	// Confidence is the confidence level of [Lo, Hi] (e.g. 0.95), or 0 when
 	// the interval is simply the range of the samples (too few for a level).
 	Confidence float64 `json:"confidence,omitempty"`

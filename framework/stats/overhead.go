@@ -20,10 +20,14 @@ import (
 // Summary.PercentLoss. Both carry the interval of Ratio: quote "70–90 %",
 // never a bare "86 %".
 type Overhead struct {
+	// Baseline summarises the baseline arm's repeats, in the inputs' unit.
 	Baseline Summary `json:"baseline"`
-	Meshed   Summary `json:"meshed"`
-	Delta    Summary `json:"delta"`
-	Ratio    Summary `json:"ratio"`
+	// Meshed summarises the meshed arm's repeats, in the inputs' unit.
+	Meshed Summary `json:"meshed"`
+	// Delta is meshed minus baseline per pair, in the inputs' unit.
+	Delta Summary `json:"delta"`
+	// Ratio is meshed over baseline per pair, unitless.
+	Ratio Summary `json:"ratio"`
 }
 
 // NewOverhead summarises interleaved repeat pairs: Baseline and Meshed each

@@ -54,9 +54,12 @@ const (
 // boundaries of an alpha-spending function.
 type SequentialPlan struct {
 	First, Max int // first and last sample size looked at; First ≥ 2 for StudentT
-	Alpha      float64
-	Spend      Spending
-	Statistic  Statistic
+	// Alpha is the error probability over all the looks, 0–1 (e.g. 0.05).
+	Alpha float64
+	// Spend is the alpha-spending function the boundaries follow.
+	Spend Spending
+	// Statistic is the statistic compared with the boundaries.
+	Statistic Statistic
 	// Trim, for StudentT, is the fraction γ trimmed from each end of the
 	// sample (Yuen's trimmed t: TrimmedMean); 0 is Student's t on the
 	// mean. KnownVariance ignores it.
@@ -70,7 +73,10 @@ type SequentialPlan struct {
 // SequentialBounds are the critical values of a SequentialPlan: a look at
 // sample size n rejects when |statistic| > Crit[n-First].
 type SequentialBounds struct {
+	// Plan is the plan the bounds are of.
 	Plan SequentialPlan
+	// Crit are the critical values, one per sample size from Plan.First to
+	// Plan.Max.
 	Crit []float64
 }
 

@@ -9,17 +9,33 @@ import (
 
 // Environment is everything about the setup that a comparison needs.
 type Environment struct {
-	Target     string `json:"target"`
-	GoVersion  string `json:"goVersion"`
-	Kernel     string `json:"kernel"`
-	OSImage    string `json:"osImage,omitempty"`
-	CPUModel   string `json:"cpuModel"`
-	Cores      int    `json:"cores"`
-	MemoryMiB  int64  `json:"memoryMiB"`
-	Nodes      int    `json:"nodes"`
+	// Target is the target's name: "local", "kind" or "remote".
+	Target string `json:"target"`
+	// GoVersion is the harness's Go version (runtime.Version).
+	GoVersion string `json:"goVersion"`
+	// Kernel is the kernel release; on a cluster, every node's distinct
+	// ones, joined by ", ".
+	Kernel string `json:"kernel"`
+	// OSImage is the operating system's name (PRETTY_NAME, or the nodes'
+	// OS images); "" when unknown.
+	OSImage string `json:"osImage,omitempty"`
+	// CPUModel is the CPU's model name; on a cluster, the nodes' (or their
+	// instance type).
+	CPUModel string `json:"cpuModel"`
+	// Cores is the number of CPUs: the host's, or the smallest node's
+	// allocatable cores.
+	Cores int `json:"cores"`
+	// MemoryMiB is the memory, MiB: the host's MemTotal, or the smallest
+	// node's allocatable memory.
+	MemoryMiB int64 `json:"memoryMiB"`
+	// Nodes is the number of nodes; 1 for the local target.
+	Nodes int `json:"nodes"`
+	// Kubernetes is the cluster's Kubernetes version; "" locally.
 	Kubernetes string `json:"kubernetes,omitempty"`
-	Runtime    string `json:"containerRuntime,omitempty"`
-	MTU        int    `json:"mtu,omitempty"`
+	// Runtime is the nodes' container runtime and version; "" locally.
+	Runtime string `json:"containerRuntime,omitempty"`
+	// MTU is the pods' network MTU, bytes; 0 when unknown or local.
+	MTU int `json:"mtu,omitempty"`
 	// CPUCounters says where the CPU and memory counters came from and
 	// when they were read: on a cluster, the kubelet's cached stats or an
 	// on-demand read on each node. "" for the local target's /proc.
@@ -36,7 +52,10 @@ type Environment struct {
 
 // MeshInfo names the mesh and how it was configured.
 type MeshInfo struct {
-	Name    string `json:"name"`
+	// Name is the mesh: the adapter's name on a cluster, e.g. "istio", or
+	// "sidecar/<proxy>" locally.
+	Name string `json:"name"`
+	// Version is the mesh's (or the local proxy's) version.
 	Version string `json:"version"`
 	// Threads is the proxy worker threads (0: the proxy's default, all cores).
 	Threads int `json:"threads"`

@@ -9,9 +9,12 @@ import (
 // FaultOutcome is what a target made of a run's fault: whether it
 // happened, when, and what kept it from happening.
 type FaultOutcome struct {
+	// Fired says the fault happened.
 	Fired bool
-	At    time.Time
-	Err   error
+	// At is when it happened, wall clock.
+	At time.Time
+	// Err is what kept the fault from happening; nil when nothing did.
+	Err error
 }
 
 // JudgeFault puts a fault's outcome on run, which ran in expected-disruption

@@ -91,7 +91,9 @@ type Target interface {
 
 // Run is one measured window of one arm over one path.
 type Run struct {
-	Arm  Arm  `json:"arm"`
+	// Arm is the arm measured.
+	Arm Arm `json:"arm"`
+	// Path is the request path the load took.
 	Path Path `json:"path"`
 	// Workload is what ran, defaults filled in.
 	Workload Workload `json:"workload"`
@@ -185,7 +187,9 @@ func (r *Run) CPUPer1k(milliCores float64) float64 {
 
 // Edge is one observed caller → callee hop.
 type Edge struct {
+	// Src is the caller's name.
 	Src string `json:"src"`
+	// Dst is the callee's name.
 	Dst string `json:"dst"`
 	// Peer is the identity the callee's proxy verified with mTLS; empty
 	// when the request did not come through a proxy.
@@ -269,7 +273,11 @@ func PrintEdges(w io.Writer, edges []Edge) {
 }
 
 // Hop is an expected caller → callee pair on a path.
-type Hop struct{ Src, Dst string }
+type Hop struct {
+	// Src and Dst are the caller's and the callee's workload names
+	// ("loadgen" for the first hop's caller).
+	Src, Dst string
+}
 
 // Hops lists the hops a path takes, by workload name.
 func Hops(p Path) []Hop {

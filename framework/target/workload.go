@@ -171,14 +171,22 @@ func (w *Workload) normalizeFlow() []error {
 // with equal deployments are served by the same processes or pods. The
 // request size and the path are per run.
 type Deployment struct {
+	// ResponseSize is the backend's response body, bytes (Workload.ResponseSize).
 	ResponseSize int
-	Protocol     load.Protocol
-	ServiceTime  time.Duration
-	Replicas     int
-	Hops         int
-	Placement    Placement
-	Loadgens     int
-	Threads      int
+	// Protocol is what the backends serve.
+	Protocol load.Protocol
+	// ServiceTime is how long the backend takes per request.
+	ServiceTime time.Duration
+	// Replicas is the number of backend instances.
+	Replicas int
+	// Hops is the longest path deployed, in hops: at least 2.
+	Hops int
+	// Placement is where the loadgen sits.
+	Placement Placement
+	// Loadgens is the number of loadgen shards.
+	Loadgens int
+	// Threads is every proxy's worker threads; 0 is the proxy's default.
+	Threads int
 }
 
 // Deployment returns what w needs deployed. Every path up to w's is
@@ -278,9 +286,12 @@ func (f Fault) Check() error {
 
 // Spec is one run: an arm, the workload, the load and an optional fault.
 type Spec struct {
-	Arm      Arm          `json:"arm"`
-	Workload Workload     `json:"workload"`
-	Load     load.Options `json:"-"`
+	// Arm is the arm to run.
+	Arm Arm `json:"arm"`
+	// Workload is what to run; the target fills in its defaults.
+	Workload Workload `json:"workload"`
+	// Load is the load's settings for the window.
+	Load load.Options `json:"-"`
 	// Fault, when set, happens during the window of this arm.
 	Fault *Fault `json:"fault,omitempty"`
 	// CPUProfile asks a Profiler for a CPU profile of each of the arm's
@@ -300,8 +311,10 @@ type Profiler interface {
 // CPUProfile is one process's CPU profile over a measured window, as Go
 // writes it (gzipped protobuf).
 type CPUProfile struct {
+	// Process names the profiled process, e.g. its sidecar.
 	Process string
-	Data    []byte
+	// Data is the profile, gzipped protobuf (pprof format).
+	Data []byte
 }
 
 // Supporter is a target that can tell, before anything runs, whether it

@@ -126,6 +126,7 @@ const (
 
 // Reason is one reason not to trust a run.
 type Reason struct {
+	// Kind is what kind of reason it is.
 	Kind Kind `json:"kind"`
 	// Detail is the exact message a reader sees.
 	Detail string `json:"detail"`

@@ -27,7 +27,9 @@ const Regression = 2.0
 // what the quiet runs' intervals reached and what a [Regression] would
 // reach, then a rule per path for scenarios no run measured.
 type Calibration struct {
+	// Target is the target the fixture is for, as its "target:" line names it.
 	Target string
+	// Points are the measured points' rules, one per point.
 	Points []CalibratedPoint
 	// Catchall are the rules for the scenarios no quiet run measured, one
 	// per path: each metric at its loosest point limit on that path.
@@ -36,8 +38,10 @@ type Calibration struct {
 
 // CalibratedPoint is one point's rule with the quiet figures it came from.
 type CalibratedPoint struct {
+	// Scenario is the point's Observation.Scenario, e.g. "BenchmarkOneHop/c=32".
 	Scenario string
-	Rule     Limit
+	// Rule is the rule computed for the point: its match and limits.
+	Rule Limit
 	// Quiet is each quiet run's interval for each metric, in run order.
 	Quiet map[Metric][]stats.Summary
 	// Tight are the metrics whose quiet intervals' high ends leave no

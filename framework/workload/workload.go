@@ -72,8 +72,9 @@ type Caller struct {
 	Peer string `json:"peer"`
 	// Proto is the HTTP version the caller's hop spoke: ProtoHeader, or
 	// the app's own hop when it has none ("HTTP/1.1", "HTTP/2.0").
-	Proto    string `json:"proto,omitempty"`
-	Requests int64  `json:"requests"`
+	Proto string `json:"proto,omitempty"`
+	// Requests is how many requests the app served from this caller, a count.
+	Requests int64 `json:"requests"`
 }
 
 type callerKey struct{ source, peer, proto string }

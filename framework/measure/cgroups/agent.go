@@ -25,7 +25,9 @@ const AgentPort = 9110
 // Reading is the agent's answer: the node's counters and those of each
 // container asked for, with the node's clocks around the read.
 type Reading struct {
-	Node   string `json:"node"`
+	// Node is the node's name.
+	Node string `json:"node"`
+	// Layout is the node's cgroup layout, as detected.
 	Layout Layout `json:"layout"`
 	// StartNanos and EndNanos are the node's CLOCK_MONOTONIC when the read
 	// began and ended, in ns; Time is its wall clock when it began.
@@ -35,7 +37,8 @@ type Reading struct {
 	// NodeCounters are the counters of the tree's root: the whole node.
 	NodeCounters Counters `json:"nodeCounters"`
 	// NodeNanos is the monotonic clock when they were read.
-	NodeNanos  int64              `json:"nodeNanos"`
+	NodeNanos int64 `json:"nodeNanos"`
+	// Containers are the containers asked for, in the order asked.
 	Containers []ContainerReading `json:"containers"`
 }
 
@@ -46,7 +49,8 @@ type ContainerReading struct {
 	// Cgroup is the directory read, relative to the tree's root.
 	Cgroup string `json:"cgroup,omitempty"`
 	// Nanos is the node's monotonic clock when the counters were read.
-	Nanos    int64     `json:"nanos,omitempty"`
+	Nanos int64 `json:"nanos,omitempty"`
+	// Counters are the container's counters; nil when it has none (Error).
 	Counters *Counters `json:"counters,omitempty"`
 	// Error says why Counters is nil; NotFound that the cgroup is not
 	// where the layout puts it (the container is gone, or the layout is

@@ -64,6 +64,7 @@ type Container struct {
 	QOS QOSClass `json:"qos"`
 }
 
+// String names the container by ID, pod UID and QoS class.
 func (c Container) String() string {
 	return fmt.Sprintf("container %s of pod %s (%s)", c.ID, c.PodUID, c.QOS)
 }
@@ -84,8 +85,10 @@ func ParseContainerID(s string) (Runtime, string, error) {
 
 // Layout is where a node's kubelet puts the cgroups of its containers.
 type Layout struct {
+	// Version is the cgroup version, V1 or V2.
 	Version Version `json:"version"`
-	Driver  Driver  `json:"driver"`
+	// Driver is the kubelet's cgroup driver, cgroupfs or systemd.
+	Driver Driver `json:"driver"`
 	// Kubepods is the kubelet's pods cgroup, relative to a hierarchy's
 	// root: "kubepods", "kubepods.slice", or below a --cgroup-root such as
 	// kind's: "kubelet.slice/kubelet-kubepods.slice".
@@ -265,13 +268,16 @@ func listing(fsys fs.FS, dir string) string {
 // what it holds: either the container is gone, or its cgroup is named in
 // a way this package does not recognise.
 type NotFoundError struct {
+	// Container is the container looked for.
 	Container Container
 	// Want is the path the layout gives, Found the deepest existing
 	// directory on it, both relative to the tree's root.
 	Want, Found string
-	Holds       string
+	// Holds describes Found's subdirectories, e.g. "[a.slice/ b.scope/]".
+	Holds string
 }
 
+// Error names the path looked for and what was found on it.
 func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("%v: no cgroup at %s; the deepest directory on that path is %s, which holds %s: the container is gone, or its cgroup layout is not one this reader recognises",
 		e.Container, e.Want, e.Found, e.Holds)

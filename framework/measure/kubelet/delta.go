@@ -13,6 +13,7 @@ import (
 // (or was replaced) during the measured window, so the run must be marked
 // invalid rather than reported with a silently wrong figure.
 type CounterResetError struct {
+	// Container is the container whose counters reset.
 	Container ContainerKey
 	// Reason is one of "decreased", "restarted", "missing".
 	Reason string
@@ -25,6 +26,8 @@ type CounterResetError struct {
 	IDBefore, IDAfter string
 }
 
+// Error says how the container's counters reset, and that the run must
+// be marked invalid.
 func (e *CounterResetError) Error() string {
 	switch e.Reason {
 	case "missing":
@@ -49,10 +52,13 @@ func (e *CounterResetError) Error() string {
 // caller should read again later, or lengthen the measured window.
 type WindowError struct {
 	// What names the series: a container key, or "node".
-	What          string
+	What string
+	// Before and After are the two samples' own timestamps; zero when a
+	// sample carried none.
 	Before, After time.Time
 }
 
+// Error says which samples do not span a window, and why.
 func (e *WindowError) Error() string {
 	if e.Before.IsZero() || e.After.IsZero() {
 		return fmt.Sprintf("%s: %s sample has no timestamp; refusing to fall back to wall-clock time", e.What, MetricContainerCPU)
@@ -64,6 +70,7 @@ func (e *WindowError) Error() string {
 
 // ContainerUsage is one container's usage over the measured window.
 type ContainerUsage struct {
+	// Container is the container measured.
 	Container ContainerKey `json:"container"`
 	// Window is the distance between the two CPU samples' own timestamps.
 	Window time.Duration `json:"windowNs"`
@@ -91,6 +98,7 @@ type ContainerUsage struct {
 
 // Usage is one node's usage over the measured window.
 type Usage struct {
+	// Node is the node's name.
 	Node string `json:"node"`
 	// NodeWindow is the distance between the two node CPU samples.
 	NodeWindow time.Duration `json:"nodeWindowNs"`

@@ -19,17 +19,23 @@ import (
 // kubelet metrics through the API server needs "get" on the "nodes/proxy"
 // subresource.
 type RBACError struct {
+	// Node is the node whose metrics were read.
 	Node string
+	// Path is the API server path refused, e.g.
+	// /api/v1/nodes/{node}/proxy/metrics/resource.
 	Path string
-	Err  error
+	// Err is the API server's answer.
+	Err error
 }
 
+// Error names the path refused and the RBAC rule the read needs.
 func (e *RBACError) Error() string {
 	return fmt.Sprintf("reading %s was forbidden: the identity in use needs RBAC `get` on `nodes/proxy` "+
 		"(a ClusterRole rule with apiGroups: [\"\"], resources: [\"nodes/proxy\"], verbs: [\"get\"]); the API server said: %v",
 		e.Path, e.Err)
 }
 
+// Unwrap returns the API server's error.
 func (e *RBACError) Unwrap() error { return e.Err }
 
 // UnreachableError reports that the API server (or, through it, the kubelet)
@@ -40,9 +46,11 @@ type UnreachableError struct {
 	Host string
 	// Kubelet is true when the API server answered but could not reach the kubelet.
 	Kubelet bool
-	Err     error
+	// Err is the connection's error.
+	Err error
 }
 
+// Error names what could not be reached and what to check.
 func (e *UnreachableError) Error() string {
 	if e.Kubelet {
 		return fmt.Sprintf("the API server could not reach the kubelet on node %s (is the node Ready?): %v", e.Host, e.Err)
@@ -50,6 +58,7 @@ func (e *UnreachableError) Error() string {
 	return fmt.Sprintf("the API server at %s is unreachable (check -kubeconfig/-context and that the cluster is running): %v", e.Host, e.Err)
 }
 
+// Unwrap returns the connection's error.
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // Fetch reads /metrics/resource and /metrics/cadvisor of one node through the

@@ -27,7 +27,9 @@ type RoleOf func(namespace, pod, container string) Role
 // RoleRule matches containers by namespace, pod labels and container name.
 // Empty fields match anything.
 type RoleRule struct {
-	Role      Role
+	// Role is the role of the containers matched.
+	Role Role
+	// Namespace is the exact namespace.
 	Namespace string
 	// PodLabels must all be present on the pod with these values.
 	PodLabels map[string]string
@@ -74,6 +76,7 @@ func RolesFromPods(pods []corev1.Pod, def Role, rules ...RoleRule) RoleOf {
 
 // RoleUsage is the usage of every container of one role, summed.
 type RoleUsage struct {
+	// Role is the role summed.
 	Role Role `json:"role"`
 	// Containers is the number of containers summed.
 	Containers int `json:"containers"`

@@ -32,27 +32,36 @@ const (
 
 // ContainerKey names one container the way both kubelet endpoints label it.
 type ContainerKey struct {
+	// Namespace is the pod's namespace.
 	Namespace string `json:"namespace"`
-	Pod       string `json:"pod"`
+	// Pod is the pod's name.
+	Pod string `json:"pod"`
+	// Container is the container's name.
 	Container string `json:"container"`
 }
 
+// String is "namespace/pod/container".
 func (k ContainerKey) String() string { return k.Namespace + "/" + k.Pod + "/" + k.Container }
 
 // PodKey names one pod.
 type PodKey struct {
+	// Namespace is the pod's namespace.
 	Namespace string `json:"namespace"`
-	Pod       string `json:"pod"`
+	// Pod is the pod's name.
+	Pod string `json:"pod"`
 }
 
+// String is "namespace/pod".
 func (k PodKey) String() string { return k.Namespace + "/" + k.Pod }
 
 // Sample is one value with the timestamp the kubelet attached to it. The
 // timestamp is the time the kubelet's stats were collected, not the time of
 // the HTTP read; it is zero when the exposition carried none.
 type Sample struct {
-	Value float64   `json:"value"`
-	Time  time.Time `json:"time"`
+	// Value is the sample's value, in its series' unit.
+	Value float64 `json:"value"`
+	// Time is when the kubelet collected it; zero when unknown.
+	Time time.Time `json:"time"`
 }
 
 // Container holds one container's counters from one read.
@@ -90,12 +99,15 @@ type Throttling struct {
 // Pod holds one pod's totals as the kubelet reports them (pod cgroup, which
 // includes the pause container and any sidecars).
 type Pod struct {
-	CPUSeconds      Sample `json:"cpuSeconds"`
+	// CPUSeconds is pod_cpu_usage_seconds_total (core-seconds, cumulative).
+	CPUSeconds Sample `json:"cpuSeconds"`
+	// WorkingSetBytes is pod_memory_working_set_bytes (bytes, gauge).
 	WorkingSetBytes Sample `json:"workingSetBytes"`
 }
 
 // Snapshot is one read of one node's kubelet.
 type Snapshot struct {
+	// Node is the node's name.
 	Node string `json:"node"`
 	// ReadAt is the wall-clock time of the read. It is recorded for the
 	// report only and is never used to compute a rate.
@@ -106,9 +118,11 @@ type Snapshot struct {
 	NodeWorkingSetBytes Sample `json:"nodeWorkingSetBytes"`
 	// ScrapeError is true when the kubelet reported resource_scrape_error 1:
 	// its stats provider failed and the counters may be incomplete.
-	ScrapeError bool                       `json:"scrapeError,omitempty"`
-	Containers  map[ContainerKey]Container `json:"-"`
-	Pods        map[PodKey]Pod             `json:"-"`
+	ScrapeError bool `json:"scrapeError,omitempty"`
+	// Containers are the containers' counters, by container.
+	Containers map[ContainerKey]Container `json:"-"`
+	// Pods are the pods' totals, by pod.
+	Pods map[PodKey]Pod `json:"-"`
 }
 
 // each applies set to the entry of every series of fam in into, keyed by key.

@@ -47,15 +47,19 @@ type Exec func(ctx context.Context, node string, cmd ...string) ([]byte, error)
 // measure. It is returned with the rest of the read, joined with any
 // others; a caller keeps the Snapshot.
 type MissingError struct {
-	Node      string
+	// Node is the node read.
+	Node string
+	// Container is the container not fully measured.
 	Container kubelet.ContainerKey
-	ID        string
+	// ID is the runtime's container ID.
+	ID string
 	// What is missing: "cpu" (the runtime listed the container without a
 	// CPU counter; it is left out of the snapshot) or "cgroup" (no cgroup
 	// of it was found; it is kept without its CFS counters).
 	What string
 }
 
+// Error names the container and what of it is missing.
 func (e *MissingError) Error() string {
 	if e.What == "cgroup" {
 		return fmt.Sprintf("node %s: container %s (id %.12s): no cgroup of it under /sys/fs/cgroup (started or stopped during the read?): its CPU throttling is unknown",
