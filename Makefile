@@ -36,7 +36,9 @@ test: tools
 ## sidecar killed and the frontend's stopped (restart) mid-window, checks
 ## fixtures/thresholds/kind.yaml and deletes the cluster; then the upgrade
 ## gate on a new 3-node cluster (TestKindCandidateGateE2E: an A/A gate must
-## not fail, a +no-keepalive candidate must fail on sidecar CPU); then, on a
+## not fail, a +no-keepalive candidate must fail on sidecar CPU; then the
+## same cluster through its kubeconfig with CPU from the kubelets, each window
+## aligned to their refreshes, within 40 % of the node reads); then, on a
 ## one-node cluster, installs and uninstalls a stand-in mesh chart and
 ## Istio's own charts with the Helm installer.
 e2e:

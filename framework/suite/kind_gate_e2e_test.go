@@ -36,7 +36,10 @@ const (
 // maximum rate then at 0.2 of the slower meshed arm's capacity, must not
 // fail; a candidate with keep-alive between its sidecars off (the same
 // image, a new mTLS connection per request) must fail on sidecar CPU per
-// 1k requests. Both gates share the cluster, deleted at the end. `make
+// 1k requests. Then the same cluster, reached only through its kubeconfig
+// with the CPU from the kubelets, has each window aligned to their
+// refreshes (kubeletAlignedOnCluster, about 2.5 minutes). They share the
+// cluster, deleted at the end. `make
 // e2e` runs it after TestKindE2E (about 15 minutes on 2 cores once the
 // images are built).
 func TestKindCandidateGateE2E(t *testing.T) {
@@ -80,6 +83,9 @@ func TestKindCandidateGateE2E(t *testing.T) {
 		assert.Greater(t, cpu.Interval.Lo, cpu.Limit, "the whole interval is beyond the limit")
 		assert.Contains(t, cpu.Reason, "too high sidecar CPU per 1k req: candidate/reference")
 	})
+	// The same cluster, reached through its kubeconfig with the CPU from
+	// the kubelets (issue 18).
+	t.Run("kubelet counters aligned", func(t *testing.T) { kubeletAlignedOnCluster(t, name) })
 }
 
 // kindGateRun runs one upgrade gate on the kind cluster (made by the first
