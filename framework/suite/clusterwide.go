@@ -9,6 +9,7 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/meshinstall"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/target/kind"
 	"github.com/meshbench/meshbench/framework/target/kube"
@@ -71,7 +72,7 @@ func (mc meshCNI) InstallCNI(ctx context.Context, cl kind.Cluster) error {
 			}
 		}
 	}
-	return kube.InstallCNI(ctx, cl.RESTConfig(), mc.m, kube.CNIInstall{Install: io, ChartDir: mc.c.MeshCharts, Logf: mc.logf})
+	return meshinstall.InstallCNI(ctx, cl.RESTConfig(), mc.m, meshinstall.CNIInstall{Install: io, ChartDir: mc.c.MeshCharts, Logf: mc.logf})
 }
 
 // createBaselineCluster creates or reuses <kind-cluster>-baseline, or
