@@ -66,7 +66,7 @@ func (mc meshCNI) InstallCNI(ctx context.Context, cl kind.Cluster) error {
 		if err != nil {
 			return err
 		}
-		if local := localImages(ctx, imgs...); len(local) > 0 {
+		if local := kind.LocalImages(ctx, imgs...); len(local) > 0 {
 			if err := cl.LoadImages(ctx, local...); err != nil {
 				return err
 			}
@@ -132,7 +132,7 @@ func (s *Suite) splitTarget(ctx context.Context, meshed *kube.Target, o kube.Opt
 	o.Mesh, o.InstallMesh, o.Install, o.ChartDir = none, false, mesh.InstallOptions{}, ""
 	o.NodeExec = nil
 	if s.cl.base.kind != nil {
-		o.NodeExec = kindNodeExec(s.cl.base.kind.Name())
+		o.NodeExec = kind.NodeExec(s.cl.base.kind.Name())
 	}
 	base, err := kube.New(ctx, s.cl.base.rest, o)
 	if err != nil {
