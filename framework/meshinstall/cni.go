@@ -17,7 +17,7 @@ type CNIInstall struct {
 	// Install is the release and image registry.
 	Install mesh.InstallOptions
 	// ChartDir, when set, is searched for the charts instead of their
-	// repositories (as Options.ChartDir).
+	// repositories (as HelmOptions.ChartDir).
 	ChartDir string
 	// Timeout bounds each release's install and rollout. Default: 5m.
 	Timeout time.Duration
