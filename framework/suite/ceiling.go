@@ -1,18 +1,11 @@
 package suite
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"fmt"
 	"os/exec"
-	"runtime"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/load/ceiling"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/target"
@@ -28,7 +21,7 @@ type urlTarget interface {
 // against the same backend, with each loadgen's own CPU: how far the
 // loadgen is from being the bottleneck. fortio runs twice per repeat, with
 // and without HDR recording (load.Options.NoHDR), in alternating order, to
-// show what recording every latency costs, and a bare Go loop (goFloor)
+// show what recording every latency costs, and a bare Go loop (ceiling.GoFloor)
 // runs beside wrk, to show what any Go loadgen lacks against it.
 // Sub-benchmarks: loadgen=fortio, loadgen=fortio-nohdr, loadgen=go-floor
 // and loadgen=wrk (benchstat -col /loadgen). It skips when wrk is not on
@@ -45,7 +38,7 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 	wrk, _ := exec.LookPath("wrk")
 	url := tg.(urlTarget).URL(target.Baseline, target.OneHop)
 	reps := s.reps()
-	var fortio, noHDR, floor, wrks []ceilingRun
+	var fortio, noHDR, floor, wrks []ceiling.Result
 	for rep := range reps {
 		s.logf("%s: fortio with and without HDR, then wrk at c=%d, repeat %d/%d", b.Name(), c, rep+1, reps)
 		o := s.Config.loadOptions(c)
@@ -62,12 +55,12 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 				fortio = append(fortio, r)
 			}
 		}
-		w, err := runWrk(s.ctx, wrk, url, c, o.Duration)
+		w, err := ceiling.Wrk(s.ctx, wrk, url, c, o.Duration)
 		if err != nil {
 			b.Fatal(err)
 		}
 		wrks = append(wrks, w)
-		g, err := goFloor(s.ctx, url, c, o.Duration)
+		g, err := ceiling.GoFloor(s.ctx, url, c, o.Duration)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -75,16 +68,16 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 	}
 	for _, side := range []struct {
 		name string
-		runs []ceilingRun
+		runs []ceiling.Result
 	}{{"fortio", fortio}, {"fortio-nohdr", noHDR}, {"go-floor", floor}, {"wrk", wrks}} {
 		b.Run("loadgen="+side.name, func(b *testing.B) {
 			r := side.runs[min(s.repeatIndex(b), len(side.runs)-1)]
 			b.ReportMetric(0, "ns/op")
-			b.ReportMetric(r.qps, "req/s")
-			b.ReportMetric(r.milli, "loadgen-mcpu")
-			b.ReportMetric(r.cpuPer1k, "loadgen-cpu-ms/kreq")
-			if r.node > 0 {
-				b.ReportMetric(r.node, "node-cpu-%")
+			b.ReportMetric(r.QPS, "req/s")
+			b.ReportMetric(r.MilliCores, "loadgen-mcpu")
+			b.ReportMetric(r.CPUPer1k, "loadgen-cpu-ms/kreq")
+			if r.NodePercent > 0 {
+				b.ReportMetric(r.NodePercent, "node-cpu-%")
 			}
 		})
 	}
@@ -93,26 +86,26 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 
 // fortioCeiling runs the in-process fortio loadgen at maximum rate against
 // the baseline one-hop backend and takes its CPU.
-func (s *Suite) fortioCeiling(tg target.Target, o load.Options) (ceilingRun, error) {
+func (s *Suite) fortioCeiling(tg target.Target, o load.Options) (ceiling.Result, error) {
 	run, err := tg.Run(s.ctx, target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: o})
 	if err != nil {
-		return ceilingRun{}, err
+		return ceiling.Result{}, err
 	}
 	lg, _ := run.Resources.Role(measure.RoleLoadgen)
-	return ceilingRun{qps: run.Load.AchievedQPS, milli: lg.MilliCores, node: run.Resources.NodeUtilisation["local"],
-		cpuPer1k: run.CPUPer1k(lg.MilliCores)}, nil
+	return ceiling.Result{QPS: run.Load.AchievedQPS, MilliCores: lg.MilliCores, NodePercent: run.Resources.NodeUtilisation["local"],
+		CPUPer1k: run.CPUPer1k(lg.MilliCores)}, nil
 }
 
 // logCeiling prints each repeat's figures, and what HDR recording cost in
 // req/s over the repeats, paired (the goal is at most 3 %).
-func (s *Suite) logCeiling(b *testing.B, fortio, noHDR, floor, wrks []ceilingRun) {
+func (s *Suite) logCeiling(b *testing.B, fortio, noHDR, floor, wrks []ceiling.Result) {
 	var with, without, goQPS, wrkQPS []float64
 	for i := range fortio {
 		s.logf("%s repeat %d: fortio %.0f req/s using %.0fm (without HDR %.0f req/s using %.0fm); wrk %.0f req/s using %.0fm; a bare Go loop %.0f req/s using %.0fm; fortio/wrk = %.2f, go/wrk = %.2f",
-			b.Name(), i+1, fortio[i].qps, fortio[i].milli, noHDR[i].qps, noHDR[i].milli, wrks[i].qps, wrks[i].milli, floor[i].qps, floor[i].milli,
-			fortio[i].qps/wrks[i].qps, floor[i].qps/wrks[i].qps)
-		with, without = append(with, fortio[i].qps), append(without, noHDR[i].qps)
-		goQPS, wrkQPS = append(goQPS, floor[i].qps), append(wrkQPS, wrks[i].qps)
+			b.Name(), i+1, fortio[i].QPS, fortio[i].MilliCores, noHDR[i].QPS, noHDR[i].MilliCores, wrks[i].QPS, wrks[i].MilliCores, floor[i].QPS, floor[i].MilliCores,
+			fortio[i].QPS/wrks[i].QPS, floor[i].QPS/wrks[i].QPS)
+		with, without = append(with, fortio[i].QPS), append(without, noHDR[i].QPS)
+		goQPS, wrkQPS = append(goQPS, floor[i].QPS), append(wrkQPS, wrks[i].QPS)
 	}
 	if r, err := stats.PairedRatio(without, with); err == nil {
 		s.logf("%s: HDR recording costs %s %% of fortio's req/s", b.Name(), r.PercentLoss())
@@ -120,44 +113,4 @@ func (s *Suite) logCeiling(b *testing.B, fortio, noHDR, floor, wrks []ceilingRun
 	if r, err := stats.PairedRatio(wrkQPS, goQPS); err == nil {
 		s.logf("%s: a bare Go loop reaches %s of wrk's req/s: what any Go loadgen lacks against wrk", b.Name(), r)
 	}
-}
-
-// ceilingRun is one loadgen's window.
-type ceilingRun struct {
-	qps, milli, node float64
-	// cpuPer1k is the loadgen's CPU-ms per 1000 requests.
-	cpuPer1k float64
-}
-
-// runWrk runs wrk for the window and takes its CPU from its rusage: wrk
-// has no warm-up, and its connection set-up is a negligible share.
-func runWrk(ctx context.Context, wrk, url string, c int, window time.Duration) (ceilingRun, error) {
-	secs := max(1, int(window.Seconds()+0.5))
-	cmd := exec.CommandContext(ctx, wrk, "-t"+strconv.Itoa(min(c, runtime.NumCPU())), "-c"+strconv.Itoa(c), "-d"+strconv.Itoa(secs)+"s", url)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return ceilingRun{}, fmt.Errorf("wrk: %w\n%s", err, out.String())
-	}
-	elapsed := time.Since(start).Seconds()
-	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
-	var r ceilingRun
-	var requests float64
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if v, ok := strings.CutPrefix(line, "Requests/sec:"); ok {
-			r.qps, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-		if f := strings.Fields(line); len(f) > 2 && f[1] == "requests" && f[2] == "in" {
-			requests, _ = strconv.ParseFloat(f[0], 64)
-		}
-	}
-	if r.qps == 0 || requests == 0 {
-		return r, fmt.Errorf("wrk printed no Requests/sec or request count:\n%s", out.String())
-	}
-	r.milli = cpu / elapsed * 1000
-	r.cpuPer1k = cpu * 1e3 / (requests / 1e3)
-	return r, nil
 }

@@ -1,11 +1,9 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"slices"
 
 	"k8s.io/client-go/rest"
@@ -106,7 +104,7 @@ func (s *Suite) loadImagesInto(ctx context.Context, cl kind.Cluster, loaded *boo
 	if s.Config.NodeCPU == kube.NodeCPUAgent {
 		agent = s.Config.NodeCPUImage
 	}
-	local := localImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage, s.Config.candidateImage(), agent)
+	local := kind.LocalImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage, s.Config.candidateImage(), agent)
 	if len(local) == 0 {
 		return nil
 	}
@@ -157,7 +155,7 @@ func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options,
 	}
 	var nodeExec kube.NodeExec
 	if s.cl.kind != nil {
-		nodeExec = kindNodeExec(s.cl.kind.Name())
+		nodeExec = kind.NodeExec(s.cl.kind.Name())
 	}
 	o := kube.Options{
 		Name:            c.Target,
@@ -186,32 +184,6 @@ func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options,
 	return o, nil
 }
 
-// kindNodeExec runs commands on the nodes of kind cluster name (docker
-// exec into the node containers, through kind's node API): a fault kills
-// its container through the node, as a crash would.
-func kindNodeExec(name string) kube.NodeExec {
-	return func(ctx context.Context, node string, cmd ...string) ([]byte, error) {
-		ns, err := kindcluster.NewProvider().ListNodes(name)
-		if err != nil {
-			return nil, fmt.Errorf("kind %s: list nodes: %w", name, err)
-		}
-		for _, n := range ns {
-			if n.String() != node {
-				continue
-			}
-			var out bytes.Buffer
-			c := n.CommandContext(ctx, cmd[0], cmd[1:]...)
-			c.SetStdout(&out)
-			c.SetStderr(&out)
-			if err := c.Run(); err != nil {
-				return out.Bytes(), fmt.Errorf("kind %s: on node %s: %w", name, node, err)
-			}
-			return out.Bytes(), nil
-		}
-		return nil, fmt.Errorf("kind %s: no node %s", name, node)
-	}
-}
-
 // deleteCluster deletes the kind cluster when this run created it.
 func (s *Suite) deleteCluster(ctx context.Context) error {
 	s.mu.Lock()
@@ -231,16 +203,4 @@ func (s *Suite) deleteKind(ctx context.Context, cl kind.Cluster, del bool) error
 		return nil
 	}
 	return cl.Delete(ctx)
-}
-
-// localImages lists the images present in the local Docker, to be loaded
-// into kind's nodes.
-func localImages(ctx context.Context, images ...string) []string {
-	var out []string
-	for _, img := range images {
-		if img != "" && exec.CommandContext(ctx, "docker", "image", "inspect", img).Run() == nil {
-			out = append(out, img)
-		}
-	}
-	return out
 }

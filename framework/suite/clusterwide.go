@@ -9,6 +9,7 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/meshinstall"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/target/kind"
 	"github.com/meshbench/meshbench/framework/target/kube"
@@ -65,13 +66,13 @@ func (mc meshCNI) InstallCNI(ctx context.Context, cl kind.Cluster) error {
 		if err != nil {
 			return err
 		}
-		if local := localImages(ctx, imgs...); len(local) > 0 {
+		if local := kind.LocalImages(ctx, imgs...); len(local) > 0 {
 			if err := cl.LoadImages(ctx, local...); err != nil {
 				return err
 			}
 		}
 	}
-	return kube.InstallCNI(ctx, cl.RESTConfig(), mc.m, kube.CNIInstall{Install: io, ChartDir: mc.c.MeshCharts, Logf: mc.logf})
+	return meshinstall.InstallCNI(ctx, cl.RESTConfig(), mc.m, meshinstall.CNIInstall{Install: io, ChartDir: mc.c.MeshCharts, Logf: mc.logf})
 }
 
 // createBaselineCluster creates or reuses <kind-cluster>-baseline, or
@@ -131,7 +132,7 @@ func (s *Suite) splitTarget(ctx context.Context, meshed *kube.Target, o kube.Opt
 	o.Mesh, o.InstallMesh, o.Install, o.ChartDir = none, false, mesh.InstallOptions{}, ""
 	o.NodeExec = nil
 	if s.cl.base.kind != nil {
-		o.NodeExec = kindNodeExec(s.cl.base.kind.Name())
+		o.NodeExec = kind.NodeExec(s.cl.base.kind.Name())
 	}
 	base, err := kube.New(ctx, s.cl.base.rest, o)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/kernel"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/report"
@@ -386,7 +387,7 @@ func (c *Config) checkClusterWide() []error {
 		return []error{fmt.Errorf("-mesh=%s: -baseline-kubeconfig is required: %s, so the baseline needs a cluster without it", c.Mesh, why)}
 	case c.Target == "kind":
 		// kind's nodes run on this kernel: what it lacks, they lack.
-		if err := kernelSupports(c.CiliumEncryption); err != nil {
+		if err := kernel.Supports(kernel.ConfigPath, c.CiliumEncryption); err != nil {
 			return []error{fmt.Errorf("-mesh=%s -cilium-encryption=%s on kind: %w", c.Mesh, c.CiliumEncryption, err)}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/meshinstall"
 	"github.com/meshbench/meshbench/framework/target/kind"
 )
 
@@ -52,9 +53,9 @@ func TestMeshInstallOnCluster(t *testing.T) {
 	require.NoError(t, err)
 	run := strings.TrimPrefix(envconf.RandomName("x", 8), "x-")
 
-	installer := func() *helmInstaller {
-		return &helmInstaller{cfg: cfg, c: c, chartDir: filepath.Join("testdata", "charts"), timeout: 3 * time.Minute,
-			grace: 30 * time.Second, logf: t.Logf}
+	installer := func() *meshinstall.Helm {
+		return meshinstall.NewHelm(cfg, c, meshinstall.HelmOptions{ChartDir: filepath.Join("..", "..", "meshinstall", "testdata", "charts"),
+			Timeout: 3 * time.Minute, Grace: 30 * time.Second, Logf: t.Logf})
 	}
 	chart := func(ns, image string) mesh.Chart {
 		return mesh.Chart{Release: "mbtest", Namespace: ns, Name: "mbtest-mesh", Version: "0.1.0", Repo: "https://charts.invalid",
@@ -71,25 +72,25 @@ func TestMeshInstallOnCluster(t *testing.T) {
 	t.Run("installs, rolls out and uninstalls", func(t *testing.T) {
 		ns := "mbtest-ok-" + run
 		h := installer()
-		require.NoError(t, h.install(ctx, []mesh.Chart{chart(ns, image)}))
+		require.NoError(t, h.Install(ctx, []mesh.Chart{chart(ns, image)}))
 		d, err := c.AppsV1().Deployments(ns).Get(ctx, "mbtest-control-plane", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, int32(1), d.Status.AvailableReplicas)
 		_, err = c.CoreV1().ConfigMaps(ns).Get(ctx, "mbtest-mesh-config", metav1.GetOptions{})
 		assert.NoError(t, err)
-		require.Len(t, h.installed, 1)
-		assert.Equal(t, "mbtest-mesh 0.1.0", h.installed[0].Loaded)
-		assert.Equal(t, []string{ns}, h.createdNS)
-		require.NoError(t, h.uninstall(ctx))
+		require.Len(t, h.Installed(), 1)
+		assert.Equal(t, "mbtest-mesh 0.1.0", h.Installed()[0].Loaded)
+		assert.Equal(t, []string{ns}, h.Namespaces())
+		require.NoError(t, h.Uninstall(ctx))
 		gone(t, ns)
-		assert.Empty(t, h.installed)
+		assert.Empty(t, h.Installed())
 	})
 
 	t.Run("an image that cannot be had fails fast and is uninstalled", func(t *testing.T) {
 		ns := "mbtest-bad-" + run
 		h := installer()
 		start := time.Now()
-		err := h.install(ctx, []mesh.Chart{chart(ns, "meshbench.invalid/absent:never")})
+		err := h.Install(ctx, []mesh.Chart{chart(ns, "meshbench.invalid/absent:never")})
 		took := time.Since(start)
 		var pe *PodError
 		require.ErrorAs(t, err, &pe, "%v", err)
@@ -98,7 +99,7 @@ func TestMeshInstallOnCluster(t *testing.T) {
 		assert.Contains(t, err.Error(), "helm install "+ns+"/mbtest (mbtest-mesh 0.1.0")
 		assert.Less(t, took, 90*time.Second, "the watcher must not wait for the rollout timeout")
 		t.Logf("failed after %v: %v", took.Round(time.Second), err)
-		require.NoError(t, h.uninstall(ctx))
+		require.NoError(t, h.Uninstall(ctx))
 		gone(t, ns)
 	})
 

@@ -16,17 +16,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/internal/kubewait"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/measure/nodestats"
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/meshinstall"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
@@ -70,7 +71,7 @@ type Target struct {
 	// restCfg is what New was given; helm is the mesh's installer when the
 	// run installed it.
 	restCfg *rest.Config
-	helm    *helmInstaller
+	helm    *meshinstall.Helm
 	// replicas is the loadgen replicas deployed per namespace, 0 where
 	// none is (yet): scenarios that need more scale them up.
 	replicas map[string]int
@@ -446,14 +447,13 @@ func (t *Target) detectMesh(ctx context.Context) (mesh.Info, error) {
 		}
 		start := t.now()
 		t.o.Logf("kube target: %s is not installed (%s): installing it from %d Helm chart(s)", m.Name(), ni.Looked, len(charts))
-		if err := prepare(ctx, t.c, m, t.o.Install, t.o.Logf); err != nil {
+		if err := meshinstall.Prepare(ctx, t.c, m, t.o.Install, t.o.Logf); err != nil {
 			return info, fmt.Errorf("kube target: %w", err)
 		}
 		t.mu.Lock()
-		t.helm = &helmInstaller{cfg: t.restCfg, c: t.c, chartDir: t.o.ChartDir, timeout: t.o.InstallTimeout,
-			grace: t.o.UnschedulableGrace, logf: t.o.Logf}
+		t.helm = t.newHelm()
 		t.mu.Unlock()
-		if err := t.helm.install(ctx, charts); err != nil {
+		if err := t.helm.Install(ctx, charts); err != nil {
 			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
 		}
 		t.o.Logf("kube target: %s installed in %v", m.Name(), t.now().Sub(start).Round(time.Second))
@@ -471,13 +471,19 @@ func (t *Target) detectMesh(ctx context.Context) (mesh.Info, error) {
 
 // Installed lists the Helm releases the target installed (and uninstalls
 // on Close); empty when the mesh was already there.
-func (t *Target) Installed() []Installed {
+func (t *Target) Installed() []meshinstall.Installed {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.helm == nil {
 		return nil
 	}
-	return append([]Installed(nil), t.helm.installed...)
+	return t.helm.Installed()
+}
+
+// newHelm is the installer of the mesh, with the target's options.
+func (t *Target) newHelm() *meshinstall.Helm {
+	return meshinstall.NewHelm(t.restCfg, t.c, meshinstall.HelmOptions{ChartDir: t.o.ChartDir, Timeout: t.o.InstallTimeout,
+		Grace: t.o.UnschedulableGrace, Logf: t.o.Logf})
 }
 
 func (t *Target) readNodes(ctx context.Context) ([]NodeInfo, error) {
@@ -719,7 +725,7 @@ func (t *Target) Close(ctx context.Context) error {
 	nss := append([]string(nil), t.created...)
 	helm := t.helm
 	t.mu.Unlock()
-	if len(nss) == 0 && (helm == nil || len(helm.installed) == 0 && len(helm.createdNS) == 0) {
+	if len(nss) == 0 && (helm == nil || len(helm.Installed()) == 0 && len(helm.Namespaces()) == 0) {
 		return nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
@@ -727,7 +733,7 @@ func (t *Target) Close(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, t.o.DeleteTimeout+t.o.InstallTimeout)
 		defer cancel()
 	}
-	errs := deleteNamespaces(ctx, t.c, nss, t.o.Logf)
+	errs := kubewait.DeleteNamespaces(ctx, t.c, nss, t.o.Logf)
 	// What the mesh adapter itself added for the run (a waypoint's Gateway
 	// API CRDs, when it installed them) goes with the workloads.
 	if cl, ok := t.o.Mesh.(mesh.Cleaner); ok {
@@ -739,7 +745,7 @@ func (t *Target) Close(ctx context.Context) error {
 	// installed it.
 	if helm != nil {
 		start := t.now()
-		if err := helm.uninstall(ctx); err != nil {
+		if err := helm.Uninstall(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("uninstall %s: %w", t.o.Mesh.Name(), err))
 		} else {
 			t.o.Logf("kube target: %s uninstalled in %v", t.o.Mesh.Name(), t.now().Sub(start).Round(time.Second))
@@ -752,59 +758,6 @@ func (t *Target) Close(ctx context.Context) error {
 	t.closed = true
 	t.mu.Unlock()
 	return nil
-}
-
-// deleteNamespaces deletes nss and waits until they are gone; namespaces
-// that stay are reported with the conditions that say why (what the
-// namespace controller could not delete or discover).
-func deleteNamespaces(ctx context.Context, c kubernetes.Interface, nss []string, logf func(string, ...any)) []error {
-	if len(nss) == 0 {
-		return nil
-	}
-	var errs []error
-	for _, ns := range nss {
-		err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete namespace %s: %w", ns, err))
-		}
-	}
-	logf("kube target: deleting namespaces %s", strings.Join(nss, ", "))
-	start := time.Now()
-	var left []string
-	var why []string
-	var lastErr error
-	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		left, why, lastErr = nil, nil, nil
-		for _, ns := range nss {
-			n, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				left, lastErr = append(left, ns), err // transient, or the API server is gone: poll on
-			default:
-				left = append(left, ns)
-				for _, c := range n.Status.Conditions {
-					if c.Status == corev1.ConditionTrue {
-						why = append(why, fmt.Sprintf("%s %s: %s", ns, c.Type, c.Message))
-					}
-				}
-			}
-		}
-		return len(left) == 0, nil
-	})
-	if err != nil {
-		msg := fmt.Sprintf("namespaces %s still there (Terminating?) after %v: %v", strings.Join(left, ", "), time.Since(start).Round(time.Second), err)
-		if len(why) > 0 {
-			msg += "; " + strings.Join(why, "; ")
-		}
-		if lastErr != nil {
-			msg += fmt.Sprintf("; the API server said: %v", lastErr)
-		}
-		errs = append(errs, errors.New(msg))
-	} else {
-		logf("kube target: namespaces %s deleted in %.1fs", strings.Join(nss, ", "), time.Since(start).Seconds())
-	}
-	return errs
 }
 
 func componentsOf(ws []want) []string {

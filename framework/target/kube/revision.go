@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/meshinstall"
 	"github.com/meshbench/meshbench/framework/target"
 )
 
@@ -76,7 +77,7 @@ func (t *Target) detectCandidate(ctx context.Context) error {
 // version the run installs, and detects it again. The installer
 // uninstalls it on Close, before the reference's releases.
 func (t *Target) installRevision(ctx context.Context, cm mesh.Mesh, ni *mesh.NotInstalledError) (mesh.Info, error) {
-	charts, err := revisionCharts(cm, t.o.Install)
+	charts, err := meshinstall.RevisionCharts(cm, t.o.Install)
 	if err != nil {
 		return mesh.Info{}, fmt.Errorf("install %s revision %s: %w", cm.Name(), t.o.Candidate.Revision, err)
 	}
@@ -84,12 +85,11 @@ func (t *Target) installRevision(ctx context.Context, cm mesh.Mesh, ni *mesh.Not
 	t.o.Logf("kube target: %s revision %s is not installed (%s): installing it from %d Helm chart(s)", cm.Name(), t.o.Candidate.Revision, ni.Looked, len(charts))
 	t.mu.Lock()
 	if t.helm == nil {
-		t.helm = &helmInstaller{cfg: t.restCfg, c: t.c, chartDir: t.o.ChartDir, timeout: t.o.InstallTimeout,
-			grace: t.o.UnschedulableGrace, logf: t.o.Logf}
+		t.helm = t.newHelm()
 	}
 	h := t.helm
 	t.mu.Unlock()
-	if err := h.install(ctx, charts); err != nil {
+	if err := h.Install(ctx, charts); err != nil {
 		return mesh.Info{}, fmt.Errorf("install %s revision %s: %w", cm.Name(), t.o.Candidate.Revision, err)
 	}
 	t.o.Logf("kube target: %s revision %s installed in %v", cm.Name(), t.o.Candidate.Revision, t.now().Sub(start).Round(time.Second))
@@ -98,26 +98,6 @@ func (t *Target) installRevision(ctx context.Context, cm mesh.Mesh, ni *mesh.Not
 		return info, fmt.Errorf("%s revision %s installed but not detected: %w", cm.Name(), t.o.Candidate.Revision, err)
 	}
 	return info, nil
-}
-
-// revisionCharts are the charts that add revision cm beside an installed
-// one: its istiod, without the cluster-wide base chart.
-func revisionCharts(cm mesh.Mesh, o mesh.InstallOptions) ([]mesh.Chart, error) {
-	inst, ok := cm.(mesh.Installer)
-	if !ok {
-		return nil, fmt.Errorf("the %s adapter cannot install it", cm.Name())
-	}
-	charts, err := inst.Charts(o)
-	if err != nil {
-		return nil, err
-	}
-	var out []mesh.Chart
-	for _, ch := range charts {
-		if ch.Name != "base" {
-			out = append(out, ch)
-		}
-	}
-	return out, nil
 }
 
 // revisionsApart checks, in a revision gate whose reference is the

@@ -201,16 +201,3 @@ func TestKubeCandidateRevisionWrongInjector(t *testing.T) {
 			"the default injector (istio-injection=enabled) is that revision, so the gate would compare the candidate with itself; name the reference's revision with -mesh-revision")
 	})
 }
-
-// With -mesh-install the candidate revision adds its istiod only: the
-// cluster-wide base chart is the reference installation's.
-func TestKubeCandidateRevisionCharts(t *testing.T) {
-	cm := istioMesh(t).(mesh.Revisioned).AtRevision("canary")
-	charts, err := revisionCharts(cm, mesh.InstallOptions{Version: "1.28.1"})
-	require.NoError(t, err)
-	require.Len(t, charts, 1)
-	assert.Equal(t, "istiod-canary", charts[0].Release)
-	assert.Equal(t, "istiod", charts[0].Name)
-	assert.Equal(t, "1.28.1", charts[0].Version)
-	assert.Equal(t, "canary", charts[0].Values["revision"])
-}

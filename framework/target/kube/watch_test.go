@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/internal/kubewait"
 )
 
 // readDocs decodes a multi-document YAML file of testdata strictly.
@@ -40,7 +41,7 @@ func TestPodProblemOnRecordedStatuses(t *testing.T) {
 	require.Len(t, pods, 14)
 	for _, p := range pods {
 		want := p.Annotations["meshbench.io/expect"]
-		got := podProblem(&p, recordedNow, 30*time.Second)
+		got := kubewait.PodProblem(&p, recordedNow, 30*time.Second)
 		if want == "ok" {
 			assert.Nil(t, got, "%s must not fail: %v", p.Name, got)
 			continue
@@ -53,10 +54,10 @@ func TestPodProblemOnRecordedStatuses(t *testing.T) {
 		}
 	}
 	// What a reader sees names the cause.
-	crash := podProblem(&pods[0], recordedNow, 30*time.Second)
+	crash := kubewait.PodProblem(&pods[0], recordedNow, 30*time.Second)
 	assert.Contains(t, crash.Error(), `host not found in upstream "backend:8080"`)
 	assert.Contains(t, crash.Error(), "container backend: CrashLoopBackOff")
-	init := podProblem(&pods[7], recordedNow, 30*time.Second)
+	init := kubewait.PodProblem(&pods[7], recordedNow, 30*time.Second)
 	assert.Equal(t, "istio-init", init.Container, "init containers are watched too")
 }
 

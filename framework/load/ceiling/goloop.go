@@ -1,4 +1,4 @@
-package suite
+package ceiling
 
 import (
 	"bufio"
@@ -14,24 +14,24 @@ import (
 	"time"
 )
 
-// goFloor is the floor of any Go loadgen, the yardstick beside wrk in
+// GoFloor is the floor of any Go loadgen, the yardstick beside wrk in
 // BenchmarkLoadgenCeiling: c goroutines, each on one keep-alive HTTP/1.1
 // connection, writing one pre-formatted GET and reading the answer's
 // headers and Content-Length body, with no histogram, timing or parsing
 // beyond that. What fortio costs beyond it is fortio's and ours; what it
 // lacks against wrk is Go's netpoller and scheduler. Its CPU is this
 // process's over the window (the test binary is otherwise idle then).
-func goFloor(ctx context.Context, rawURL string, c int, window time.Duration) (ceilingRun, error) {
+func GoFloor(ctx context.Context, rawURL string, c int, window time.Duration) (Result, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return ceilingRun{}, fmt.Errorf("go floor: %w", err)
+		return Result{}, fmt.Errorf("go floor: %w", err)
 	}
 	req := []byte("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\n\r\n")
 	conns := make([]net.Conn, c)
 	for i := range conns {
 		var d net.Dialer
 		if conns[i], err = d.DialContext(ctx, "tcp", u.Host); err != nil {
-			return ceilingRun{}, fmt.Errorf("go floor: %w", err)
+			return Result{}, fmt.Errorf("go floor: %w", err)
 		}
 		defer conns[i].Close()
 	}
@@ -41,7 +41,7 @@ func goFloor(ctx context.Context, rawURL string, c int, window time.Duration) (c
 	var wg sync.WaitGroup
 	cpu0, err := processCPU()
 	if err != nil {
-		return ceilingRun{}, err
+		return Result{}, err
 	}
 	start := time.Now()
 	for i, conn := range conns {
@@ -64,15 +64,15 @@ func goFloor(ctx context.Context, rawURL string, c int, window time.Duration) (c
 	elapsed := time.Since(start).Seconds()
 	cpu1, err := processCPU()
 	if err != nil {
-		return ceilingRun{}, err
+		return Result{}, err
 	}
 	for _, err := range errs {
 		if err != nil {
-			return ceilingRun{}, fmt.Errorf("go floor: %w", err)
+			return Result{}, fmt.Errorf("go floor: %w", err)
 		}
 	}
 	n, cpu := float64(done.Load()), (cpu1 - cpu0).Seconds()
-	return ceilingRun{qps: n / elapsed, milli: cpu / elapsed * 1000, cpuPer1k: cpu * 1e3 / (n / 1e3)}, nil
+	return Result{QPS: n / elapsed, MilliCores: cpu / elapsed * 1000, CPUPer1k: cpu * 1e3 / (n / 1e3)}, nil
 }
 
 // exchange writes req and reads one answer: its headers, then a body of

@@ -1,4 +1,7 @@
-package suite
+// Package kernel reads the running kernel's build configuration, to check
+// before any cluster is made that kind's nodes, which share this kernel,
+// can run what a mesh needs.
+package kernel
 
 import (
 	"bytes"
@@ -9,15 +12,17 @@ import (
 	"strings"
 )
 
-// kernelConfig is where the running kernel's build configuration is read.
-var kernelConfig = "/proc/config.gz"
+// ConfigPath is where the running kernel publishes its build
+// configuration.
+const ConfigPath = "/proc/config.gz"
 
-// kernelSupports checks, before any cluster is made, that this machine's
+// Supports checks, before any cluster is made, that this machine's
 // kernel, which kind's nodes share, has what a transparent encryption
 // needs: for IPsec the ESP transform and an AEAD or authenc cipher, for
-// WireGuard its module. It reads the kernel's build configuration; a
-// kernel that does not publish it is given the benefit of the doubt.
-func kernelSupports(encryption string) error {
+// WireGuard its module. It reads the kernel's build configuration at path
+// (ConfigPath); a kernel that does not publish it is given the benefit of
+// the doubt.
+func Supports(path, encryption string) error {
 	var need [][]string // each: any one of these options
 	switch encryption {
 	case "ipsec":
@@ -27,7 +32,7 @@ func kernelSupports(encryption string) error {
 	default:
 		return nil
 	}
-	cfg, err := readKernelConfig(kernelConfig)
+	cfg, err := readConfig(path)
 	if err != nil {
 		return nil
 	}
@@ -44,14 +49,14 @@ func kernelSupports(encryption string) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("the kernel (%s) lacks %s, so %s cannot run on its nodes; use -cilium-encryption=none to measure Cilium as the CNI only",
-			kernelConfig, strings.Join(missing, ", "), encryption)
+			path, strings.Join(missing, ", "), encryption)
 	}
 	return nil
 }
 
-// readKernelConfig reads a gzipped kernel config into option → value
+// readConfig reads a gzipped kernel config into option → value
 // ("y", "m", …); options "is not set" are absent.
-func readKernelConfig(path string) (map[string]string, error) {
+func readConfig(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

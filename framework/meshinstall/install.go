@@ -1,4 +1,8 @@
-package kube
+// Package meshinstall installs a mesh from its Helm charts (-mesh-install)
+// and uninstalls it, watching the releases' pods: the charts of a mesh
+// that is missing, a revision beside an installed one, and a mesh that is
+// the cluster's CNI.
+package meshinstall
 
 import (
 	"cmp"
@@ -36,6 +40,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/meshbench/meshbench/framework/internal/kubewait"
 	"github.com/meshbench/meshbench/framework/mesh"
 )
 
@@ -50,11 +55,11 @@ type Installed struct {
 	From string `json:"from,omitempty"`
 }
 
-// helmInstaller installs and uninstalls a mesh's charts with Helm's Go SDK
-// (no helm binary), watching the releases' pods so that an image that
-// cannot be pulled or a crashing control plane stops the install within
-// seconds instead of at a timeout.
-type helmInstaller struct {
+// Helm installs and uninstalls a mesh's charts with Helm's Go SDK (no
+// helm binary), watching the releases' pods so that an image that cannot
+// be pulled or a crashing control plane stops the install within seconds
+// instead of at a timeout. It is not safe for concurrent use.
+type Helm struct {
 	cfg *rest.Config
 	c   kubernetes.Interface
 	// chartDir, when set, is searched for the charts (by the name in their
@@ -70,11 +75,38 @@ type helmInstaller struct {
 	kept map[string][]object
 }
 
-// install installs charts in order and waits for each release's
+// HelmOptions says where Helm finds the charts and how long it waits.
+type HelmOptions struct {
+	// ChartDir, when set, is searched for the charts (by the name in their
+	// Chart.yaml, or <name>-<version>.tgz) instead of their repositories.
+	ChartDir string
+	// Timeout bounds each release's install and rollout, and each
+	// uninstall.
+	Timeout time.Duration
+	// Grace is how long a release's pod may stay unschedulable before the
+	// install fails.
+	Grace time.Duration
+	// Logf receives one line per step.
+	Logf func(string, ...any)
+}
+
+// NewHelm returns an installer that installs into the cluster of cfg,
+// whose client is c.
+func NewHelm(cfg *rest.Config, c kubernetes.Interface, o HelmOptions) *Helm {
+	return &Helm{cfg: cfg, c: c, chartDir: o.ChartDir, timeout: o.Timeout, grace: o.Grace, logf: o.Logf}
+}
+
+// Installed lists the Helm releases h installed and will uninstall.
+func (h *Helm) Installed() []Installed { return append([]Installed(nil), h.installed...) }
+
+// Namespaces lists the namespaces h created and will delete on Uninstall.
+func (h *Helm) Namespaces() []string { return append([]string(nil), h.createdNS...) }
+
+// Install installs charts in order and waits for each release's
 // Deployments, DaemonSets and StatefulSets to be rolled out. Every release
 // that was created, even one whose workloads then failed, is remembered for
 // uninstall.
-func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error {
+func (h *Helm) Install(ctx context.Context, charts []mesh.Chart) error {
 	for _, ch := range charts {
 		if err := h.installChart(ctx, ch); err != nil {
 			return err
@@ -85,7 +117,7 @@ func (h *helmInstaller) install(ctx context.Context, charts []mesh.Chart) error 
 
 // installChart installs one chart in its namespace (created if missing),
 // waits for its workloads to be rolled out, and logs how long it took.
-func (h *helmInstaller) installChart(ctx context.Context, ch mesh.Chart) error {
+func (h *Helm) installChart(ctx context.Context, ch mesh.Chart) error {
 	start := time.Now()
 	if err := h.ensureNamespace(ctx, ch.Namespace); err != nil {
 		return err
@@ -114,7 +146,7 @@ func (h *helmInstaller) installChart(ctx context.Context, ch mesh.Chart) error {
 // local path, if any) against the one asked for (see pinChart), and logs
 // what is installed with its values. It returns the description that the
 // install's errors name.
-func (h *helmInstaller) announce(ch mesh.Chart, loaded *chart.Chart, got, from string) (string, error) {
+func (h *Helm) announce(ch mesh.Chart, loaded *chart.Chart, got, from string) (string, error) {
 	note, err := pinChart(ch, loaded, from)
 	if err != nil {
 		return "", fmt.Errorf("helm install %s/%s: %w", ch.Namespace, ch.Release, err)
@@ -136,7 +168,7 @@ func (h *helmInstaller) announce(ch mesh.Chart, loaded *chart.Chart, got, from s
 // runInstall runs Helm's install of loaded as ch's release, and remembers
 // it as inst for uninstall, with the objects Helm keeps, whenever it may
 // have created something. desc names the release in errors.
-func (h *helmInstaller) runInstall(ctx context.Context, ch mesh.Chart, loaded *chart.Chart, inst Installed, desc string) (*release.Release, error) {
+func (h *Helm) runInstall(ctx context.Context, ch mesh.Chart, loaded *chart.Chart, inst Installed, desc string) (*release.Release, error) {
 	cfg, err := h.config(ch.Namespace)
 	if err != nil {
 		return nil, err
@@ -161,7 +193,7 @@ func (h *helmInstaller) runInstall(ctx context.Context, ch mesh.Chart, loaded *c
 
 // rememberKept records the objects of the release's manifest that Helm
 // keeps on uninstall, for deleteKept.
-func (h *helmInstaller) rememberKept(name, manifest string) error {
+func (h *Helm) rememberKept(name, manifest string) error {
 	objs, err := manifestObjects(manifest)
 	if err != nil {
 		return err
@@ -177,12 +209,12 @@ func (h *helmInstaller) rememberKept(name, manifest string) error {
 	return nil
 }
 
-// uninstall removes the releases in reverse order, waiting for their
+// Uninstall removes the releases in reverse order, waiting for their
 // objects to go, then the namespaces the install created, then what Helm
 // keeps (CRDs). The namespaces go before the CRDs: a namespace deleted
 // while CRDs vanish can wait minutes on the namespace controller's stale
 // discovery (seen in CI: 4 minutes in Terminating).
-func (h *helmInstaller) uninstall(ctx context.Context) error {
+func (h *Helm) Uninstall(ctx context.Context) error {
 	var errs []error
 	var done []Installed
 	for i := len(h.installed) - 1; i >= 0; i-- {
@@ -208,7 +240,7 @@ func (h *helmInstaller) uninstall(ctx context.Context) error {
 		done = append(done, ch)
 		h.installed = h.installed[:i]
 	}
-	if nsErrs := deleteNamespaces(ctx, h.c, h.createdNS, h.logf); len(nsErrs) > 0 {
+	if nsErrs := kubewait.DeleteNamespaces(ctx, h.c, h.createdNS, h.logf); len(nsErrs) > 0 {
 		errs = append(errs, nsErrs...)
 	} else {
 		h.createdNS = nil
@@ -223,7 +255,7 @@ func (h *helmInstaller) uninstall(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (h *helmInstaller) ensureNamespace(ctx context.Context, ns string) error {
+func (h *Helm) ensureNamespace(ctx context.Context, ns string) error {
 	_, err := h.c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if err == nil {
 		return nil
@@ -243,7 +275,7 @@ func (h *helmInstaller) ensureNamespace(ctx context.Context, ns string) error {
 
 // load finds the chart in chartDir, or downloads it from its repository
 // into Helm's cache ($HELM_CACHE_HOME, default ~/.cache/helm).
-func (h *helmInstaller) load(ch mesh.Chart) (*chart.Chart, string, error) {
+func (h *Helm) load(ch mesh.Chart) (*chart.Chart, string, error) {
 	if h.chartDir != "" {
 		path, err := findChart(h.chartDir, ch.Name, ch.Version)
 		if err != nil {
@@ -455,7 +487,7 @@ func releaseWorkloads(manifest, namespace string) ([]workload, error) {
 // mesh on a cluster that did not have it, and Helm refuses to install over
 // objects it does not own, so these objects are the run's own: deleting
 // them gives the cluster back as it was. It waits until they are gone.
-func (h *helmInstaller) deleteKept(ctx context.Context, ns string, kept []object) error {
+func (h *Helm) deleteKept(ctx context.Context, ns string, kept []object) error {
 	if len(kept) == 0 {
 		return nil
 	}
@@ -570,7 +602,7 @@ func whyNotDeleted(u *unstructured.Unstructured, err error) string {
 // and last log lines. A control plane's normal start-up restarts are
 // forgiven (startupForgiveness); an image that cannot be pulled, a missing
 // Secret or ConfigMap, or a pod that keeps crashing is not.
-func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest string) error {
+func (h *Helm) rollout(ctx context.Context, ch mesh.Chart, manifest string) error {
 	ws, err := releaseWorkloads(manifest, ch.Namespace)
 	if err != nil {
 		return err
@@ -580,7 +612,6 @@ func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest str
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	r := &readiness{c: h.c, logf: h.logf, logLines: 20}
 	forgiven := map[string]int32{} // pod/container: restarts already reported
 	var pending []string
 	start, said := time.Now(), time.Now()
@@ -603,7 +634,7 @@ func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest str
 			if selector == nil {
 				continue
 			}
-			if err := h.podsProblem(ctx, r, ch, w, selector, forgiven); err != nil {
+			if err := h.podsProblem(ctx, ch, w, selector, forgiven); err != nil {
 				return false, err
 			}
 		}
@@ -618,7 +649,7 @@ func (h *helmInstaller) rollout(ctx context.Context, ch mesh.Chart, manifest str
 // podsProblem judges the pods of one workload: the first that cannot
 // become ready is explained and returned; a forgiven start-up restart is
 // logged once per restart, with the container's last exit.
-func (h *helmInstaller) podsProblem(ctx context.Context, r *readiness, ch mesh.Chart, w workload, selector *metav1.LabelSelector, forgiven map[string]int32) error {
+func (h *Helm) podsProblem(ctx context.Context, ch mesh.Chart, w workload, selector *metav1.LabelSelector, forgiven map[string]int32) error {
 	pods, err := h.c.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(selector)})
 	if err != nil {
 		return fmt.Errorf("list pods of %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
@@ -630,7 +661,7 @@ func (h *helmInstaller) podsProblem(ctx context.Context, r *readiness, ch mesh.C
 			continue
 		}
 		if restarts == 0 {
-			return r.explain(ctx, e)
+			return kubewait.Explain(ctx, h.c, e, 20)
 		}
 		if k := p.Name + "/" + e.Container; forgiven[k] < restarts {
 			forgiven[k] = restarts
@@ -656,14 +687,14 @@ type forgiveness struct {
 // keeps crashing is stopped about a minute after it started.
 var startupForgiveness = forgiveness{Restarts: 2, Within: 3 * time.Minute}
 
-// installProblem is podProblem for a release's pods: a container in
+// installProblem is kubewait.PodProblem for a release's pods: a container in
 // CrashLoopBackOff that has restarted at most f.Restarts times within
 // f.Within of the pod's start is forgiven, and returned with its restart
 // count so the caller can say so; every other problem (image pulls,
 // CreateContainerConfigError, OOMKilled, ...) is returned with 0 restarts,
 // to stop the install.
-func installProblem(p *corev1.Pod, now time.Time, grace time.Duration, f forgiveness) (*PodError, int32) {
-	e := podProblem(p, now, grace)
+func installProblem(p *corev1.Pod, now time.Time, grace time.Duration, f forgiveness) (*kubewait.PodError, int32) {
+	e := kubewait.PodProblem(p, now, grace)
 	if e == nil || e.Reason != "CrashLoopBackOff" {
 		return e, 0
 	}
@@ -689,7 +720,7 @@ func installProblem(p *corev1.Pod, now time.Time, grace time.Duration, f forgive
 }
 
 // rolledOut reports whether w is fully rolled out, and its pod selector.
-func (h *helmInstaller) rolledOut(ctx context.Context, w workload) (bool, *metav1.LabelSelector, error) {
+func (h *Helm) rolledOut(ctx context.Context, w workload) (bool, *metav1.LabelSelector, error) {
 	apps := h.c.AppsV1()
 	var err error
 	switch w.Kind {
@@ -731,7 +762,7 @@ func (h *helmInstaller) rolledOut(ctx context.Context, w workload) (bool, *metav
 
 // config is a Helm action configuration for namespace, storing releases as
 // Secrets there (Helm's default driver).
-func (h *helmInstaller) config(namespace string) (*action.Configuration, error) {
+func (h *Helm) config(namespace string) (*action.Configuration, error) {
 	cfg := new(action.Configuration)
 	getter := &restGetter{cfg: h.cfg, namespace: namespace}
 	if err := cfg.Init(getter, namespace, "secret", func(format string, v ...any) {}); err != nil {

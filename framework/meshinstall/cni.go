@@ -1,4 +1,4 @@
-package kube
+package meshinstall
 
 import (
 	"context"
@@ -17,7 +17,7 @@ type CNIInstall struct {
 	// Install is the release and image registry.
 	Install mesh.InstallOptions
 	// ChartDir, when set, is searched for the charts instead of their
-	// repositories (as Options.ChartDir).
+	// repositories (as HelmOptions.ChartDir).
 	ChartDir string
 	// Timeout bounds each release's install and rollout. Default: 5m.
 	Timeout time.Duration
@@ -58,18 +58,19 @@ func InstallCNI(ctx context.Context, cfg *rest.Config, m mesh.Mesh, o CNIInstall
 	if err != nil {
 		return fmt.Errorf("install %s: %w", m.Name(), err)
 	}
-	if err := prepare(ctx, c, m, o.Install, o.Logf); err != nil {
+	if err := Prepare(ctx, c, m, o.Install, o.Logf); err != nil {
 		return err
 	}
-	h := &helmInstaller{cfg: cfg, c: c, chartDir: o.ChartDir, timeout: o.Timeout, grace: o.Timeout, logf: o.Logf}
-	if err := h.install(ctx, charts); err != nil {
+	h := NewHelm(cfg, c, HelmOptions{ChartDir: o.ChartDir, Timeout: o.Timeout, Grace: o.Timeout, Logf: o.Logf})
+	if err := h.Install(ctx, charts); err != nil {
 		return fmt.Errorf("install %s: %w", m.Name(), err)
 	}
 	return nil
 }
 
-// prepare runs the mesh's steps before its charts (Cilium's IPsec key).
-func prepare(ctx context.Context, c kubernetes.Interface, m mesh.Mesh, o mesh.InstallOptions, logf func(string, ...any)) error {
+// Prepare runs the mesh's steps before its charts (Cilium's IPsec key),
+// logging each of their notes.
+func Prepare(ctx context.Context, c kubernetes.Interface, m mesh.Mesh, o mesh.InstallOptions, logf func(string, ...any)) error {
 	p, ok := m.(mesh.Preparer)
 	if !ok {
 		return nil

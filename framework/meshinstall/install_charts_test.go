@@ -1,4 +1,4 @@
-package kube
+package meshinstall
 
 import (
 	"os"
@@ -30,7 +30,7 @@ func istioChartsDir(t *testing.T) string {
 	if d := os.Getenv("MESHBENCH_ISTIO_CHARTS"); d != "" {
 		return d
 	}
-	mk, err := os.ReadFile(filepath.Join("..", "..", "..", "Makefile"))
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
 	require.NoError(t, err)
 	m := regexp.MustCompile(`(?m)^ISTIO_CHARTS \?= (\S+)@(\S+)$`).FindSubmatch(mk)
 	require.NotNil(t, m, "the Makefile names no ISTIO_CHARTS")

@@ -1,4 +1,4 @@
-package suite
+package ceiling
 
 import (
 	"bufio"
@@ -48,13 +48,13 @@ func TestGoFloor(t *testing.T) {
 		_, _ = w.Write(make([]byte, 128))
 	}))
 	defer srv.Close()
-	r, err := goFloor(context.Background(), srv.URL+"/", 4, 200*time.Millisecond)
+	r, err := GoFloor(context.Background(), srv.URL+"/", 4, 200*time.Millisecond)
 	require.NoError(t, err)
-	assert.Positive(t, r.qps)
-	assert.Positive(t, r.cpuPer1k)
-	assert.InDelta(t, float64(served.Load()), r.qps*0.2, float64(served.Load())/5+4, "about a window's worth of the requests served")
+	assert.Positive(t, r.QPS)
+	assert.Positive(t, r.CPUPer1k)
+	assert.InDelta(t, float64(served.Load()), r.QPS*0.2, float64(served.Load())/5+4, "about a window's worth of the requests served")
 
 	srv.Close()
-	_, err = goFloor(context.Background(), srv.URL+"/", 1, 50*time.Millisecond)
+	_, err = GoFloor(context.Background(), srv.URL+"/", 1, 50*time.Millisecond)
 	assert.ErrorContains(t, err, "go floor: dial tcp")
 }
