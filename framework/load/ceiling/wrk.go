@@ -44,7 +44,7 @@ func Wrk(ctx context.Context, wrk, url string, c int, window time.Duration) (Res
 	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	var r Result
 	var requests float64
-	sc := bufio.NewScanner(&out)
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes())) // out stays whole for the error below
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if v, ok := strings.CutPrefix(line, "Requests/sec:"); ok {
