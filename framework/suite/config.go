@@ -26,27 +26,43 @@ import (
 // Config is the harness settings, set by flags. Every field's default is
 // documented on its flag.
 type Config struct {
+	// Target is where the run goes (-target): local, kind or remote.
 	Target string `json:"target"`
 	// Kubeconfig, KubeContext and Namespace come from e2e-framework's
 	// -kubeconfig, -context and -namespace flags (or $KUBECONFIG).
 	Kubeconfig  string `json:"kubeconfig,omitempty"`
-	KubeContext string `json:"kubeContext,omitempty"`
-	Namespace   string `json:"namespace,omitempty"`
-	Concurrency []int  `json:"concurrency"`
+	KubeContext string `json:"kubeContext,omitempty"` // the kubeconfig context; "" is its current one
+	Namespace   string `json:"namespace,omitempty"`   // e2e-framework's -namespace; the arms get namespaces of their own
+	// Concurrency is the connection counts swept (-concurrency; default
+	// 1, 4, 16, 32).
+	Concurrency []int `json:"concurrency"`
 	// ConcurrencySet is true when -concurrency was given: it then wins
 	// over every scenario's own default sweep.
-	ConcurrencySet bool          `json:"concurrencySet,omitempty"`
-	Duration       time.Duration `json:"duration"`
-	Warmup         time.Duration `json:"warmup"`
+	ConcurrencySet bool `json:"concurrencySet,omitempty"`
+	// Duration is each run's measured window (-duration or go test's
+	// -benchtime; 0: 1 s local, 3 s in a local gate, 10 s on a cluster).
+	Duration time.Duration `json:"duration"`
+	// Warmup is the load before each window, thrown away (-warmup;
+	// default 300 ms).
+	Warmup time.Duration `json:"warmup"`
 	// Budget is how long the run may measure, from its start (0: only go
 	// test's -timeout, less a 25 % margin, bounds it).
-	Budget        time.Duration `json:"budget,omitempty"`
-	QPS           float64       `json:"qps"`
-	RateTolerance float64       `json:"rateTolerance"`
-	Protocol      load.Protocol `json:"protocol"`
-	ResponseSize  int           `json:"responseSize"`
-	RequestSize   int           `json:"requestSize"`
-	Sidecar       string        `json:"sidecar"`
+	Budget time.Duration `json:"budget,omitempty"`
+	// QPS is the open-loop rate of a run, in req/s (-qps; 0: closed loop
+	// at the maximum rate).
+	QPS float64 `json:"qps"`
+	// RateTolerance is the fraction (0-1) by which an open-loop run may
+	// miss QPS and stay valid (-rate-tolerance; default 0.05).
+	RateTolerance float64 `json:"rateTolerance"`
+	// Protocol is what the client speaks (-protocol): http1, h2 or grpc.
+	Protocol load.Protocol `json:"protocol"`
+	// ResponseSize and RequestSize are the bodies in bytes (-payload,
+	// default 128; -request-size, default 0: GETs).
+	ResponseSize int `json:"responseSize"`
+	RequestSize  int `json:"requestSize"` // bytes; non-zero sends POSTs
+	// Sidecar is the local target's sidecar proxy as written on -sidecar
+	// (name[@version][+variant…]; default caddy).
+	Sidecar string `json:"sidecar"`
 	// Candidate, when set, is an upgrade gate's candidate sidecar; Sidecar
 	// is then the reference. The arms are baseline, reference, candidate.
 	Candidate string `json:"candidate,omitempty"`
@@ -55,11 +71,11 @@ type Config struct {
 	// both (arms.ParseLocal), on a cluster the candidate
 	// (arms.ParseCluster). CandidateSpec is nil without a candidate.
 	SidecarSpec   arms.Spec  `json:"-"`
-	CandidateSpec *arms.Spec `json:"-"`
+	CandidateSpec *arms.Spec `json:"-"` // nil without -candidate
 	// Gate is the gate fixture, "none" for no decision; MaxCount the
 	// rounds a point may grow to while its gate is inconclusive.
 	Gate     string `json:"gate,omitempty"`
-	MaxCount int    `json:"maxCount,omitempty"`
+	MaxCount int    `json:"maxCount,omitempty"` // rounds, -count's included
 	// GateFraction, when set, is the open-loop rate of a gate's open
 	// point (suite.GateLoad) as a fraction of the capacity the meshed arms
 	// just showed, instead of the scenario's own.
@@ -67,40 +83,46 @@ type Config struct {
 	// Reference, when set, is a stored results file this run's meshed arm
 	// is gated against (stored-reference mode, for meshes that cannot run
 	// two versions at once), with the fixture of Gate.
-	Reference      string `json:"reference,omitempty"`
-	SidecarThreads int    `json:"sidecarThreads"`
-	ResultsDir     string `json:"resultsDir"`
+	Reference string `json:"reference,omitempty"`
+	// SidecarThreads is every sidecar's worker threads (-sidecar-threads;
+	// 0: the proxy's default).
+	SidecarThreads int `json:"sidecarThreads"`
+	// ResultsDir is where results files go (-results; default
+	// <module>/results).
+	ResultsDir string `json:"resultsDir"`
 	// Kubernetes targets.
-	Mesh         string `json:"mesh,omitempty"`
-	Placement    string `json:"placement,omitempty"`
-	Loadgens     int    `json:"loadgens,omitempty"`
-	NginxImage   string `json:"nginxImage,omitempty"`
-	LoadgenImage string `json:"loadgenImage,omitempty"`
-	KindCluster  string `json:"kindCluster,omitempty"`
+	Mesh         string `json:"mesh,omitempty"`         // the meshed arm's mesh (-mesh): a registered adapter's name
+	Placement    string `json:"placement,omitempty"`    // the loadgen's: in-mesh (default) or out-of-mesh
+	Loadgens     int    `json:"loadgens,omitempty"`     // loadgen replicas a run is sharded over (default 1)
+	NginxImage   string `json:"nginxImage,omitempty"`   // the backend's and frontend's image
+	LoadgenImage string `json:"loadgenImage,omitempty"` // the loadgen's image (built from ./cmd/mbloadgen)
+	KindCluster  string `json:"kindCluster,omitempty"`  // the kind cluster's name (default meshbench); an existing one is reused and kept
 	// NodeCPU is where a remote cluster's CPU is read (kube.Options.NodeCPU):
 	// kubelet or agent; NodeCPUImage the agent's image.
 	NodeCPU      string `json:"nodeCPU,omitempty"`
-	NodeCPUImage string `json:"nodeCPUImage,omitempty"`
+	NodeCPUImage string `json:"nodeCPUImage,omitempty"` // built from ./cmd/mbnodecpu
 	// CiliumEncryption is the transparent encryption -mesh=cilium installs
 	// and checks: ipsec, wireguard or none.
 	CiliumEncryption string `json:"ciliumEncryption,omitempty"`
 	// BaselineKubeconfig is the cluster the baseline arm runs on when the
 	// mesh is on for a whole cluster (Cilium); kind makes a second cluster.
 	BaselineKubeconfig string `json:"baselineKubeconfig,omitempty"`
-	KindConfig         string `json:"kindConfig,omitempty"`
-	NodeImage          string `json:"nodeImage,omitempty"`
-	KeepCluster        bool   `json:"keepCluster,omitempty"`
+	KindConfig         string `json:"kindConfig,omitempty"`  // kind's cluster config (default <module>/kind-config.yaml)
+	NodeImage          string `json:"nodeImage,omitempty"`   // kind's node image (default the offline image when built)
+	KeepCluster        bool   `json:"keepCluster,omitempty"` // keep a kind cluster this run created
 	// MeshInstall installs the mesh from its Helm charts when it is not
 	// there, and uninstalls it at the end.
 	MeshInstall  bool   `json:"meshInstall,omitempty"`
-	MeshVersion  string `json:"meshVersion,omitempty"`
-	MeshCharts   string `json:"meshCharts,omitempty"`
-	MeshRegistry string `json:"meshRegistry,omitempty"`
+	MeshVersion  string `json:"meshVersion,omitempty"`  // the release to install (default: the adapter's pinned one)
+	MeshCharts   string `json:"meshCharts,omitempty"`   // a directory of its charts, for air-gapped clusters
+	MeshRegistry string `json:"meshRegistry,omitempty"` // the registry its images come from (default upstream)
 	// MeshRevision is the Istio revision (istio.io/rev) the meshed arm is
 	// injected by; Waypoint routes an ambient meshed arm through a waypoint.
 	MeshRevision string `json:"meshRevision,omitempty"`
-	Waypoint     bool   `json:"waypoint,omitempty"`
-	Thresholds   string `json:"thresholds"`
+	Waypoint     bool   `json:"waypoint,omitempty"` // istio-ambient: through a waypoint
+	// Thresholds is the threshold fixture (-thresholds; default
+	// <module>/fixtures/thresholds/<target>.yaml; "none": off).
+	Thresholds string `json:"thresholds"`
 	// ThresholdsNote says why the default fixture was not used.
 	ThresholdsNote string `json:"thresholdsNote,omitempty"`
 	// Prices is the price fixture of the reports' cost model; "" is the

@@ -84,8 +84,8 @@ func (sc Scenario) withShorthands() Scenario {
 
 // Axis is one swept dimension: a label and its values.
 type Axis struct {
-	Key    string
-	Values []Value
+	Key    string  // the label's key in the sub-benchmark's name, e.g. "payload"
+	Values []Value // swept in order, outermost axis first
 	// Stop, when set, ends the sweep after a value whose records it
 	// rejects, with the reason (a rate ladder stops at the rung the meshed
 	// arm cannot hold). The records of that value are kept, as the knee.
@@ -97,15 +97,15 @@ type Axis struct {
 
 // Value is one point of an axis: its label value, and what it changes.
 type Value struct {
-	Label string
-	Apply func(*Scenario)
+	Label string          // the label's value, e.g. "16KiB"
+	Apply func(*Scenario) // changes the scenario for this point
 }
 
 // Point is what an axis' Stop sees of one arm's run.
 type Point struct {
-	Arm   target.Arm
-	Run   *target.Run
-	Label labels.Set
+	Arm   target.Arm  // the run's arm
+	Run   *target.Run // the run as measured
+	Label labels.Set  // its labels, the arm's included
 }
 
 // Requirement is something a scenario needs of the target or the machine.
@@ -198,8 +198,8 @@ func Paths(ps ...target.Path) Axis {
 
 // Placement is one loadgen set-up: where, and how many shards.
 type Placement struct {
-	Where    target.Placement
-	Loadgens int
+	Where    target.Placement // in-mesh or out-of-mesh
+	Loadgens int              // the loadgen shards
 	// C is the total concurrency, split over the shards.
 	C int
 }

@@ -51,6 +51,7 @@ type NewTarget func(ctx context.Context, c *Config, logf func(string, ...any)) (
 
 // Suite is one benchmark binary's run.
 type Suite struct {
+	// Config is the run's settings, from the flags.
 	Config *Config
 	// Name stands in for the benchmark's name under testing.Benchmark,
 	// whose benchmarks have none, when the scenario has no Name either.

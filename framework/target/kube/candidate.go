@@ -61,6 +61,7 @@ type CandidateError struct {
 	Args []string
 }
 
+// Error says which candidate, and why the mesh cannot run it.
 func (e *CandidateError) Error() string {
 	return "candidate " + e.Candidate.String() + ": " + e.Reason()
 }

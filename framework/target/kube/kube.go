@@ -135,16 +135,16 @@ var _ target.Target = (*Target)(nil)
 
 // NodeInfo describes one node of the cluster.
 type NodeInfo struct {
-	Name             string  `json:"name"`
-	AllocatableCores float64 `json:"allocatableCores"`
-	AllocatableMiB   int64   `json:"allocatableMiB"`
-	Kernel           string  `json:"kernel"`
-	OSImage          string  `json:"osImage"`
-	Runtime          string  `json:"containerRuntime"`
-	Kubelet          string  `json:"kubelet"`
-	CPUModel         string  `json:"cpuModel,omitempty"`
-	InstanceType     string  `json:"instanceType,omitempty"`
-	ProviderID       string  `json:"providerID,omitempty"`
+	Name             string  `json:"name"`                   // the node's name
+	AllocatableCores float64 `json:"allocatableCores"`       // allocatable CPU, in cores
+	AllocatableMiB   int64   `json:"allocatableMiB"`         // allocatable memory, in MiB
+	Kernel           string  `json:"kernel"`                 // kernel version, from the node's status
+	OSImage          string  `json:"osImage"`                // e.g. "Debian GNU/Linux 12 (bookworm)"
+	Runtime          string  `json:"containerRuntime"`       // e.g. "containerd://2.3.4"
+	Kubelet          string  `json:"kubelet"`                // the kubelet's version
+	CPUModel         string  `json:"cpuModel,omitempty"`     // from a node label or the host, when known
+	InstanceType     string  `json:"instanceType,omitempty"` // node.kubernetes.io/instance-type, on a cloud
+	ProviderID       string  `json:"providerID,omitempty"`   // e.g. "kind://docker/meshbench/meshbench-worker"
 }
 
 // New deploys both arms in the cluster cfg points at and waits until they

@@ -17,9 +17,9 @@ import (
 // there are, and the bytes and packets they have carried since they were
 // made (`ip -s xfrm state`, "lifetime current").
 type XFRM struct {
-	States  int   `json:"states"`
-	Bytes   int64 `json:"bytes"`
-	Packets int64 `json:"packets"`
+	States  int   `json:"states"`  // count
+	Bytes   int64 `json:"bytes"`   // bytes carried, all states
+	Packets int64 `json:"packets"` // packets carried, all states
 }
 
 var xfrmCurrent = regexp.MustCompile(`^(\d+)\(bytes\), (\d+)\(packets\)$`)
