@@ -16,17 +16,10 @@ func (s *Suite) noteCPU(name string, rec report.Record) {
 	if rec.CPUValid() {
 		return
 	}
-	n := 0
-	for _, r := range s.Records() {
-		if r.Run != nil && !r.CPUValid() {
-			n++
-		}
-	}
-	if n != 1 {
-		return
-	}
-	s.logf("%s: CPU figures not valid: %s; this run's CPU is left out of its benchstat line and of the gate, marked † in the tables and undecided for the thresholds, "+
-		"its latency and throughput stand (said for the first such run only: the summary counts them all)", name, rec.CPUReasons())
+	s.cpuNoted.Do(func() {
+		s.logf("%s: CPU figures not valid: %s; this run's CPU is left out of its benchstat line and of the gate, marked † in the tables and undecided for the thresholds, "+
+			"its latency and throughput stand (said for the first such run only: the summary counts them all)", name, rec.CPUReasons())
+	})
 }
 
 // cpuValidRepeats keeps the repeats (meshed run, baseline run) whose CPU

@@ -114,6 +114,9 @@ type Suite struct {
 	done    chan struct{}
 
 	closeOnce sync.Once
+	// cpuNoted is done once a run whose CPU figures are not valid has
+	// said so (noteCPU).
+	cpuNoted sync.Once
 	// settingUp is closed when the target's set-up has returned, having
 	// deleted what it created when it failed (or was interrupted).
 	settingUp chan struct{}
