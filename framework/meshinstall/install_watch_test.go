@@ -3,7 +3,6 @@ package meshinstall
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,24 +14,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	"sigs.k8s.io/yaml"
 
 	"github.com/meshbench/meshbench/framework/internal/kubewait"
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/internal/yamldocs"
 )
 
 // readDocs decodes a multi-document YAML file of the kube target's
 // testdata (the recorded pod statuses its watcher judges) strictly.
 func readDocs[T any](t *testing.T, name string) []T {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "target", "kube", "testdata", name))
+	out, err := yamldocs.Docs[T](filepath.Join("..", "target", "kube", "testdata", name))
 	require.NoError(t, err)
-	var out []T
-	for _, doc := range strings.Split(string(b), "\n---\n") {
-		var v T
-		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &v), "%s", name)
-		out = append(out, v)
-	}
 	return out
 }
 

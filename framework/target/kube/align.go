@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 )
 
@@ -86,11 +85,7 @@ func (t *Target) loadUntilRefreshed(ctx context.Context, rs *runState, first tim
 // read, or nil when none was; the load's failed requests count with the
 // run's.
 func (t *Target) loadWhileReading(ctx context.Context, rs *runState, d time.Duration, since time.Time, matters func(kubelet.ContainerKey) bool) (map[string]kubelet.Snapshot, error) {
-	opts := make([]load.Options, len(rs.shardOpts))
-	for i, o := range rs.shardOpts {
-		opts[i] = o
-		opts[i].Timeline = 0
-	}
+	opts := rs.unmeasured()
 	type ran struct {
 		frs []*fortioResult
 		err error
@@ -162,11 +157,10 @@ func (m *kubeletMeasurement) loadPastRefresh(ctx context.Context, windowEnd time
 // matters says which containers a run of rs waits for: those of a role,
 // as the cluster's pods are now.
 func (t *Target) matters(ctx context.Context, rs *runState) (func(kubelet.ContainerKey) bool, error) {
-	pods, err := t.allPods(ctx)
+	roleOf, _, err := rs.roles(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	roleOf := withIdleLoadgens(t.roleOf(rs.a, pods), pods, rs.lgPods)
 	return func(k kubelet.ContainerKey) bool {
 		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
 	}, nil

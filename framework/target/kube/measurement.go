@@ -48,11 +48,10 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (target.Measured, error) 
 			return target.Measured{}, err
 		}
 	}
-	pods, err := m.t.allPods(ctx)
+	roleOf, pods, err := rs.roles(ctx, m.t)
 	if err != nil {
 		return target.Measured{}, err
 	}
-	roleOf := withIdleLoadgens(m.t.roleOf(rs.a, pods), pods, rs.lgPods)
 	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
 	wr.Window.Aligned = m.after != nil
 	if wr.Window.Aligned {

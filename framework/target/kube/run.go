@@ -15,6 +15,7 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/target"
 	"github.com/meshbench/meshbench/framework/validity"
@@ -81,6 +82,27 @@ type runState struct {
 	// it read.
 	resources target.Measurement
 	measured  target.Measured
+}
+
+// unmeasured is the shards' options for load outside the measured window
+// (the warm-up, and the wait for the kubelets): no timeline.
+func (rs *runState) unmeasured() []load.Options {
+	opts := make([]load.Options, len(rs.shardOpts))
+	for i, o := range rs.shardOpts {
+		opts[i] = o
+		opts[i].Timeline = 0
+	}
+	return opts
+}
+
+// roles lists the cluster's pods and classifies their containers for
+// this run (Target.roleOf), the run's idle loadgen replicas included.
+func (rs *runState) roles(ctx context.Context, t *Target) (kubelet.RoleOf, []corev1.Pod, error) {
+	pods, err := t.allPods(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return withIdleLoadgens(t.roleOf(rs.a, pods), pods, rs.lgPods), pods, nil
 }
 
 func (rs *runState) close() {
@@ -204,12 +226,7 @@ func (t *Target) warmUp(ctx context.Context, rs *runState) error {
 	if rs.o.Warmup <= 0 {
 		return nil
 	}
-	warm := make([]load.Options, len(rs.shardOpts))
-	for i, o := range rs.shardOpts {
-		warm[i] = o
-		warm[i].Timeline = 0
-	}
-	frs, err := runShards(ctx, rs.lgs, warm, rs.o.Warmup)
+	frs, err := runShards(ctx, rs.lgs, rs.unmeasured(), rs.o.Warmup)
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}

@@ -3,9 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,23 +12,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	"sigs.k8s.io/yaml"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/internal/kubewait"
+	"github.com/meshbench/meshbench/internal/yamldocs"
 )
 
 // readDocs decodes a multi-document YAML file of testdata strictly.
 func readDocs[T any](t *testing.T, name string) []T {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	out, err := yamldocs.Docs[T](filepath.Join("testdata", name))
 	require.NoError(t, err)
-	var out []T
-	for _, doc := range strings.Split(string(b), "\n---\n") {
-		var v T
-		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &v), "%s", name)
-		out = append(out, v)
-	}
 	return out
 }
 
