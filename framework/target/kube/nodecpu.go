@@ -32,7 +32,7 @@ const (
 const agentCounters = "on demand: the mbnodecpu DaemonSet reading each node's cgroup files at the window's ends, through the API server's pod proxy"
 
 // agentFallback says, after the agent failed, what a run can do instead.
-const agentFallback = "without the agent, CPU can be read from the kubelets' cached counters (refreshed every 10-15 s; each run then waits for their refreshes under load, up to 30 s longer): ask for it with -node-cpu=kubelet"
+const agentFallback = "without the agent, CPU can be read from the kubelets' cached counters (refreshed every 10-15 s; each run then waits for their refreshes under load: about 27 s longer a run on kind, at most a minute): ask for it with -node-cpu=kubelet"
 
 // nodeAgent reads the counters of the nodes from the agent's pods.
 type nodeAgent struct {
