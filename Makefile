@@ -52,7 +52,7 @@ e2e:
 		$(GO) test -count=1 -timeout 60m -run 'TestKindE2E$$|TestKindCandidateGateE2E$$' -v ./framework/suite; \
 	charts=$$($(GO) mod download -json $(ISTIO_CHARTS) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/manifests/charts; \
 	MESHBENCH_KUBE_E2E=kind MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_ISTIO_CHARTS=$$charts \
-		$(GO) test -count=1 -timeout 20m -run TestMeshInstallOnCluster -v ./framework/target/kube; \
+		$(GO) test -count=1 -timeout 20m -run TestMeshInstallOnCluster -v ./framework/testbed/kube; \
 	echo "make e2e: $$(( $$(date +%s) - start ))s"
 
 ## e2e-cilium: Cilium's real data plane on kind, built offline (needs

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // BenchmarkConnectionChurn is a client that opens a new connection for
@@ -15,5 +15,5 @@ import (
 // their mTLS connections to each other pooled, so it is not an mTLS
 // handshake per request.
 func BenchmarkConnectionChurn(b *testing.B) {
-	mb.Sweep(b, suite.Scenario{Workload: target.Workload{NewConnections: true}})
+	mb.Sweep(b, suite.Scenario{Workload: testbed.Workload{NewConnections: true}})
 }

@@ -4,17 +4,17 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // BenchmarkOneHop is loadgen → backend, baseline against meshed, across the
 // concurrency sweep: the per-hop figure vendors quote, at every c.
-func BenchmarkOneHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: target.OneHop}) }
+func BenchmarkOneHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: testbed.OneHop}) }
 
 // BenchmarkTwoHop is loadgen → frontend → backend. The summary prints it
 // minus BenchmarkOneHop, at each c, as the cost of one more meshed hop
 // (linkerd-86pct-throughput: two sidecars per extra hop, not one).
-func BenchmarkTwoHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: target.TwoHop}) }
+func BenchmarkTwoHop(b *testing.B) { mb.Sweep(b, suite.Scenario{Path: testbed.TwoHop}) }
 
 // BenchmarkUpgradeGate is the default upgrade gate: the candidate against
 // the reference at c=8, first at maximum rate (throughput and CPU per

@@ -76,7 +76,7 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 		assert.GreaterOrEqual(t, r.Recovery.FirstSuccess, time.Duration(0), "requests succeeded again after the restart")
 		// Whether the rate was back within the window depends on the
 		// machine; a run that did not recover says so and is invalid
-		// (framework/target/local TestKilledSidecarIsRestarted checks a
+		// (framework/testbed/local TestKilledSidecarIsRestarted checks a
 		// recovery in full).
 		if r.Recovery.Recovered < 0 {
 			assert.Contains(t, r.Invalid.String(), "no recovery within the window")

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // The seed articles' methods (../shared/seeds), one function each, with a
@@ -18,9 +18,9 @@ import (
 // the proxy tax is measured, not the loadgen's proxy (linkerd-86pct-critique-zh).
 func BenchmarkPlacement(b *testing.B) {
 	mb.Sweep(b, suite.Scenario{Axes: []suite.Axis{suite.Placements(
-		suite.Placement{Where: target.InMesh, Loadgens: 1, C: 32},
-		suite.Placement{Where: target.OutOfMesh, Loadgens: 1, C: 32},
-		suite.Placement{Where: target.InMesh, Loadgens: 4, C: 32},
+		suite.Placement{Where: testbed.InMesh, Loadgens: 1, C: 32},
+		suite.Placement{Where: testbed.OutOfMesh, Loadgens: 1, C: 32},
+		suite.Placement{Where: testbed.InMesh, Loadgens: 4, C: 32},
 	)}})
 }
 
@@ -60,8 +60,8 @@ func BenchmarkRateLadder(b *testing.B) {
 func BenchmarkProxyKilled(b *testing.B) {
 	mb.Sweep(b, suite.Scenario{
 		Concurrency: []int{4},
-		Arms:        []target.Arm{target.Meshed},
-		Fault:       &target.Fault{Action: target.Kill, Workload: "backend", Sidecar: true, After: time.Second},
-		// Action: target.Restart stops it gracefully instead (SIGTERM), as a rollout restart would.
+		Arms:        []testbed.Arm{testbed.Meshed},
+		Fault:       &testbed.Fault{Action: testbed.Kill, Workload: "backend", Sidecar: true, After: time.Second},
+		// Action: testbed.Restart stops it gracefully instead (SIGTERM), as a rollout restart would.
 	})
 }

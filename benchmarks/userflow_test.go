@@ -6,7 +6,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // BenchmarkUserFlow is "To mesh or not to mesh": Locust users ramp up at a
@@ -19,7 +19,7 @@ import (
 // Its windows are at least 3 s: a 1 s window held about 400 requests, and
 // its p99 moved from 10.5 to 33 ms between repeats.
 func BenchmarkUserFlow(b *testing.B) {
-	mb.Sweep(b, suite.Scenario{Path: target.TwoHop, MinWindow: 3 * time.Second, Flow: &load.Flow{
+	mb.Sweep(b, suite.Scenario{Path: testbed.TwoHop, MinWindow: 3 * time.Second, Flow: &load.Flow{
 		Users: 20, SpawnRate: 20, Think: 100 * time.Millisecond,
 		Steps: []load.Step{
 			{Name: "home", Path: "/"},

@@ -15,7 +15,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // writeSeries writes n copies of the recorded run into dir, a day apart,
@@ -32,7 +32,7 @@ func writeSeries(t *testing.T, dir string, n int, level func(i int) float64) []s
 		f := level(i) * (1 + 0.02*rng.NormFloat64())
 		for _, rec := range r.Records {
 			for k, u := range rec.Resources.Usage {
-				if rec.Arm == target.Meshed && u.Role == measure.RoleSidecar {
+				if rec.Arm == testbed.Meshed && u.Role == measure.RoleSidecar {
 					rec.Resources.Usage[k].MilliCores *= f
 				}
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // settings mirrors the JSON names of the suite's Config that Comparable
@@ -29,8 +29,8 @@ type settings struct {
 	Sidecar      string        `json:"sidecar"`
 }
 
-func record(bench string, path target.Path, c int, arm target.Arm, qps float64) report.Record {
-	return report.Record{Benchmark: bench, Concurrency: c, Run: &target.Run{Arm: arm, Path: path,
+func record(bench string, path testbed.Path, c int, arm testbed.Arm, qps float64) report.Record {
+	return report.Record{Benchmark: bench, Concurrency: c, Run: &testbed.Run{Arm: arm, Path: path,
 		Load: &load.Result{Options: load.Options{Concurrency: c, QPS: qps, Duration: 3 * time.Second, Warmup: time.Second, Protocol: "http1"}}}}
 }
 
@@ -38,14 +38,14 @@ func results(mut func(*settings, *report.Results)) *report.Results {
 	s := settings{Target: "local", Concurrency: []int{1, 8}, Duration: 3 * time.Second, Warmup: time.Second,
 		Protocol: "http1", ResponseSize: 128, Sidecar: "caddy@v2.10.2"}
 	r := &report.Results{Schema: report.Schema,
-		Environment: target.Environment{Target: "local", GoVersion: "go1.26.8", Kernel: "6.1.0-18-amd64",
+		Environment: testbed.Environment{Target: "local", GoVersion: "go1.26.8", Kernel: "6.1.0-18-amd64",
 			CPUModel: "Intel(R) Xeon(R) Processor", Cores: 2, MemoryMiB: 24000, Nodes: 1,
-			Mesh: target.MeshInfo{Name: "sidecar/caddy", Version: "v2.10.2"}},
+			Mesh: testbed.MeshInfo{Name: "sidecar/caddy", Version: "v2.10.2"}},
 		Records: []report.Record{
-			record("BenchmarkOneHop", target.OneHop, 1, target.Baseline, 0),
-			record("BenchmarkOneHop", target.OneHop, 1, target.Meshed, 0),
-			record("BenchmarkOneHop", target.OneHop, 8, target.Meshed, 0),
-			record("BenchmarkOneHopOpenLoop", target.OneHop, 8, target.Meshed, 2000),
+			record("BenchmarkOneHop", testbed.OneHop, 1, testbed.Baseline, 0),
+			record("BenchmarkOneHop", testbed.OneHop, 1, testbed.Meshed, 0),
+			record("BenchmarkOneHop", testbed.OneHop, 8, testbed.Meshed, 0),
+			record("BenchmarkOneHopOpenLoop", testbed.OneHop, 8, testbed.Meshed, 2000),
 		}}
 	if mut != nil {
 		mut(&s, r)
@@ -93,7 +93,7 @@ func TestComparableRefusesNamingTheField(t *testing.T) {
 		{"cores", func(s *settings, r *report.Results) { r.Environment.Cores = 4 }, "environment.cores differs: reference 2, this run 4"},
 		{"nodes", func(s *settings, r *report.Results) { r.Environment.Nodes = 3 }, "environment.nodes differs: reference 1, this run 3"},
 		{"scenario set", func(s *settings, r *report.Results) {
-			r.Records = append(r.Records[:3], record("BenchmarkTwoHop", target.TwoHop, 8, target.Meshed, 0))
+			r.Records = append(r.Records[:3], record("BenchmarkTwoHop", testbed.TwoHop, 8, testbed.Meshed, 0))
 		}, "scenarios differ: only the reference has BenchmarkOneHopOpenLoop/path=one-hop/c=8; only this run has BenchmarkTwoHop/path=two-hop/c=8"},
 		{"a scenario's own rate", func(s *settings, r *report.Results) { r.Records[3].Load.Options.QPS = 1000 }, "records[BenchmarkOneHopOpenLoop/path=one-hop/c=8].load.options differs: reference {QPS:2000 RateFraction:0 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}, this run {QPS:1000 RateFraction:0 Duration:3s Warmup:1s Protocol:http1 RequestSize:0}"},
 	} {
@@ -150,16 +150,16 @@ func TestComparableWarnsOnTheMachine(t *testing.T) {
 // Scenarios are told apart by every label but the arm: two payloads of
 // the same benchmark and c are two scenarios.
 func TestComparableScenariosUseTheLabels(t *testing.T) {
-	labelled := func(payload string, arm target.Arm) report.Record {
-		r := record("BenchmarkPayload", target.OneHop, 8, arm, 0)
+	labelled := func(payload string, arm testbed.Arm) report.Record {
+		r := record("BenchmarkPayload", testbed.OneHop, 8, arm, 0)
 		r.Labels = labels.Set{{Key: labels.Benchmark, Value: "BenchmarkPayload"}, {Key: labels.Payload, Value: payload}, {Key: labels.Concurrency, Value: "8"}}
 		return r
 	}
-	ref := []report.Record{labelled("128B", target.Baseline), labelled("128B", target.Meshed), labelled("16KiB", target.Meshed)}
-	assert.NoError(t, ComparableScenarios(ref, []report.Record{labelled("128B", target.Meshed), labelled("16KiB", target.Baseline)}))
-	err := ComparableScenarios(ref, []report.Record{labelled("128B", target.Meshed), labelled("100KiB", target.Meshed)})
+	ref := []report.Record{labelled("128B", testbed.Baseline), labelled("128B", testbed.Meshed), labelled("16KiB", testbed.Meshed)}
+	assert.NoError(t, ComparableScenarios(ref, []report.Record{labelled("128B", testbed.Meshed), labelled("16KiB", testbed.Baseline)}))
+	err := ComparableScenarios(ref, []report.Record{labelled("128B", testbed.Meshed), labelled("100KiB", testbed.Meshed)})
 	assert.EqualError(t, err, "scenarios differ: only the reference has BenchmarkPayload/payload=16KiB/c=8/path=one-hop; only this run has BenchmarkPayload/payload=100KiB/c=8/path=one-hop")
-	assert.Equal(t, "BenchmarkPayload/payload=16KiB/c=8/path=one-hop", ScenarioName(labelled("16KiB", target.Candidate)))
+	assert.Equal(t, "BenchmarkPayload/payload=16KiB/c=8/path=one-hop", ScenarioName(labelled("16KiB", testbed.Candidate)))
 }
 
 // Settings alone can be checked before this run has any record.

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/framework/metric"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Metric names one gated figure: a metric of the table (package metric)
@@ -69,7 +69,7 @@ func Metrics() []Metric {
 func (m Metric) Worse() Direction { d, _ := m.def(); return d.Worse }
 
 // CPU reports whether m is read from CPU counters, so that a run whose
-// CPU figures alone are not valid (target.Run.CPUValid) gives no value of
+// CPU figures alone are not valid (testbed.Run.CPUValid) gives no value of
 // it, while its other metrics stand.
 func (m Metric) CPU() bool { d, _ := m.def(); return d.CPU }
 
@@ -83,7 +83,7 @@ func (m Metric) Label() string {
 
 // Value is m's figure in one run, in m's unit (Def.Read), or 0 when the run
 // has none.
-func (m Metric) Value(r *target.Run) float64 {
+func (m Metric) Value(r *testbed.Run) float64 {
 	d, ok := m.def()
 	if !ok {
 		return 0

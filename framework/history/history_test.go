@@ -15,7 +15,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // recorded is a real local run: BenchmarkOneHop and BenchmarkTwoHop at
@@ -46,7 +46,7 @@ func runs(t *testing.T, n int, cpu func(i int) float64) []report.Input {
 
 func scaleSidecar(r *report.Results, f float64) {
 	for _, rec := range r.Records {
-		if rec.Arm != target.Meshed {
+		if rec.Arm != testbed.Meshed {
 			continue
 		}
 		for k, u := range rec.Resources.Usage {

@@ -95,7 +95,7 @@ type Options struct {
 	// which sends Connection: close), so each request pays a connect on
 	// the client's hop. http1 only (see CheckClient). Default false: one
 	// connection per unit of concurrency, kept alive. The targets set it
-	// from target.Workload.NewConnections.
+	// from testbed.Workload.NewConnections.
 	NewConnections bool `json:"newConnections,omitempty"`
 	// Timeout is the per-request timeout (a gRPC call's deadline). Default 3s.
 	Timeout time.Duration `json:"timeout"`

@@ -3,7 +3,7 @@ package mesh_test
 import (
 	"context"
 	"fmt"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"os"
 
 	"github.com/meshbench/meshbench/framework/mesh"
@@ -30,7 +30,7 @@ func Example() {
 	fmt.Println("sidecars:", m.Roles().Sidecars)
 
 	if _, ok := m.(mesh.MTLSChecker); ok {
-		target.PrintEdges(os.Stdout, []mesh.Edge{
+		testbed.PrintEdges(os.Stdout, []mesh.Edge{
 			{Src: "mb-meshed/frontend", Dst: "mb-meshed/backend", Secured: true,
 				Evidence: `istio_requests_total{reporter="destination",connection_security_policy="mutual_tls"} 1200`},
 		})

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"sort"
 	"strings"
 	"time"
@@ -56,8 +56,8 @@ type Injector interface {
 // Src and Dst as "namespace/workload" (Src "unknown" when the telemetry
 // cannot name the client), Secured true when every observation of the pair
 // was mTLS, and Evidence the telemetry the verdict rests on. Print edges
-// with target.PrintEdges.
-type Edge = target.Edge
+// with testbed.PrintEdges.
+type Edge = testbed.Edge
 
 // Info is what Detect found.
 type Info struct {

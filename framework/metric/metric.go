@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Direction says which way a metric gets worse.
@@ -96,7 +96,7 @@ type Def struct {
 	// Worse is the direction in which it gets worse.
 	Worse Direction
 	// CPU marks a figure read from CPU counters: a run whose CPU figures
-	// are not valid (target.Run.CPUValid) gives none of it, while its
+	// are not valid (testbed.Run.CPUValid) gives none of it, while its
 	// other metrics stand.
 	CPU bool
 	// NotGated keeps the metric out of the upgrade gate's metrics.
@@ -104,7 +104,7 @@ type Def struct {
 	// Read is the metric's value in one run, in Unit, and whether the run
 	// has it (a run without sidecars has no sidecar figure). The value
 	// is 0 when the run does not have it.
-	Read func(*target.Run) (float64, bool)
+	Read func(*testbed.Run) (float64, bool)
 	// Limits are the keys a threshold fixture may limit on it, in the
 	// order a fixture lists them.
 	Limits []Limit

@@ -10,7 +10,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/metric"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // TestTableIsComplete: every entry names itself, its unit, direction and
@@ -45,7 +45,7 @@ func TestTableIsComplete(t *testing.T) {
 
 // TestRead reads each metric of one meshed run.
 func TestRead(t *testing.T) {
-	run := &target.Run{
+	run := &testbed.Run{
 		Load: &load.Result{Requests: 1000, AchievedQPS: 500},
 		Resources: measure.Window{Elapsed: 2 * time.Second, Usage: []measure.Usage{
 			{Role: measure.RoleApp, MilliCores: 200, LoadRSS: 10 << 20},

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/meshbench/meshbench/framework/measure"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // table is every metric, in the order of All.
@@ -39,27 +39,27 @@ var table = []Def{
 
 // percentile reads the q-th latency percentile in ms, as
 // load.Result.Percentile reads it (corrected in open loop).
-func percentile(q float64) func(*target.Run) (float64, bool) {
-	return func(r *target.Run) (float64, bool) { return r.Load.Percentile(q) * 1e3, true }
+func percentile(q float64) func(*testbed.Run) (float64, bool) {
+	return func(r *testbed.Run) (float64, bool) { return r.Load.Percentile(q) * 1e3, true }
 }
 
-func throughput(r *target.Run) (float64, bool) { return r.Load.AchievedQPS, true }
+func throughput(r *testbed.Run) (float64, bool) { return r.Load.AchievedQPS, true }
 
 // sidecarCPUPer1k is the CPU all sidecars used per 1000 requests over the
 // measured window; a run without sidecars or requests has none.
-func sidecarCPUPer1k(r *target.Run) (float64, bool) {
+func sidecarCPUPer1k(r *testbed.Run) (float64, bool) {
 	u, ok := r.Resources.Role(measure.RoleSidecar)
 	return r.CPUPer1k(u.MilliCores), ok && r.Load.Requests > 0
 }
 
 // sidecarRSS is the largest resident memory of any one sidecar under load.
-func sidecarRSS(r *target.Run) (float64, bool) {
+func sidecarRSS(r *testbed.Run) (float64, bool) {
 	u, ok := r.Resources.Role(measure.RoleSidecar)
 	return MiB(u.MaxLoadRSS), ok
 }
 
 // meshCores is the CPU of every mesh process or container (MeshRoles).
-func meshCores(r *target.Run) (float64, bool) {
+func meshCores(r *testbed.Run) (float64, bool) {
 	cores := 0.0
 	for _, u := range r.Resources.Usage {
 		if IsMeshRole(u.Role) {

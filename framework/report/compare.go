@@ -19,7 +19,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
@@ -41,7 +41,7 @@ type Record struct {
 	// arm could not hold, or held outside the SLO. Its invalid runs are the
 	// finding, not a failure of the run.
 	Beyond string `json:"beyond,omitempty"`
-	*target.Run
+	*testbed.Run
 }
 
 // Name is the sub-benchmark name, e.g. "BenchmarkOneHop/c=32/arm=meshed".
@@ -64,7 +64,7 @@ type ArmStats struct {
 	// (Record.Beyond) left out.
 	Invalid int `json:"invalid"`
 	// CPUInvalid counts the repeats whose CPU figures alone are not valid
-	// (target.Run.CPUValid): every CPU figure of the arm includes them and
+	// (testbed.Run.CPUValid): every CPU figure of the arm includes them and
 	// is marked (CPUMark), and no threshold judges it.
 	CPUInvalid int `json:"cpuInvalid,omitempty"`
 	// Latencies in milliseconds, each summarised over repeats, read as
@@ -116,7 +116,7 @@ type Comparison struct {
 	// Labels are the scenario's, as its records carry them (no arm).
 	Labels labels.Set `json:"labels"`
 	// Path is the request path compared (one-hop, two-hop …).
-	Path target.Path `json:"path"`
+	Path testbed.Path `json:"path"`
 	// Concurrency is the load's number of connections (Record.Concurrency).
 	Concurrency int `json:"concurrency"`
 	// Baseline and Meshed are each arm's figures over its repeats.
@@ -163,15 +163,15 @@ func Compare(records []Record) []Comparison {
 	records = upgradeArms(records)
 	type key struct {
 		labels string
-		path   target.Path
+		path   testbed.Path
 	}
-	groups := map[key]map[target.Arm]map[int]Record{}
+	groups := map[key]map[testbed.Arm]map[int]Record{}
 	first := map[key]Record{}
 	var order []key
 	for _, r := range records {
 		k := key{r.key().Key(), r.Path}
 		if groups[k] == nil {
-			groups[k] = map[target.Arm]map[int]Record{}
+			groups[k] = map[testbed.Arm]map[int]Record{}
 			first[k] = r
 			order = append(order, k)
 		}
@@ -187,8 +187,8 @@ func Compare(records []Record) []Comparison {
 		c := Comparison{Benchmark: f.Benchmark, Labels: f.key(), Path: k.path, Concurrency: f.Concurrency}
 		// Pair repeats present in both arms, in repeat order.
 		var reps []int
-		for rep := range g[target.Baseline] {
-			if _, ok := g[target.Meshed][rep]; ok {
+		for rep := range g[testbed.Baseline] {
+			if _, ok := g[testbed.Meshed][rep]; ok {
 				reps = append(reps, rep)
 			}
 		}
@@ -196,14 +196,14 @@ func Compare(records []Record) []Comparison {
 		base := make([]Record, len(reps))
 		mesh := make([]Record, len(reps))
 		for i, rep := range reps {
-			base[i], mesh[i] = g[target.Baseline][rep], g[target.Meshed][rep]
+			base[i], mesh[i] = g[testbed.Baseline][rep], g[testbed.Meshed][rep]
 		}
 		c.Baseline, c.Meshed = armStats(base), armStats(mesh)
 		c.addMeshFigures(base, mesh)
 		if len(reps) == 0 {
 			// One arm only (a fault scenario runs the meshed arm alone):
 			// its own figures, errors included, without overheads.
-			c.Baseline, c.Meshed = armStats(sortedRecords(g[target.Baseline])), armStats(sortedRecords(g[target.Meshed]))
+			c.Baseline, c.Meshed = armStats(sortedRecords(g[testbed.Baseline])), armStats(sortedRecords(g[testbed.Meshed]))
 			c.Problems = append(c.Problems, "no repeat has both arms")
 			out = append(out, c)
 			continue
@@ -405,12 +405,12 @@ func paired(name string, of metric.Overhead, base, mesh []Record) (stats.Summary
 func upgradeArms(records []Record) []Record {
 	upgrade := false
 	for _, r := range records {
-		upgrade = upgrade || r.Arm == target.Reference || r.Arm == target.Candidate
+		upgrade = upgrade || r.Arm == testbed.Reference || r.Arm == testbed.Candidate
 	}
 	if !upgrade {
 		return records
 	}
-	as := func(r Record, mesh target.Arm, arm target.Arm) Record {
+	as := func(r Record, mesh testbed.Arm, arm testbed.Arm) Record {
 		run := *r.Run
 		run.Arm = arm
 		r.Run = &run
@@ -420,10 +420,10 @@ func upgradeArms(records []Record) []Record {
 	var out []Record
 	for _, r := range records {
 		switch r.Arm {
-		case target.Baseline:
-			out = append(out, as(r, target.Reference, target.Baseline), as(r, target.Candidate, target.Baseline))
-		case target.Reference, target.Candidate:
-			out = append(out, as(r, r.Arm, target.Meshed))
+		case testbed.Baseline:
+			out = append(out, as(r, testbed.Reference, testbed.Baseline), as(r, testbed.Candidate, testbed.Baseline))
+		case testbed.Reference, testbed.Candidate:
+			out = append(out, as(r, r.Arm, testbed.Meshed))
 		default:
 			out = append(out, r)
 		}

@@ -11,12 +11,12 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
 // record makes a run whose every request took lat seconds.
-func record(arm target.Arm, rep int, lat, qps float64, sidecarMilli float64) Record {
+func record(arm testbed.Arm, rep int, lat, qps float64, sidecarMilli float64) Record {
 	h := stats.DefaultResolution.NewHistogram()
 	for range 1000 {
 		h.Record(lat)
@@ -25,8 +25,8 @@ func record(arm target.Arm, rep int, lat, qps float64, sidecarMilli float64) Rec
 	if sidecarMilli > 0 {
 		usage = append(usage, measure.Usage{Name: "sc", Role: measure.RoleSidecar, MilliCores: sidecarMilli, LoadRSS: 64 << 20, IdleRSS: 32 << 20})
 	}
-	return Record{Benchmark: "BenchmarkOneHop", Concurrency: 4, Repeat: rep, Run: &target.Run{
-		Arm: arm, Path: target.OneHop,
+	return Record{Benchmark: "BenchmarkOneHop", Concurrency: 4, Repeat: rep, Run: &testbed.Run{
+		Arm: arm, Path: testbed.OneHop,
 		Load:      &load.Result{Options: load.Options{Resolution: stats.DefaultResolution}, Requests: 1000, AchievedQPS: qps, Latency: h.Export()},
 		Resources: measure.Window{Elapsed: 2 * time.Second, Usage: usage, NodeUtilisation: map[string]float64{"local": 50}},
 	}}
@@ -36,8 +36,8 @@ func TestCompare(t *testing.T) {
 	// Two interleaved pairs; the machine got slower in the second, and the
 	// pairs cancel that drift.
 	recs := []Record{
-		record(target.Baseline, 0, 0.000100, 10000, 0), record(target.Meshed, 0, 0.000300, 5000, 400),
-		record(target.Baseline, 1, 0.000200, 8000, 0), record(target.Meshed, 1, 0.000400, 4000, 600),
+		record(testbed.Baseline, 0, 0.000100, 10000, 0), record(testbed.Meshed, 0, 0.000300, 5000, 400),
+		record(testbed.Baseline, 1, 0.000200, 8000, 0), record(testbed.Meshed, 1, 0.000400, 4000, 600),
 	}
 	cs := Compare(recs)
 	require.Len(t, cs, 1)
@@ -79,14 +79,14 @@ func TestCompare(t *testing.T) {
 }
 
 func TestCompareUnpaired(t *testing.T) {
-	cs := Compare([]Record{record(target.Baseline, 0, 0.0001, 100, 0)})
+	cs := Compare([]Record{record(testbed.Baseline, 0, 0.0001, 100, 0)})
 	require.Len(t, cs, 1)
 	assert.Equal(t, []string{"no repeat has both arms"}, cs[0].Problems)
 	assert.Empty(t, cs[0].Observation().Values, "nothing to gate on")
 
 	// A meshed-only scenario (a fault) keeps its own figures: the errors
 	// and latency of its runs, without overheads.
-	a, b := record(target.Meshed, 0, 0.002, 900, 100), record(target.Meshed, 1, 0.004, 700, 100)
+	a, b := record(testbed.Meshed, 0, 0.002, 900, 100), record(testbed.Meshed, 1, 0.004, 700, 100)
 	a.Load.Errors, b.Load.Errors = 2808, 12
 	cs = Compare([]Record{b, a})
 	require.Len(t, cs, 1)
@@ -113,7 +113,7 @@ func TestCompareOpenLoopHDR(t *testing.T) {
 	}
 	var recs []Record
 	for rep := range 2 {
-		for _, arm := range []target.Arm{target.Baseline, target.Meshed} {
+		for _, arm := range []testbed.Arm{testbed.Baseline, testbed.Meshed} {
 			r := record(arm, rep, 0.0001, 1000, 0)
 			r.Load.Options.QPS = 1000
 			r.Load.HDR = &load.Latencies{Uncorrected: hdr(1000, 0), Corrected: hdr(980, 20)}
@@ -132,7 +132,7 @@ func TestCompareOpenLoopHDR(t *testing.T) {
 	assert.Equal(t, int64(2000), a.MergedHDR.Uncorrected.Count())
 	assert.Equal(t, int64(2000), a.MergedHDR.Corrected.Count())
 
-	closed := Compare([]Record{record(target.Baseline, 0, 0.0001, 100, 0), record(target.Meshed, 0, 0.0002, 100, 0)})
+	closed := Compare([]Record{record(testbed.Baseline, 0, 0.0001, 100, 0), record(testbed.Meshed, 0, 0.0002, 100, 0)})
 	assert.Zero(t, closed[0].Meshed.P99Uncorrected, "no correction in closed loop")
 	assert.Nil(t, closed[0].Meshed.MergedHDR, "no HDR in these records")
 }

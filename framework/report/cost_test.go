@@ -9,7 +9,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Round prices make the formula checkable by hand: 0.5 mesh cores per 1k
@@ -17,7 +17,7 @@ import (
 // and 1 GiB held for the 1000 s that 1M requests take.
 func TestCostFollowsTheFormula(t *testing.T) {
 	p := &report.Prices{Currency: "USD", VCPUHour: 3.6, GiBHour: 0.36, AverageRPS: 2000, PeakRPS: 10000, HoursPerMonth: 100}
-	c := report.Comparison{Benchmark: "BenchmarkOneHop", Path: target.OneHop, Concurrency: 4, Meshed: report.ArmStats{
+	c := report.Comparison{Benchmark: "BenchmarkOneHop", Path: testbed.OneHop, Concurrency: 4, Meshed: report.ArmStats{
 		MeshCores:         stats.Summary{N: 2, Median: 0.5, Lo: 0.4, Hi: 0.6},
 		MeshCoresPer1kRPS: stats.Summary{N: 2, Median: 0.5, Lo: 0.4, Hi: 0.6},
 		MeshRSSMiB:        stats.Summary{N: 2, Median: 1024, Lo: 1000, Hi: 1048},

@@ -11,7 +11,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -23,7 +23,7 @@ const dilutedDetail = "CPU diluted: the kubelet's counters span 20s on node n1 (
 // just the same.
 func TestCPUInvalidStored(t *testing.T) {
 	dir := t.TempDir()
-	run := &target.Run{Arm: target.Meshed, Path: target.OneHop, Load: &load.Result{Requests: 1}}
+	run := &testbed.Run{Arm: testbed.Meshed, Path: testbed.OneHop, Load: &load.Result{Requests: 1}}
 	run.CPUInvalid.Add(validity.CPUDiluted, "%s", dilutedDetail)
 	data, back := writeOne(t, dir, run)
 	assert.Contains(t, data, `
@@ -40,7 +40,7 @@ func TestCPUInvalidStored(t *testing.T) {
 	assert.False(t, back.CPUValid(), "its CPU does not")
 	assert.Equal(t, 1, report.Compare([]report.Record{back})[0].Meshed.CPUInvalid)
 
-	_, plain := writeOne(t, t.TempDir(), &target.Run{Arm: target.Meshed, Path: target.OneHop, Load: &load.Result{Requests: 1}})
+	_, plain := writeOne(t, t.TempDir(), &testbed.Run{Arm: testbed.Meshed, Path: testbed.OneHop, Load: &load.Result{Requests: 1}})
 	assert.True(t, plain.CPUValid())
 	assert.Nil(t, plain.CPUInvalid)
 
@@ -152,9 +152,9 @@ func TestCPUInvalidExported(t *testing.T) {
 	}
 	require.Len(t, marked, 1)
 	x := marked[0]
-	assert.Equal(t, target.Meshed, x.Arm)
+	assert.Equal(t, testbed.Meshed, x.Arm)
 	assert.Equal(t, 4, x.Concurrency)
-	assert.Equal(t, target.OneHop, x.Path)
+	assert.Equal(t, testbed.OneHop, x.Path)
 	assert.Equal(t, 1, x.CPUInvalid)
 	for _, r := range x.PerRepeat {
 		if r.Repeat == rec.Repeat {

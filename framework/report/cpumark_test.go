@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/measure"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
@@ -19,7 +19,7 @@ import (
 func dilutedRecords() []Record {
 	var recs []Record
 	for rep := range 3 {
-		recs = append(recs, record(target.Baseline, rep, 0.000100, 10000, 0), record(target.Meshed, rep, 0.000300, 5000, 400))
+		recs = append(recs, record(testbed.Baseline, rep, 0.000100, 10000, 0), record(testbed.Meshed, rep, 0.000300, 5000, 400))
 	}
 	recs[3].CPUInvalid.Add(validity.CPUDiluted, "CPU diluted: the kubelet's counters span 20s on node n1 (45%% under load)")
 	return recs

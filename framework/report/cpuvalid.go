@@ -4,7 +4,7 @@ import "fmt"
 
 // CPUMark follows a CPU figure (millicores, CPU per 1k requests, mesh
 // cores, node CPU, the sidecar:app ratios, the cost of the mesh) that
-// includes runs whose CPU figures are not valid (target.Run.CPUValid):
+// includes runs whose CPU figures are not valid (testbed.Run.CPUValid):
 // their counters were under load for less than 90 % of their span, so
 // the figure is diluted by idle time. A legend under the table counts
 // them (CPULegend).

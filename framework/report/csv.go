@@ -31,7 +31,7 @@ var CSVColumns = []string{
 // reads back the values the results file holds. A closed-loop run has no
 // asked rate: its rate_asked_rps is empty. cpu_valid is false, and
 // cpu_invalid says why, for a run whose CPU figures alone are not valid
-// (target.Run.CPUInvalid): its cpu_ columns are diluted by idle time.
+// (testbed.Run.CPUInvalid): its cpu_ columns are diluted by idle time.
 func CSV(w io.Writer, ins []Input) error {
 	if len(ins) == 0 {
 		return fmt.Errorf("csv export: no results")

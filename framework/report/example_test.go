@@ -6,7 +6,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // A meshed arm that used 0.45 mesh cores per 1000 req/s (at 954 req/s,
@@ -17,7 +17,7 @@ func ExamplePrices_Cost() {
 		fmt.Println(err)
 		return
 	}
-	c := report.Comparison{Benchmark: "BenchmarkOneHop", Path: target.OneHop, Concurrency: 1, Meshed: report.ArmStats{
+	c := report.Comparison{Benchmark: "BenchmarkOneHop", Path: testbed.OneHop, Concurrency: 1, Meshed: report.ArmStats{
 		MeshCores:         stats.Summary{N: 1, Median: 0.429, Lo: 0.429, Hi: 0.429},
 		MeshCoresPer1kRPS: stats.Summary{N: 1, Median: 0.45, Lo: 0.45, Hi: 0.45},
 		MeshRSSMiB:        stats.Summary{N: 1, Median: 124, Lo: 124, Hi: 124},

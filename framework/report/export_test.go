@@ -16,7 +16,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // The CSV of a main job, read back with encoding/csv, has one row per run
@@ -109,8 +109,8 @@ func TestSMPRoundTrip(t *testing.T) {
 	var want []string
 	byName := map[string]report.Comparison{}
 	for _, c := range report.Compare(res.Records) {
-		for _, arm := range []target.Arm{target.Baseline, target.Meshed} {
-			if arm == target.Baseline && c.Baseline.Repeats == 0 || arm == target.Meshed && c.Meshed.Repeats == 0 {
+		for _, arm := range []testbed.Arm{testbed.Baseline, testbed.Meshed} {
+			if arm == testbed.Baseline && c.Baseline.Repeats == 0 || arm == testbed.Meshed && c.Meshed.Repeats == 0 {
 				continue
 			}
 			name := c.Labels.With(labels.Arm, string(arm)).String()
@@ -138,7 +138,7 @@ func assertSMPResult(t *testing.T, res *report.Results, c report.Comparison, r r
 	t.Helper()
 	x := r.Meshbench
 	st := c.Meshed
-	if x.Arm == target.Baseline {
+	if x.Arm == testbed.Baseline {
 		st = c.Baseline
 	}
 	assert.Equal(t, "smps/v1", r.SMPVersion)
@@ -154,7 +154,7 @@ func assertSMPResult(t *testing.T, res *report.Results, c report.Comparison, r r
 	assert.Equal(t, st.P999.Median, x.P999Ms)
 	assert.Equal(t, report.SMPInterval{Median: st.P99.Median, Lo: st.P99.Lo, Hi: st.P99.Hi, N: st.P99.N}, x.Intervals["p99_ms"], r.TestID)
 	assert.Equal(t, report.SMPInterval{Median: st.P999.Median, Lo: st.P999.Lo, Hi: st.P999.Hi, N: st.P999.N}, x.Intervals["p999_ms"], r.TestID)
-	if x.Arm == target.Meshed && len(c.Problems) == 0 {
+	if x.Arm == testbed.Meshed && len(c.Problems) == 0 {
 		s := c.QPSLossPct
 		assert.Equal(t, report.SMPInterval{Median: s.Median, Lo: s.Lo, Hi: s.Hi, N: s.N}, x.Intervals["throughput_loss_pct"], r.TestID)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/measure"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 //go:embed report.html.tmpl
@@ -38,7 +38,7 @@ type htmlChart struct {
 // htmlGroup is one scenario's charts, drawn.
 type htmlGroup struct {
 	Scenario, Axis string
-	Path           target.Path
+	Path           testbed.Path
 	Charts         []htmlChart
 }
 

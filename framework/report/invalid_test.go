@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -19,7 +19,7 @@ import (
 // before reasons were typed.
 func TestInvalidReasonsStored(t *testing.T) {
 	dir := t.TempDir()
-	run := &target.Run{Arm: target.Meshed, Path: target.OneHop, Load: &load.Result{Requests: 1}}
+	run := &testbed.Run{Arm: testbed.Meshed, Path: testbed.OneHop, Load: &load.Result{Requests: 1}}
 	run.Load.Invalid.Add(validity.MissedRate, "missed target rate: achieved %.1f req/s of %.1f", 940.0, 1000.0)
 	run.Invalid = append(run.Invalid, run.Load.Invalid...)
 	run.Invalidate(validity.Restart, "restart during the window: %s", "meshed/backend")
@@ -45,7 +45,7 @@ func TestInvalidReasonsStored(t *testing.T) {
 
 // writeOne writes a results file holding one record of run and returns
 // the file's text and the record read back from it.
-func writeOne(t *testing.T, dir string, run *target.Run) (string, report.Record) {
+func writeOne(t *testing.T, dir string, run *testbed.Run) (string, report.Record) {
 	t.Helper()
 	path, err := report.Write(dir, &report.Results{Schema: report.Schema, Records: []report.Record{{Benchmark: "BenchmarkOneHop", Run: run}}})
 	require.NoError(t, err)

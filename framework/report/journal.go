@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // JournalSchema names the journal format: JSON lines, the first a
@@ -52,8 +52,8 @@ type journalHead struct {
 // journalLine is every later line: a record, or the environment once the
 // target is set up.
 type journalLine struct {
-	Record      *Record             `json:"record,omitempty"`
-	Environment *target.Environment `json:"environment,omitempty"`
+	Record      *Record              `json:"record,omitempty"`
+	Environment *testbed.Environment `json:"environment,omitempty"`
 }
 
 // JournalPath is where a run started at started on target tgt journals.
@@ -87,7 +87,7 @@ func CreateJournal(dir string, started time.Time, tgt string, command []string, 
 func (j *Journal) Record(r Record) error { return j.append(journalLine{Record: &r}) }
 
 // Environment appends the target's environment, once it is known.
-func (j *Journal) Environment(e target.Environment) error {
+func (j *Journal) Environment(e testbed.Environment) error {
 	return j.append(journalLine{Environment: &e})
 }
 

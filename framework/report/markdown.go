@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Markdown writes the report as GitHub-flavoured Markdown, for
@@ -197,7 +197,7 @@ func mdProofs(b *strings.Builder, ps []Proof) {
 	}
 }
 
-func secured(e target.Edge) string {
+func secured(e testbed.Edge) string {
 	if e.Secured {
 		return "yes (" + cmp.Or(e.Mechanism, "mTLS") + ")"
 	}

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Open reads results files for a report and checks each one whole before
@@ -65,7 +65,7 @@ func openOne(path string) (*Results, error) {
 }
 
 // allArms are every arm a results file may hold.
-var allArms = append(slices.Clone(target.Arms), target.Reference, target.Candidate)
+var allArms = append(slices.Clone(testbed.Arms), testbed.Reference, testbed.Candidate)
 
 // OpenStored reads the stored run a -reference run is gated against,
 // checked whole as Open checks a report's input (missing, truncated, of
@@ -114,7 +114,7 @@ func decode(path string, data []byte) (*Results, error) {
 
 // check finds what a report cannot do without; arms are the arms a
 // record may have.
-func (r *Results) check(arms ...target.Arm) error {
+func (r *Results) check(arms ...testbed.Arm) error {
 	if len(r.Records) == 0 {
 		return errors.New("records: empty; the run measured nothing")
 	}
@@ -137,7 +137,7 @@ func (r *Results) check(arms ...target.Arm) error {
 }
 
 // oneOf lists arms as "baseline or meshed", "a, b or c".
-func oneOf(arms []target.Arm) string {
+func oneOf(arms []testbed.Arm) string {
 	names := make([]string, len(arms))
 	for i, a := range arms {
 		names[i] = string(a)

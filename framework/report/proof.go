@@ -5,21 +5,21 @@ import (
 	"io"
 	"strings"
 
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Proof is what one arm's requests on one path went through, over every
 // concurrency and repeat of the run: the path proof the summary prints.
 type Proof struct {
 	// Path is the request path proved.
-	Path target.Path `json:"path"`
+	Path testbed.Path `json:"path"`
 	// Arm is the arm whose requests went through it.
-	Arm target.Arm `json:"arm"`
+	Arm testbed.Arm `json:"arm"`
 	// Placement is set for a loadgen out of the mesh, whose first hop is
 	// plain text by design: its runs are proved apart from the others.
-	Placement target.Placement `json:"placement,omitempty"`
+	Placement testbed.Placement `json:"placement,omitempty"`
 	// Edges are the hops the requests went through, merged over the runs.
-	Edges []target.Edge `json:"edges"`
+	Edges []testbed.Edge `json:"edges"`
 	// Runs is the number of records merged; Invalid how many of them
 	// failed a check (their edges are merged too: they show why).
 	Runs    int `json:"runs"`
@@ -42,9 +42,9 @@ func (p Proof) Title() string {
 // records' order.
 func Proofs(recs []Record) []Proof {
 	type key struct {
-		p  target.Path
-		a  target.Arm
-		pl target.Placement
+		p  testbed.Path
+		a  testbed.Arm
+		pl testbed.Placement
 	}
 	var order []key
 	byKey := map[key]*Proof{}
@@ -54,8 +54,8 @@ func Proofs(recs []Record) []Proof {
 			continue
 		}
 		k := key{r.Path, r.Arm, ""}
-		if r.Run.Workload.Placement == target.OutOfMesh {
-			k.pl = target.OutOfMesh
+		if r.Run.Workload.Placement == testbed.OutOfMesh {
+			k.pl = testbed.OutOfMesh
 		}
 		pr, ok := byKey[k]
 		if !ok {
@@ -109,6 +109,6 @@ func PrintProofs(w io.Writer, prefix string, ps []Proof) {
 			fmt.Fprintf(w, "%s  no edge observed\n", prefix)
 			continue
 		}
-		target.PrintEdges(w, p.Edges)
+		testbed.PrintEdges(w, p.Edges)
 	}
 }

@@ -6,36 +6,36 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
 func TestProofsMergeEdges(t *testing.T) {
-	rec := func(arm target.Arm, p target.Path, invalid bool, edges ...target.Edge) Record {
-		r := &target.Run{Arm: arm, Path: p, Edges: edges}
+	rec := func(arm testbed.Arm, p testbed.Path, invalid bool, edges ...testbed.Edge) Record {
+		r := &testbed.Run{Arm: arm, Path: p, Edges: edges}
 		if invalid {
 			r.Invalidate(validity.MeshNotOn, "an edge was plain")
 		}
 		return Record{Run: r}
 	}
-	lg := func(secured bool, n int64, peer string) target.Edge {
-		return target.Edge{Src: "loadgen", Dst: "backend", Secured: secured, Requests: n, Peer: peer}
+	lg := func(secured bool, n int64, peer string) testbed.Edge {
+		return testbed.Edge{Src: "loadgen", Dst: "backend", Secured: secured, Requests: n, Peer: peer}
 	}
 	recs := []Record{
-		rec(target.Baseline, target.OneHop, false, lg(false, 100, "")),
-		rec(target.Meshed, target.OneHop, false, lg(true, 90, "")),
-		rec(target.Baseline, target.OneHop, false, lg(false, 110, "")),
-		rec(target.Meshed, target.OneHop, true, lg(false, 80, "CN=loadgen"), target.Edge{Src: "frontend", Dst: "backend", Requests: 1}),
-		rec(target.Meshed, target.TwoHop, false),
+		rec(testbed.Baseline, testbed.OneHop, false, lg(false, 100, "")),
+		rec(testbed.Meshed, testbed.OneHop, false, lg(true, 90, "")),
+		rec(testbed.Baseline, testbed.OneHop, false, lg(false, 110, "")),
+		rec(testbed.Meshed, testbed.OneHop, true, lg(false, 80, "CN=loadgen"), testbed.Edge{Src: "frontend", Dst: "backend", Requests: 1}),
+		rec(testbed.Meshed, testbed.TwoHop, false),
 	}
 	ps := Proofs(recs)
 	assert.Equal(t, []Proof{
-		{Path: target.OneHop, Arm: target.Baseline, Runs: 2, Edges: []target.Edge{lg(false, 210, "")}},
-		{Path: target.OneHop, Arm: target.Meshed, Runs: 2, Invalid: 1, Edges: []target.Edge{
+		{Path: testbed.OneHop, Arm: testbed.Baseline, Runs: 2, Edges: []testbed.Edge{lg(false, 210, "")}},
+		{Path: testbed.OneHop, Arm: testbed.Meshed, Runs: 2, Invalid: 1, Edges: []testbed.Edge{
 			lg(false, 170, "CN=loadgen"), // one plain record makes the edge plain
 			{Src: "frontend", Dst: "backend", Requests: 1},
 		}},
-		{Path: target.TwoHop, Arm: target.Meshed, Runs: 1},
+		{Path: testbed.TwoHop, Arm: testbed.Meshed, Runs: 1},
 	}, ps)
 
 	var b bytes.Buffer
@@ -56,7 +56,7 @@ frontend  backend  no       -              1
 // shows both when runs of one path and arm spoke different ones.
 func TestProofsMergeProtocols(t *testing.T) {
 	rec := func(proto string) Record {
-		return Record{Run: &target.Run{Arm: target.Meshed, Path: target.OneHop, Edges: []target.Edge{
+		return Record{Run: &testbed.Run{Arm: testbed.Meshed, Path: testbed.OneHop, Edges: []testbed.Edge{
 			{Src: "loadgen", Dst: "backend", Secured: true, Proto: proto, Requests: 10}}}}
 	}
 	ps := Proofs([]Record{rec("HTTP/2.0"), rec("HTTP/2.0")})
@@ -70,14 +70,14 @@ func TestProofsMergeProtocols(t *testing.T) {
 // first hop is plain by design, are proved apart, so that they do not
 // make the in-mesh runs' edge look plain.
 func TestProofsApartOutOfMesh(t *testing.T) {
-	rec := func(pl target.Placement, secured bool, evidence string) Record {
-		return Record{Run: &target.Run{Arm: target.Meshed, Path: target.OneHop, Workload: target.Workload{Placement: pl},
-			Edges: []target.Edge{{Src: "loadgen", Dst: "backend", Secured: secured, Requests: 10, Evidence: evidence}}}}
+	rec := func(pl testbed.Placement, secured bool, evidence string) Record {
+		return Record{Run: &testbed.Run{Arm: testbed.Meshed, Path: testbed.OneHop, Workload: testbed.Workload{Placement: pl},
+			Edges: []testbed.Edge{{Src: "loadgen", Dst: "backend", Secured: secured, Requests: 10, Evidence: evidence}}}}
 	}
-	ps := Proofs([]Record{rec(target.InMesh, true, "verified"), rec(target.OutOfMesh, false, "plain"), rec("", true, "verified")})
+	ps := Proofs([]Record{rec(testbed.InMesh, true, "verified"), rec(testbed.OutOfMesh, false, "plain"), rec("", true, "verified")})
 	assert.Equal(t, []Proof{
-		{Path: target.OneHop, Arm: target.Meshed, Runs: 2, Edges: []target.Edge{{Src: "loadgen", Dst: "backend", Secured: true, Requests: 20, Evidence: "verified"}}},
-		{Path: target.OneHop, Arm: target.Meshed, Placement: target.OutOfMesh, Runs: 1, Edges: []target.Edge{{Src: "loadgen", Dst: "backend", Requests: 10, Evidence: "plain"}}},
+		{Path: testbed.OneHop, Arm: testbed.Meshed, Runs: 2, Edges: []testbed.Edge{{Src: "loadgen", Dst: "backend", Secured: true, Requests: 20, Evidence: "verified"}}},
+		{Path: testbed.OneHop, Arm: testbed.Meshed, Placement: testbed.OutOfMesh, Runs: 1, Edges: []testbed.Edge{{Src: "loadgen", Dst: "backend", Requests: 10, Evidence: "plain"}}},
 	}, ps)
 	assert.Equal(t, "one-hop meshed, loadgen out-of-mesh", ps[1].Title())
 	var b bytes.Buffer

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/framework/cpuprofile"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Schema names the results file format; bump it on incompatible changes.
@@ -26,7 +26,7 @@ type Results struct {
 	// Settings are the harness flags in effect.
 	Settings any `json:"settings"`
 	// Environment is where the run measured: target, mesh, nodes, versions.
-	Environment target.Environment `json:"environment"`
+	Environment testbed.Environment `json:"environment"`
 	// Records are the individual runs, raw histograms included.
 	Records []Record `json:"records"`
 	// Comparisons are meshed against baseline per scenario, as written by
@@ -80,7 +80,7 @@ type StoredReference struct {
 	SHA256 string `json:"sha256"`
 	// Arm is the stored arm that stood for the reference: meshed, or
 	// candidate when the stored run was an upgrade gate's.
-	Arm target.Arm `json:"arm"`
+	Arm testbed.Arm `json:"arm"`
 	// Overhead lists the scenarios compared as overhead ratios (each
 	// run's meshed arm over its own baseline arm of the same repeat), and
 	// Direct those compared as they are (a run without a baseline arm).

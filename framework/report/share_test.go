@@ -8,20 +8,20 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 func TestMeasuredShares(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	win := func(b string, startS float64) report.Record {
-		return report.Record{Benchmark: b, Run: &target.Run{Load: &load.Result{
+		return report.Record{Benchmark: b, Run: &testbed.Run{Load: &load.Result{
 			Start: t0.Add(time.Duration(startS * float64(time.Second))), Elapsed: 3 * time.Second}}}
 	}
 	recs := []report.Record{
-		win("BenchmarkOneHop", 2.5),                        // warm-up from 2.0
-		win("BenchmarkOneHop", 6.1),                        // 0.1 s between the first window's end and this warm-up
-		win("BenchmarkTwoHop", 10),                         // warm-up from 9.5, ends at 13
-		{Benchmark: "BenchmarkBroken", Run: &target.Run{}}, // no load: skipped
+		win("BenchmarkOneHop", 2.5),                         // warm-up from 2.0
+		win("BenchmarkOneHop", 6.1),                         // 0.1 s between the first window's end and this warm-up
+		win("BenchmarkTwoHop", 10),                          // warm-up from 9.5, ends at 13
+		{Benchmark: "BenchmarkBroken", Run: &testbed.Run{}}, // no load: skipped
 	}
 	ss := report.MeasuredShares(recs, t0, t0.Add(20*time.Second), 500*time.Millisecond)
 	assert.Equal(t, []report.Share{

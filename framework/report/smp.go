@@ -11,7 +11,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // SMPVersion is the smp_version the SMP export writes: the spec's own
@@ -72,9 +72,9 @@ type SMPExtension struct {
 	// Scenario is the comparison's name (Comparison.Scenario).
 	Scenario string `yaml:"scenario"`
 	// Arm is the arm the result is of.
-	Arm target.Arm `yaml:"arm"`
+	Arm testbed.Arm `yaml:"arm"`
 	// Path is the scenario's request path.
-	Path target.Path `yaml:"path"`
+	Path testbed.Path `yaml:"path"`
 	// Concurrency is the load's number of connections.
 	Concurrency int `yaml:"concurrency"`
 	// Repeats is how many repeats the figures summarise, Invalid how many
@@ -92,7 +92,7 @@ type SMPExtension struct {
 	// repeats.
 	CPUMsPer1k map[string]float64 `yaml:"cpu_ms_per_1k"`
 	// CPUInvalid is how many of the repeats have CPU figures that are not
-	// valid (target.Run.CPUInvalid: counters diluted by idle time);
+	// valid (testbed.Run.CPUInvalid: counters diluted by idle time);
 	// CPUMsPer1k includes them.
 	CPUInvalid int `yaml:"cpu_invalid,omitempty"`
 	// PerRepeat are the individual repeats, in repeat order.
@@ -152,7 +152,7 @@ func SMPResults(res *Results) []SMPResult {
 	records := upgradeArms(res.Records)
 	var out []SMPResult
 	for _, c := range Compare(res.Records) {
-		byArm := map[target.Arm]map[int]Record{}
+		byArm := map[testbed.Arm]map[int]Record{}
 		for _, rec := range records {
 			if rec.Path == c.Path && rec.key().Key() == c.Labels.Key() {
 				if byArm[rec.Arm] == nil {
@@ -181,7 +181,7 @@ func SMPResults(res *Results) []SMPResult {
 	return out
 }
 
-func smpResult(res *Results, c Comparison, arm target.Arm, st ArmStats, rs []Record) SMPResult {
+func smpResult(res *Results, c Comparison, arm testbed.Arm, st ArmStats, rs []Record) SMPResult {
 	env := res.Environment
 	name := c.Labels.With(labels.Arm, string(arm)).String()
 	r := SMPResult{SMPVersion: SMPVersion, ID: res.RunID() + "/" + name, TestID: name,
@@ -197,7 +197,7 @@ func smpResult(res *Results, c Comparison, arm target.Arm, st ArmStats, rs []Rec
 		Repeats: st.Repeats, Invalid: st.Invalid, CPUInvalid: st.CPUInvalid, P999Ms: st.P999.Median, CPUMsPer1k: map[string]float64{},
 		Intervals: map[string]SMPInterval{"p50_ms": interval(st.P50), "p90_ms": interval(st.P90), "p99_ms": interval(st.P99),
 			"p999_ms": interval(st.P999), "qps": interval(st.QPS)}}
-	if arm == target.Meshed && len(c.Problems) == 0 {
+	if arm == testbed.Meshed && len(c.Problems) == 0 {
 		x.Intervals["p50_delta_ms"], x.Intervals["p99_delta_pct"] = interval(c.P50Delta), interval(c.P99Pct)
 		x.Intervals["throughput_loss_pct"] = interval(c.QPSLossPct)
 	}

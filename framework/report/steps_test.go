@@ -9,12 +9,12 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // flowRecord is record with two flow steps: home took lat, cart 3 × lat,
 // n requests each, of which cart's failed ones failed.
-func flowRecord(arm target.Arm, rep int, lat float64, n, failed int64) Record {
+func flowRecord(arm testbed.Arm, rep int, lat float64, n, failed int64) Record {
 	r := record(arm, rep, lat, 100, 0)
 	step := func(name string, lat float64, failed int64) *load.Result {
 		h := stats.DefaultResolution.NewHistogram()
@@ -29,8 +29,8 @@ func flowRecord(arm target.Arm, rep int, lat float64, n, failed int64) Record {
 
 func TestCompareSteps(t *testing.T) {
 	cs := Compare([]Record{
-		flowRecord(target.Baseline, 0, 0.001, 100, 0), flowRecord(target.Meshed, 0, 0.002, 90, 1),
-		flowRecord(target.Baseline, 1, 0.001, 100, 0), flowRecord(target.Meshed, 1, 0.004, 80, 0),
+		flowRecord(testbed.Baseline, 0, 0.001, 100, 0), flowRecord(testbed.Meshed, 0, 0.002, 90, 1),
+		flowRecord(testbed.Baseline, 1, 0.001, 100, 0), flowRecord(testbed.Meshed, 1, 0.004, 80, 0),
 	})
 	require.Len(t, cs, 1)
 	require.Len(t, cs[0].Steps, 2)
@@ -53,6 +53,6 @@ func TestCompareSteps(t *testing.T) {
 	assert.Regexp(t, `BenchmarkOneHop/c=4  cart +3\.000 +9\.000 +6\.000 \(3\.000–9\.000\) .* 200/170 +0/1`, b.String())
 	// Other loads print no step table.
 	b.Reset()
-	PrintSummary(&b, Compare([]Record{record(target.Baseline, 0, 0.001, 100, 0), record(target.Meshed, 0, 0.002, 90, 1)}))
+	PrintSummary(&b, Compare([]Record{record(testbed.Baseline, 0, 0.001, 100, 0), record(testbed.Meshed, 0, 0.002, 90, 1)}))
 	assert.NotContains(t, b.String(), "user flow")
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // A stored reference is checked like a report's input, may be an upgrade
@@ -31,10 +31,10 @@ func TestOpenStored(t *testing.T) {
 	require.NoError(t, os.WriteFile(gateRun, bytes.ReplaceAll(data, []byte(`"arm": "meshed"`), []byte(`"arm": "candidate"`)), 0o644))
 	r, _, err = report.OpenStored(gateRun)
 	require.NoError(t, err)
-	assert.Equal(t, target.Candidate, r.Records[1].Arm)
+	assert.Equal(t, testbed.Candidate, r.Records[1].Arm)
 	ins, err := report.Open(gateRun)
 	require.NoError(t, err, "meshbench report takes an upgrade gate's run too")
-	assert.Equal(t, target.Candidate, ins[0].Results.Records[1].Arm)
+	assert.Equal(t, testbed.Candidate, ins[0].Results.Records[1].Arm)
 
 	odd := filepath.Join(dir, "odd.json")
 	require.NoError(t, os.WriteFile(odd, bytes.Replace(data, []byte(`"arm": "meshed"`), []byte(`"arm": "sidecar"`), 1), 0o644))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // sweep is one scenario's sweep over one axis: the comparisons of one
@@ -19,7 +19,7 @@ type sweep struct {
 	// Scenario is the comparisons' labels without the axis, e.g.
 	// "BenchmarkPayload/c=8" for a sweep over payload.
 	Scenario string
-	Path     target.Path
+	Path     testbed.Path
 	// Axis is the swept label's key (labels.Concurrency, labels.Payload …).
 	Axis string
 	// Numeric says every value of the axis is a number (a count, a size, a
@@ -40,7 +40,7 @@ type sweep struct {
 func sweeps(cs []Comparison) []sweep {
 	type group struct {
 		bench string
-		path  target.Path
+		path  testbed.Path
 	}
 	var groups []group
 	members := map[group][]Comparison{}

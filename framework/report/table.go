@@ -8,7 +8,7 @@ import (
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // PrintSummary writes the latency/throughput table the seed articles use,
@@ -116,14 +116,14 @@ func ExtraHops(cs []Comparison) []ExtraHop {
 	}
 	one := map[string]Comparison{}
 	for _, c := range cs {
-		if c.Path == target.OneHop && len(c.Problems) == 0 {
+		if c.Path == testbed.OneHop && len(c.Problems) == 0 {
 			one[key(c)] = c
 		}
 	}
 	var out []ExtraHop
 	for _, c := range cs {
 		o, ok := one[key(c)]
-		if c.Path != target.TwoHop || !ok || len(c.Problems) > 0 {
+		if c.Path != testbed.TwoHop || !ok || len(c.Problems) > 0 {
 			continue
 		}
 		e := ExtraHop{Key: key(c), OneHop: o, TwoHop: c,

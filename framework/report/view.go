@@ -11,7 +11,7 @@ import (
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Input is one results file for a report.
@@ -103,13 +103,13 @@ func newRun(in Input, p *Prices) run {
 
 // arm names an arm's statistics in a comparison.
 type arm struct {
-	Name  target.Arm
+	Name  testbed.Arm
 	Stats func(Comparison) ArmStats
 }
 
 var arms = []arm{
-	{target.Baseline, func(c Comparison) ArmStats { return c.Baseline }},
-	{target.Meshed, func(c Comparison) ArmStats { return c.Meshed }},
+	{testbed.Baseline, func(c Comparison) ArmStats { return c.Baseline }},
+	{testbed.Meshed, func(c Comparison) ArmStats { return c.Meshed }},
 }
 
 // quantiles are the latencies a latency chart draws.
@@ -128,7 +128,7 @@ func latencyChart(s sweep) Chart {
 	ch.LogY = true
 	for _, a := range arms {
 		for i, q := range quantiles {
-			ch.Series = append(ch.Series, s.series(fmt.Sprintf("%s %s", a.Name, q.name), i, a.Name == target.Baseline,
+			ch.Series = append(ch.Series, s.series(fmt.Sprintf("%s %s", a.Name, q.name), i, a.Name == testbed.Baseline,
 				func(c Comparison) stats.Summary { return q.get(a.Stats(c)) }))
 		}
 	}
@@ -248,7 +248,7 @@ func spectrumAt(cs []Comparison, c int) (Comparison, bool) {
 // chartGroup is one scenario's charts, under its name.
 type chartGroup struct {
 	Scenario string
-	Path     target.Path
+	Path     testbed.Path
 	Axis     string
 	Charts   []Chart
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -19,7 +19,7 @@ import (
 // warnings were typed, as warnings of kind unknown.
 func TestWarningsStored(t *testing.T) {
 	dir := t.TempDir()
-	run := &target.Run{Arm: target.Meshed, Path: target.OneHop, Load: &load.Result{Requests: 1}}
+	run := &testbed.Run{Arm: testbed.Meshed, Path: testbed.OneHop, Load: &load.Result{Requests: 1}}
 	run.Warn(validity.NodeSaturated, "node %s CPU at %.0f%% of %d cores: the machine, not only the mesh, is the ceiling", "local", 97.0, 2)
 	run.Warn(validity.CPUIncomplete, "CPU not measured: %s", "node: samples are not in time order or not refreshed")
 	data, back := writeOne(t, dir, run)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/mesh"
-	"github.com/meshbench/meshbench/framework/target/kube"
-	"github.com/meshbench/meshbench/framework/target/local"
+	"github.com/meshbench/meshbench/framework/testbed/kube"
+	"github.com/meshbench/meshbench/framework/testbed/local"
 )
 
 // checkLocalSidecars parses -sidecar and -candidate on the local target

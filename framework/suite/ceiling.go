@@ -8,12 +8,12 @@ import (
 	"github.com/meshbench/meshbench/framework/load/ceiling"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // urlTarget is a target that can hand out its loadgen addresses.
 type urlTarget interface {
-	URL(target.Arm, target.Path) string
+	URL(testbed.Arm, testbed.Path) string
 }
 
 // LoadgenCeiling measures the in-process fortio loadgen's maximum rate at
@@ -36,7 +36,7 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 		b.Skipf("%s: skipped on the %s target: %v", b.Name(), tg.Name(), err)
 	}
 	wrk, _ := exec.LookPath("wrk")
-	url := tg.(urlTarget).URL(target.Baseline, target.OneHop)
+	url := tg.(urlTarget).URL(testbed.Baseline, testbed.OneHop)
 	reps := s.reps()
 	var fortio, noHDR, floor, wrks []ceiling.Result
 	for rep := range reps {
@@ -86,8 +86,8 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 
 // fortioCeiling runs the in-process fortio loadgen at maximum rate against
 // the baseline one-hop backend and takes its CPU.
-func (s *Suite) fortioCeiling(tg target.Target, o load.Options) (ceiling.Result, error) {
-	run, err := tg.Run(s.ctx, target.Spec{Arm: target.Baseline, Workload: target.Workload{Path: target.OneHop}, Load: o})
+func (s *Suite) fortioCeiling(tg testbed.Target, o load.Options) (ceiling.Result, error) {
+	run, err := tg.Run(s.ctx, testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
 	if err != nil {
 		return ceiling.Result{}, err
 	}

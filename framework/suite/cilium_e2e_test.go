@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/measure"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -42,7 +42,7 @@ func TestCiliumE2E(t *testing.T) {
 	for _, r := range sweepBothPaths(t, s) {
 		name := r.Name()
 		require.NotNil(t, r.Encryption, "%s: the nodes' XFRM counters were read", name)
-		if r.Arm == target.Baseline {
+		if r.Arm == testbed.Baseline {
 			assert.Zero(t, r.Encryption.States, "%s: no IPsec state on the baseline cluster", name)
 			assert.Zero(t, r.Encryption.Packets, name)
 			continue

@@ -14,7 +14,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -29,7 +29,7 @@ func TestInterruptDuringSetUpWaitsForItsCleanUp(t *testing.T) {
 	s.Log, s.ctx = io.Discard, ctx
 	started := make(chan struct{})
 	var cleaned atomic.Bool
-	s.NewTarget = func(ctx context.Context, _ *Config, _ func(string, ...any)) (target.Target, error) {
+	s.NewTarget = func(ctx context.Context, _ *Config, _ func(string, ...any)) (testbed.Target, error) {
 		close(started)
 		<-ctx.Done()
 		time.Sleep(300 * time.Millisecond) // deleting what it created
@@ -48,21 +48,21 @@ func TestInterruptDuringSetUpWaitsForItsCleanUp(t *testing.T) {
 // TestFinishFailsOnInvalidRuns: limits that hold on figures with invalid
 // runs in them prove nothing, so Finish fails and says which.
 func TestFinishFailsOnInvalidRuns(t *testing.T) {
-	run := func(arm target.Arm, invalid ...validity.Reason) *target.Run {
+	run := func(arm testbed.Arm, invalid ...validity.Reason) *testbed.Run {
 		h := stats.DefaultResolution.NewHistogram()
 		for range 100 {
 			h.Record(0.001)
 		}
-		return &target.Run{Arm: arm, Path: target.OneHop, Invalid: invalid,
+		return &testbed.Run{Arm: arm, Path: testbed.OneHop, Invalid: invalid,
 			Load: &load.Result{Options: load.Options{Resolution: stats.DefaultResolution}, Requests: 100, AchievedQPS: 100, Latency: h.Export()}}
 	}
 	s := NewWithConfig(&Config{Target: "local", Thresholds: "none", ResultsDir: t.TempDir()})
 	s.Log = io.Discard
 	s.recs = []report.Record{
-		{Benchmark: "BenchmarkOneHop", Concurrency: 1, Run: run(target.Baseline)},
-		{Benchmark: "BenchmarkOneHop", Concurrency: 1, Run: run(target.Meshed, validity.New(validity.MeshNotOn, "edge loadgen → backend was plain"))},
-		{Benchmark: "BenchmarkOneHop", Concurrency: 2, Run: run(target.Baseline)},
-		{Benchmark: "BenchmarkOneHop", Concurrency: 2, Run: run(target.Meshed)},
+		{Benchmark: "BenchmarkOneHop", Concurrency: 1, Run: run(testbed.Baseline)},
+		{Benchmark: "BenchmarkOneHop", Concurrency: 1, Run: run(testbed.Meshed, validity.New(validity.MeshNotOn, "edge loadgen → backend was plain"))},
+		{Benchmark: "BenchmarkOneHop", Concurrency: 2, Run: run(testbed.Baseline)},
+		{Benchmark: "BenchmarkOneHop", Concurrency: 2, Run: run(testbed.Meshed)},
 	}
 	err := s.Finish()
 	require.Error(t, err)
@@ -72,7 +72,7 @@ func TestFinishFailsOnInvalidRuns(t *testing.T) {
 
 // closeCounter is a target whose Close is counted; nothing else is called.
 type closeCounter struct {
-	target.Target
+	testbed.Target
 	closed atomic.Int32
 }
 

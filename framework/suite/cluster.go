@@ -12,9 +12,9 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/mesh"
-	"github.com/meshbench/meshbench/framework/target"
-	"github.com/meshbench/meshbench/framework/target/kind"
-	"github.com/meshbench/meshbench/framework/target/kube"
+	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/testbed/kind"
+	"github.com/meshbench/meshbench/framework/testbed/kube"
 )
 
 // clusterState is the cluster under a Kubernetes target: for -target=kind
@@ -114,7 +114,7 @@ func (s *Suite) loadImagesInto(ctx context.Context, cl kind.Cluster, loaded *boo
 
 // kubeTarget deploys both arms on the cluster, installing the mesh when
 // asked; the cluster is created or read first when no Setup step did it.
-func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error) {
+func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...any)) (testbed.Target, error) {
 	if err := s.createCluster(ctx); err != nil {
 		return nil, err
 	}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/meshinstall"
-	"github.com/meshbench/meshbench/framework/target"
-	"github.com/meshbench/meshbench/framework/target/kind"
-	"github.com/meshbench/meshbench/framework/target/kube"
+	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/testbed/kind"
+	"github.com/meshbench/meshbench/framework/testbed/kube"
 )
 
 // A mesh that is on for a whole cluster (mesh.ClusterWide: Cilium's
@@ -20,7 +20,7 @@ import (
 // Its baseline arm runs on a second cluster built from the same kind
 // config with meshbench's bridge CNI (-target=kind), or on the cluster of
 // -baseline-kubeconfig (remote), interleaved with the meshed arm as any
-// two arms are (target.Split). On kind the mesh is the meshed cluster's
+// two arms are (testbed.Split). On kind the mesh is the meshed cluster's
 // CNI, installed by the cluster's CNI step (kind.WithCNI).
 
 // clusterWide returns the mesh's reason when it is on for a whole cluster.
@@ -118,7 +118,7 @@ func (s *Suite) createBaselineCluster(ctx context.Context) error {
 
 // splitTarget is the meshed target on the run's cluster and a baseline
 // target (mesh none) on the baseline cluster.
-func (s *Suite) splitTarget(ctx context.Context, meshed *kube.Target, o kube.Options) (target.Target, error) {
+func (s *Suite) splitTarget(ctx context.Context, meshed *kube.Target, o kube.Options) (testbed.Target, error) {
 	if err := s.createBaselineCluster(ctx); err != nil {
 		return nil, err
 	}
@@ -142,5 +142,5 @@ func (s *Suite) splitTarget(ctx context.Context, meshed *kube.Target, o kube.Opt
 	if s.cl.base.kind != nil {
 		where = "kind cluster " + s.cl.base.kind.Name() + " (bridge CNI, no mesh)"
 	}
-	return &target.Split{Baseline: base, Meshed: meshed, Where: where}, nil
+	return &testbed.Split{Baseline: base, Meshed: meshed, Where: where}, nil
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target/kube"
+	"github.com/meshbench/meshbench/framework/testbed/kube"
 )
 
 // Config is the harness settings, set by flags. Every field's default is

@@ -9,7 +9,7 @@ import (
 )
 
 // noteCPU says, for the first run of the run set whose CPU figures are
-// not valid (target.Run.CPUValid), why, and what that does to its CPU:
+// not valid (testbed.Run.CPUValid), why, and what that does to its CPU:
 // once, not once per run (and per node). The summary's CPU table counts
 // every such run under its legend.
 func (s *Suite) noteCPU(name string, rec report.Record) {

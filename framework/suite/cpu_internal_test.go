@@ -11,7 +11,7 @@ import (
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -22,7 +22,7 @@ var diluted = validity.New(validity.CPUDiluted, "CPU diluted: the kubelet's coun
 // openRecord is a run of arm in round rep at the open-loop point
 // (1000 req/s asked), every request taking latency seconds, the sidecar
 // at sidecarMC millicores.
-func openRecord(arm target.Arm, rep int, sidecarMC, latency float64) report.Record {
+func openRecord(arm testbed.Arm, rep int, sidecarMC, latency float64) report.Record {
 	r := syntheticRecord(arm, rep, figures{sidecarMC: sidecarMC, appMC: 200, qps: 1000, rssMiB: 60})
 	h := stats.DefaultResolution.NewHistogram()
 	for range 1000 {
@@ -43,7 +43,7 @@ func TestGateLeavesOutDilutedCPU(t *testing.T) {
 	s := sequentialSuite(t, &log)
 	var recs []report.Record
 	for rep, jitter := range []float64{1, 1.01, 0.99} {
-		recs = append(recs, openRecord(target.Reference, rep, 400, 0.001), openRecord(target.Candidate, rep, 1200*jitter, 0.002*jitter))
+		recs = append(recs, openRecord(testbed.Reference, rep, 400, 0.001), openRecord(testbed.Candidate, rep, 1200*jitter, 0.002*jitter))
 	}
 	recs[3].CPUInvalid = validity.Reasons{diluted}
 	ms := gateMeasurements(s.gate, recs)
@@ -76,8 +76,8 @@ func TestGateLeavesOutDilutedCPU(t *testing.T) {
 // stored run, the baseline its ratio divides by) are left out of sidecar
 // CPU alone, and the decision says so.
 func TestStoredReferenceLeavesOutDilutedCPU(t *testing.T) {
-	stored := syntheticRun(target.Meshed, append(storedCPU, 400), 1, false)
-	run := syntheticRun(target.Meshed, append(tripled, 1200), 1, false)
+	stored := syntheticRun(testbed.Meshed, append(storedCPU, 400), 1, false)
+	run := syntheticRun(testbed.Meshed, append(tripled, 1200), 1, false)
 	// The stored run's baseline of repeat 1, and this run's meshed repeat
 	// 3 as an older file says it: a warning.
 	stored[2].CPUInvalid = validity.Reasons{diluted}
@@ -99,7 +99,7 @@ func TestStoredReferenceLeavesOutDilutedCPU(t *testing.T) {
 // throughput and memory stay. The first such run of the run set is said
 // once, the later ones not.
 func TestBenchstatLineLeavesOutInvalidCPU(t *testing.T) {
-	rec := openRecord(target.Meshed, 0, 400, 0.001)
+	rec := openRecord(testbed.Meshed, 0, 400, 0.001)
 	cpuUnits := []string{"app-mcpu", "sidecar-mcpu", "sidecar-cpu-ms/kreq", "cpu-ms/kreq"}
 	got := testing.Benchmark(func(b *testing.B) { reportMetrics(b, rec.Run) }).Extra
 	for _, u := range cpuUnits {
@@ -117,8 +117,8 @@ func TestBenchstatLineLeavesOutInvalidCPU(t *testing.T) {
 	var log bytes.Buffer
 	s := NewWithConfig(&Config{})
 	s.Log = &log
-	valid := openRecord(target.Baseline, 0, 0, 0.001)
-	for i, r := range []report.Record{valid, rec, openRecord(target.Meshed, 1, 400, 0.001), rec} {
+	valid := openRecord(testbed.Baseline, 0, 0, 0.001)
+	for i, r := range []report.Record{valid, rec, openRecord(testbed.Meshed, 1, 400, 0.001), rec} {
 		if i == 2 {
 			r.CPUInvalid = validity.Reasons{diluted}
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // TestFlowMetrics reports a flow's run as benchstat reads it: the
@@ -28,7 +28,7 @@ func TestFlowMetrics(t *testing.T) {
 	for _, l := range []float64{0.001, 0.003, 0.010, 0.010} {
 		all.Record(l)
 	}
-	run := &target.Run{Load: &load.Result{Requests: 4, Latency: all.Export(), Steps: []*load.Result{home, cart}}}
+	run := &testbed.Run{Load: &load.Result{Requests: 4, Latency: all.Export(), Steps: []*load.Result{home, cart}}}
 	got := testing.Benchmark(func(b *testing.B) { reportMetrics(b, run) }).Extra
 	assert.InDelta(t, 6, got["mean-ms"], 1e-9, "(1 + 3 + 10 + 10) / 4, exact")
 	assert.InDelta(t, 2, got["home-mean-ms"], 1e-9)
@@ -46,10 +46,10 @@ func TestFlowMetrics(t *testing.T) {
 // says, and a connection load's c=N.
 func TestFlowSweepLevel(t *testing.T) {
 	s := NewWithConfig(&Config{Concurrency: []int{1, 2}, ConcurrencySet: true})
-	key, vals := s.concurrency(Scenario{Workload: target.Workload{Flow: &load.Flow{Users: 20, Think: time.Second}}})
+	key, vals := s.concurrency(Scenario{Workload: testbed.Workload{Flow: &load.Flow{Users: 20, Think: time.Second}}})
 	assert.Equal(t, labels.Users, key)
 	assert.Equal(t, []int{20}, vals)
-	key, vals = s.concurrency(Scenario{Workload: target.Workload{Flow: &load.Flow{}}})
+	key, vals = s.concurrency(Scenario{Workload: testbed.Workload{Flow: &load.Flow{}}})
 	require.Equal(t, labels.Users, key)
 	assert.Equal(t, []int{1}, vals, "the flow's default")
 	key, vals = s.concurrency(Scenario{Concurrency: []int{8}})

@@ -12,7 +12,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // TestUserFlowOnLocalTarget runs a short BenchmarkUserFlow-like scenario
@@ -30,7 +30,7 @@ func TestUserFlowOnLocalTarget(t *testing.T) {
 		{Name: "cart", Path: "/cart", Fanout: 3},
 	}}
 	testing.Benchmark(func(b *testing.B) {
-		s.Sweep(b, suite.Scenario{Name: "BenchmarkUserFlow", Path: target.TwoHop, Flow: flow})
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkUserFlow", Path: testbed.TwoHop, Flow: flow})
 	})
 	recs := s.Records()
 	require.Len(t, recs, 2, "one round of both arms")
@@ -63,7 +63,7 @@ func TestUserFlowOnLocalTarget(t *testing.T) {
 		assert.Equal(t, f+2*carts, be, "%s: the backend served an odd surplus: frontend %d, backend %d", name, f, be)
 		assert.LessOrEqual(t, f-2*carts, int64(users), "%s: homes - carts", name)
 		assert.GreaterOrEqual(t, f-2*carts, int64(0), "%s: homes - carts", name)
-		assert.Empty(t, target.CheckEdges(r.Arm, r.Path, r.Edges, r.Load.Requests), name)
+		assert.Empty(t, testbed.CheckEdges(r.Arm, r.Path, r.Edges, r.Load.Requests), name)
 	}
 	require.NoError(t, s.Finish())
 	files, _ := filepath.Glob(filepath.Join(s.Config.ResultsDir, "*.json"))

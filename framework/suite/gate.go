@@ -17,7 +17,7 @@ import (
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -63,16 +63,16 @@ func gateValue(r report.Record, m gate.Metric) float64 { return m.Value(r.Run) }
 // the same round, both valid, for each metric the fixture gates there
 // (roundMeasurements).
 func gateMeasurements(g *gate.Gate, recs []report.Record) []gate.Measurement {
-	byRound := map[string]map[int]map[target.Arm]report.Record{}
+	byRound := map[string]map[int]map[testbed.Arm]report.Record{}
 	var order []string
 	for _, r := range recs {
 		k := r.Labels.Without(labels.Arm).Key() + "|" + string(r.Path)
 		if byRound[k] == nil {
-			byRound[k] = map[int]map[target.Arm]report.Record{}
+			byRound[k] = map[int]map[testbed.Arm]report.Record{}
 			order = append(order, k)
 		}
 		if byRound[k][r.Repeat] == nil {
-			byRound[k][r.Repeat] = map[target.Arm]report.Record{}
+			byRound[k][r.Repeat] = map[testbed.Arm]report.Record{}
 		}
 		byRound[k][r.Repeat][r.Arm] = r
 	}
@@ -88,13 +88,13 @@ func gateMeasurements(g *gate.Gate, recs []report.Record) []gate.Measurement {
 // there. A metric read from CPU counters (gate.Metric.CPU) also leaves
 // out the pairs whose CPU figures are not valid, and says so
 // (gate.Measurement.LeftOut): the other metrics keep them.
-func roundMeasurements(g *gate.Gate, byRound map[int]map[target.Arm]report.Record) []gate.Measurement {
+func roundMeasurements(g *gate.Gate, byRound map[int]map[testbed.Arm]report.Record) []gate.Measurement {
 	var m map[gate.Metric]*gate.Measurement
 	var metrics []gate.Metric
 	left, why := 0, validity.Reasons(nil)
 	for _, rep := range slices.Sorted(maps.Keys(byRound)) {
-		ref, okR := byRound[rep][target.Reference]
-		cand, okC := byRound[rep][target.Candidate]
+		ref, okR := byRound[rep][testbed.Reference]
+		cand, okC := byRound[rep][testbed.Candidate]
 		if okR && m == nil {
 			// Every gated metric is decided, also with no valid pair
 			// (then inconclusive, n=0): a point whose runs were all
@@ -331,7 +331,7 @@ func (s *Suite) gatePoints(sc Scenario, bench string) []gate.Labels {
 			l := gate.Labels(p.trail.Map())
 			l[labels.Benchmark] = bench
 			l[labels.Concurrency] = strconv.Itoa(c)
-			l[labels.Path] = string(cmp.Or(p.Workload.Path, p.Path, target.OneHop))
+			l[labels.Path] = string(cmp.Or(p.Workload.Path, p.Path, testbed.OneHop))
 			o := s.Config.loadOptions(c)
 			if p.Load != nil {
 				p.Load(&o)
@@ -369,7 +369,7 @@ func (s *Suite) gateLooks() int { return gate.Looks(s.reps(), s.Config.MaxCount)
 // pointMeasurements are what the gate judges from runs at one point: the
 // paired reference and candidate arms (-candidate), or this run's meshed
 // arm against the stored reference (-reference).
-func (s *Suite) pointMeasurements(runs map[target.Arm][]report.Record) []gate.Measurement {
+func (s *Suite) pointMeasurements(runs map[testbed.Arm][]report.Record) []gate.Measurement {
 	var recs []report.Record
 	for _, arm := range slices.Sorted(maps.Keys(runs)) {
 		recs = append(recs, runs[arm]...)
@@ -388,7 +388,7 @@ func (s *Suite) pointMeasurements(runs map[target.Arm][]report.Record) []gate.Me
 // whose runs were invalid give no pair, and count against the budget all
 // the same. Against a stored reference it adds rounds in batches
 // (addStoredRounds).
-func (s *Suite) addRounds(ctx context.Context, where string, runs map[target.Arm][]report.Record, round func(rep int)) {
+func (s *Suite) addRounds(ctx context.Context, where string, runs map[testbed.Arm][]report.Record, round func(rep int)) {
 	if s.gate == nil {
 		return
 	}
@@ -457,7 +457,7 @@ func undecided(v gate.Verdict) string {
 // (gate.Targets: a decision's PairsNeeded first, then all the budget), at
 // most gate.MaxLooks looks at the split level. The rounds add repeats of
 // this run only; the stored ones stay as they are.
-func (s *Suite) addStoredRounds(ctx context.Context, where string, runs map[target.Arm][]report.Record, round func(rep int)) {
+func (s *Suite) addStoredRounds(ctx context.Context, where string, runs map[testbed.Arm][]report.Record, round func(rep int)) {
 	rounds := s.reps()
 	looks := s.gateLooks()
 	conf := gate.LookConfidence(looks)
@@ -488,7 +488,7 @@ func (s *Suite) addStoredRounds(ctx context.Context, where string, runs map[targ
 // (rounds when nothing is inconclusive there, or nothing can be judged)
 // and the verdict. Rounds whose runs were invalid give no repeat, and
 // count against the -max-count budget all the same.
-func (s *Suite) roundsWanted(runs map[target.Arm][]report.Record, rounds int, conf float64, last bool) (int, gate.Verdict, error) {
+func (s *Suite) roundsWanted(runs map[testbed.Arm][]report.Record, rounds int, conf float64, last bool) (int, gate.Verdict, error) {
 	ms := s.pointMeasurements(runs)
 	if len(ms) == 0 {
 		return rounds, gate.Verdict{}, nil

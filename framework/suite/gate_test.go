@@ -12,7 +12,7 @@ import (
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // gateRun sweeps one-hop with the gate's arms, the reference (caddy) and
@@ -33,14 +33,14 @@ func gateRun(t *testing.T, candidate string, maxCount int, axes ...suite.Axis) *
 	s.Config.Repeats = 3
 	require.NoError(t, s.LoadGate())
 	testing.Benchmark(func(b *testing.B) {
-		s.Sweep(b, suite.Scenario{Name: "BenchmarkGate", Path: target.OneHop, Axes: axes, Arms: s.GateArms()})
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkGate", Path: testbed.OneHop, Axes: axes, Arms: s.GateArms()})
 	})
-	arms := map[target.Arm]int{}
+	arms := map[testbed.Arm]int{}
 	for _, r := range s.Records() {
 		arms[r.Arm]++
 	}
-	assert.Equal(t, arms[target.Reference], arms[target.Candidate], "the reference and the candidate in pairs")
-	assert.Zero(t, arms[target.Baseline], "no baseline: no decision reads it")
+	assert.Equal(t, arms[testbed.Reference], arms[testbed.Candidate], "the reference and the candidate in pairs")
+	assert.Zero(t, arms[testbed.Baseline], "no baseline: no decision reads it")
 	if len(axes) > 0 {
 		checkOpenRate(t, s.Records())
 	}
@@ -58,12 +58,12 @@ func gateRun(t *testing.T, candidate string, maxCount int, axes ...suite.Axis) *
 // maximum rate (median of its runs).
 func checkOpenRate(t *testing.T, recs []report.Record) {
 	t.Helper()
-	mesh := map[target.Arm][]float64{}
+	mesh := map[testbed.Arm][]float64{}
 	open := map[float64]int{}
 	for _, r := range recs {
 		switch r.Labels.Value("load") {
 		case "max":
-			if r.Arm != target.Baseline {
+			if r.Arm != testbed.Baseline {
 				mesh[r.Arm] = append(mesh[r.Arm], r.Load.AchievedQPS)
 			}
 		case "open":
@@ -71,7 +71,7 @@ func checkOpenRate(t *testing.T, recs []report.Record) {
 		}
 	}
 	require.Len(t, mesh, 2)
-	capacity := min(stats.Summarize(mesh[target.Reference]).Median, stats.Summarize(mesh[target.Candidate]).Median)
+	capacity := min(stats.Summarize(mesh[testbed.Reference]).Median, stats.Summarize(mesh[testbed.Candidate]).Median)
 	require.Len(t, open, 1, "one fixed rate for every arm and round")
 	for q := range open {
 		assert.InDelta(t, capacity*suite.DefaultGateFraction, q, 1e-9)

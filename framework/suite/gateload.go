@@ -7,7 +7,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/stats"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // DefaultGateFraction is the default gate's open-loop rate, as a fraction
@@ -64,9 +64,9 @@ func GateLoad(fraction float64) Axis {
 // baseline's capacity is no guide: on 2 cores a sidecar serves a tenth of
 // it.
 func meshCapacity(ps []Point) (float64, error) {
-	byArm := map[target.Arm][]float64{}
+	byArm := map[testbed.Arm][]float64{}
 	for _, p := range ps {
-		if p.Arm != target.Baseline && p.Run.Valid() && p.Run.Load != nil {
+		if p.Arm != testbed.Baseline && p.Run.Valid() && p.Run.Load != nil {
 			byArm[p.Arm] = append(byArm[p.Arm], p.Run.Load.AchievedQPS)
 		}
 	}
@@ -89,9 +89,9 @@ func meshCapacity(ps []Point) (float64, error) {
 // the baseline first, the reference always ran in the middle). Against a
 // stored reference (-reference) they are the default arms. Call it from a
 // benchmark, after the flags are parsed.
-func (s *Suite) GateArms() []target.Arm {
+func (s *Suite) GateArms() []testbed.Arm {
 	if s.Config.Candidate != "" {
-		return []target.Arm{target.Reference, target.Candidate}
+		return []testbed.Arm{testbed.Reference, testbed.Candidate}
 	}
 	return nil
 }
@@ -100,11 +100,11 @@ func (s *Suite) GateArms() []target.Arm {
 // (-candidate), or a stored reference (-reference). The gate's scenario is
 // not part of an ordinary overhead sweep.
 func (s *Suite) UpgradeGateRun() Requirement {
-	return RequireFunc(func(tg target.Target) error {
+	return RequireFunc(func(tg testbed.Target) error {
 		if s.Config.Reference != "" {
 			return nil
 		}
-		if a, ok := tg.(target.Armed); ok && slices.Contains(a.Arms(), target.Candidate) {
+		if a, ok := tg.(testbed.Armed); ok && slices.Contains(a.Arms(), testbed.Candidate) {
 			return nil
 		}
 		return fmt.Errorf("an upgrade-gate scenario: run it with -candidate (e.g. -sidecar=caddy@v2.10.2 -candidate=caddy@v2.11.9; on kind -candidate=IMAGE or -candidate=+no-keepalive, with -mesh=istio -candidate=rev=NAME) or -reference results/<file>.json")

@@ -7,26 +7,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/load"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
-func point(arm target.Arm, qps float64, invalid ...validity.Reason) Point {
-	return Point{Arm: arm, Run: &target.Run{Arm: arm, Load: &load.Result{AchievedQPS: qps}, Invalid: invalid}}
+func point(arm testbed.Arm, qps float64, invalid ...validity.Reason) Point {
+	return Point{Arm: arm, Run: &testbed.Run{Arm: arm, Load: &load.Result{AchievedQPS: qps}, Invalid: invalid}}
 }
 
 // The open-loop rate comes from the slower meshed arm's median capacity:
 // the baseline's is ten times what a sidecar serves on 2 cores.
 func TestMeshCapacity(t *testing.T) {
 	c, err := meshCapacity([]Point{
-		point(target.Baseline, 20000), point(target.Reference, 2000), point(target.Candidate, 1800),
-		point(target.Baseline, 21000), point(target.Reference, 2200), point(target.Candidate, 1900),
-		point(target.Baseline, 19000), point(target.Reference, 2100), point(target.Candidate, 100, validity.New(validity.Errors, "errors: 40 of 100 requests failed")),
+		point(testbed.Baseline, 20000), point(testbed.Reference, 2000), point(testbed.Candidate, 1800),
+		point(testbed.Baseline, 21000), point(testbed.Reference, 2200), point(testbed.Candidate, 1900),
+		point(testbed.Baseline, 19000), point(testbed.Reference, 2100), point(testbed.Candidate, 100, validity.New(validity.Errors, "errors: 40 of 100 requests failed")),
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 1850.0, c, "candidate median of its valid runs (1800, 1900), below the reference's 2100")
 
-	_, err = meshCapacity([]Point{point(target.Baseline, 20000), point(target.Meshed, 10, validity.New(validity.MissedRate, "missed target rate"))})
+	_, err = meshCapacity([]Point{point(testbed.Baseline, 20000), point(testbed.Meshed, 10, validity.New(validity.MissedRate, "missed target rate"))})
 	assert.EqualError(t, err, "no valid meshed run at maximum rate")
 }
 
@@ -34,7 +34,7 @@ func TestMeshCapacity(t *testing.T) {
 func TestGateLoadOpensAtAFractionOfCapacity(t *testing.T) {
 	ax := GateLoad(0.5)
 	require.Len(t, ax.Values, 2)
-	stop, why := ax.Stop([]Point{point(target.Baseline, 9000), point(target.Meshed, 1000), point(target.Meshed, 1200)})
+	stop, why := ax.Stop([]Point{point(testbed.Baseline, 9000), point(testbed.Meshed, 1000), point(testbed.Meshed, 1200)})
 	assert.False(t, stop, why)
 	var sc Scenario
 	ax.Values[1].Apply(&sc)
@@ -42,7 +42,7 @@ func TestGateLoadOpensAtAFractionOfCapacity(t *testing.T) {
 	sc.Load(&o)
 	assert.Equal(t, 550.0, o.QPS)
 
-	stop, why = GateLoad(0.5).Stop([]Point{point(target.Baseline, 9000)})
+	stop, why = GateLoad(0.5).Stop([]Point{point(testbed.Baseline, 9000)})
 	assert.True(t, stop)
 	assert.Equal(t, "no open-loop point: no valid meshed run at maximum rate", why)
 }

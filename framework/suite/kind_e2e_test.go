@@ -30,8 +30,8 @@ import (
 	"github.com/meshbench/meshbench/framework/measure/nodestats"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
-	"github.com/meshbench/meshbench/framework/target/kind"
+	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/testbed/kind"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -65,10 +65,10 @@ func TestKindE2E(t *testing.T) {
 		name := r.Name()
 		require.NotEmpty(t, r.Edges, name)
 		for _, e := range r.Edges {
-			assert.Equal(t, r.Arm == target.Meshed, e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
+			assert.Equal(t, r.Arm == testbed.Meshed, e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
 		}
 		want := []measure.Role{measure.RoleLoadgen, measure.RoleApp}
-		if r.Arm == target.Meshed {
+		if r.Arm == testbed.Meshed {
 			want = append(want, measure.RoleSidecar)
 		}
 		for _, role := range want {
@@ -76,7 +76,7 @@ func TestKindE2E(t *testing.T) {
 			assert.True(t, ok && tot.MilliCores > 0, "%s: no CPU measured for %s containers", name, role)
 		}
 		_, sidecars := r.Resources.Role(measure.RoleSidecar)
-		assert.Equal(t, r.Arm == target.Meshed, sidecars, "%s: sidecar containers only in the meshed arm", name)
+		assert.Equal(t, r.Arm == testbed.Meshed, sidecars, "%s: sidecar containers only in the meshed arm", name)
 	}
 	if !t.Failed() {
 		placementAndFault(t, s, name)
@@ -95,7 +95,7 @@ func TestKindE2E(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `"cpuCounters": "`+nodestats.Source+`"`, "the results say the CPU counters were read on the nodes")
 	// The workloads sit on different nodes.
-	for _, arm := range target.Arms {
+	for _, arm := range testbed.Arms {
 		m := regexp.MustCompile(`"nodes\.` + string(arm) + `": "([^"]*)"`).FindSubmatch(data)
 		require.NotNil(t, m, "placement of the %s arm recorded", arm)
 		nodes := map[string]bool{}
@@ -163,9 +163,9 @@ func placementAndFault(t *testing.T, s *suite.Suite, cluster string) {
 	n := len(s.Records())
 	testing.Benchmark(func(b *testing.B) {
 		s.Sweep(b, suite.Scenario{Name: "BenchmarkPlacement", Load: short(5*time.Second, 2*time.Second), Axes: []suite.Axis{suite.Placements(
-			suite.Placement{Where: target.InMesh, Loadgens: 1, C: 8},
-			suite.Placement{Where: target.OutOfMesh, Loadgens: 1, C: 8},
-			suite.Placement{Where: target.InMesh, Loadgens: 2, C: 8},
+			suite.Placement{Where: testbed.InMesh, Loadgens: 1, C: 8},
+			suite.Placement{Where: testbed.OutOfMesh, Loadgens: 1, C: 8},
+			suite.Placement{Where: testbed.InMesh, Loadgens: 2, C: 8},
 		)}})
 	})
 	placed := s.Records()[n:]
@@ -173,9 +173,9 @@ func placementAndFault(t *testing.T, s *suite.Suite, cluster string) {
 	checkPlacements(t, placed)
 
 	n = len(s.Records())
-	fault := &target.Fault{Action: target.Kill, Workload: "backend", Sidecar: true, After: 2 * time.Second}
+	fault := &testbed.Fault{Action: testbed.Kill, Workload: "backend", Sidecar: true, After: 2 * time.Second}
 	testing.Benchmark(func(b *testing.B) {
-		s.Sweep(b, suite.Scenario{Name: "BenchmarkProxyKilled", Concurrency: []int{4}, Arms: []target.Arm{target.Meshed},
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkProxyKilled", Concurrency: []int{4}, Arms: []testbed.Arm{testbed.Meshed},
 			Fault: fault, Load: short(15*time.Second, 2*time.Second)})
 	})
 	faulted := s.Records()[n:]
@@ -186,7 +186,7 @@ func placementAndFault(t *testing.T, s *suite.Suite, cluster string) {
 
 	n = len(s.Records())
 	testing.Benchmark(func(b *testing.B) {
-		s.Sweep(b, suite.Scenario{Name: "BenchmarkAfterFault", Concurrency: []int{4}, Arms: []target.Arm{target.Meshed},
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkAfterFault", Concurrency: []int{4}, Arms: []testbed.Arm{testbed.Meshed},
 			Load: short(5*time.Second, time.Second)})
 	})
 	after := s.Records()[n:]
@@ -205,10 +205,10 @@ func placementAndFault(t *testing.T, s *suite.Suite, cluster string) {
 func restartRun(t *testing.T, s *suite.Suite, short func(*load.Options)) {
 	start := time.Now()
 	n := len(s.Records())
-	restart := &target.Fault{Action: target.Restart, Workload: "frontend", Sidecar: true, After: 2 * time.Second}
+	restart := &testbed.Fault{Action: testbed.Restart, Workload: "frontend", Sidecar: true, After: 2 * time.Second}
 	testing.Benchmark(func(b *testing.B) {
-		s.Sweep(b, suite.Scenario{Name: "BenchmarkProxyRestarted", Path: target.TwoHop, Concurrency: []int{4},
-			Arms: []target.Arm{target.Meshed}, Fault: restart, Load: short})
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkProxyRestarted", Path: testbed.TwoHop, Concurrency: []int{4},
+			Arms: []testbed.Arm{testbed.Meshed}, Fault: restart, Load: short})
 	})
 	t.Logf("e2e stage restart: %.0fs", time.Since(start).Seconds())
 	restarted := s.Records()[n:]
@@ -219,7 +219,7 @@ func restartRun(t *testing.T, s *suite.Suite, short func(*load.Options)) {
 // checkRestart: the stopped sidecar failed requests (nginx's fast
 // shutdown on SIGTERM drops the connections through it), the load
 // recovered within the window, and the kubelet restarted it.
-func checkRestart(t *testing.T, r *target.Run) {
+func checkRestart(t *testing.T, r *testbed.Run) {
 	checkRecovered(t, r, "restart", "stop")
 	assert.Regexp(t, `mb-sidecar of \S+/frontend-\S+ was restarted \d+(\.\d+)?s into the window \(SIGTERM to its main process, through node `,
 		r.Warnings.Of(validity.FaultKilled).String())
@@ -232,7 +232,7 @@ func checkRestart(t *testing.T, r *target.Run) {
 // checkRecovered: the fault run (what: "fault" or "restart", done by
 // act: "kill" or "stop") is valid, failed requests, and recovered within
 // the window; it logs the figures.
-func checkRecovered(t *testing.T, r *target.Run, what, act string) {
+func checkRecovered(t *testing.T, r *testbed.Run, what, act string) {
 	t.Helper()
 	assert.True(t, r.Valid(), "%s run invalid: %v", what, r.Invalid)
 	require.NotNil(t, r.Fault)
@@ -258,7 +258,7 @@ func checkPlacements(t *testing.T, recs []report.Record) {
 		assert.Greater(t, r.Load.Requests, int64(100), name)
 		require.NotEmpty(t, r.Edges, name)
 		for i, e := range r.Edges {
-			want := r.Arm == target.Meshed && !(i == 0 && where == "out-of-mesh")
+			want := r.Arm == testbed.Meshed && !(i == 0 && where == "out-of-mesh")
 			assert.Equal(t, want, e.Secured, "%s: %s → %s secured (evidence %q)", name, e.Src, e.Dst, e.Evidence)
 		}
 		shards := max(len(r.Shards), 1)
@@ -270,7 +270,7 @@ func checkPlacements(t *testing.T, recs []report.Record) {
 
 // checkFault: the killed sidecar failed requests, the load recovered
 // within the window, and the run says the kubelet restarted it.
-func checkFault(t *testing.T, r *target.Run) {
+func checkFault(t *testing.T, r *testbed.Run) {
 	checkRecovered(t, r, "fault", "kill")
 	assert.Positive(t, r.Load.Errors)
 	assert.Regexp(t, `mb-sidecar of \S+/backend-\S+ was killed \d+(\.\d+)?s into the window \(SIGKILL to its main process, through node `,
@@ -359,7 +359,7 @@ func sweepBothPaths(t *testing.T, s *suite.Suite) []report.Record {
 	// Three interleaved pairs, as fixtures/thresholds/kind.yaml was
 	// calibrated on: a threshold fails only when every pair is beyond it.
 	s.Config.Repeats = kindThresholdRounds
-	sweep(s, target.OneHop, target.TwoHop)
+	sweep(s, testbed.OneHop, testbed.TwoHop)
 	s.Config.Repeats = 1
 	recs := s.Records()
 	require.Len(t, recs, 2*2*2*kindThresholdRounds, "2 paths × 2 concurrencies × 2 arms × rounds")

@@ -14,7 +14,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -103,7 +103,7 @@ func kindGateRun(t *testing.T, cluster, candidate string, axes ...suite.Axis) *g
 	s.Config.Repeats = kindGateRounds
 	require.NoError(t, s.LoadGate())
 	testing.Benchmark(func(b *testing.B) {
-		s.Sweep(b, suite.Scenario{Name: "BenchmarkGate", Path: target.OneHop, Axes: axes})
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkGate", Path: testbed.OneHop, Axes: axes})
 	})
 	points := 1
 	for _, a := range axes {
@@ -126,7 +126,7 @@ func kindGateRun(t *testing.T, cluster, candidate string, axes ...suite.Axis) *g
 // baseline) and sidecar CPU in the meshed arms only.
 func checkGateRecords(t *testing.T, recs []report.Record, lo, hi int) {
 	t.Helper()
-	arms := map[target.Arm]int{}
+	arms := map[testbed.Arm]int{}
 	for _, r := range recs {
 		arms[r.Arm]++
 		name := r.Name()
@@ -150,8 +150,8 @@ func checkGateRecords(t *testing.T, recs []report.Record, lo, hi int) {
 			assert.Positive(t, u.MilliCores, "%s: sidecar CPU measured", name)
 		}
 	}
-	n := arms[target.Baseline]
-	assert.Equal(t, map[target.Arm]int{target.Baseline: n, target.Reference: n, target.Candidate: n}, arms, "three arms interleaved")
+	n := arms[testbed.Baseline]
+	assert.Equal(t, map[testbed.Arm]int{testbed.Baseline: n, testbed.Reference: n, testbed.Candidate: n}, arms, "three arms interleaved")
 	assert.GreaterOrEqual(t, n, lo, "rounds run")
 	assert.LessOrEqual(t, n, hi, "rounds run, within -max-count")
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
-	"github.com/meshbench/meshbench/framework/target/kind"
+	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/testbed/kind"
 )
 
 // kubeletAlignedOnCluster measures one hop at c=8 on the kind cluster
@@ -27,7 +27,7 @@ import (
 func kubeletAlignedOnCluster(t *testing.T, cluster string) {
 	window := []string{"-concurrency", "8", "-duration", "3s", "-warmup", "1s", "-thresholds", "none", "-mesh", "sidecar"}
 	s, _ := kindSuite(t, append([]string{"-kind-cluster", cluster, "-keep-cluster"}, window...)...)
-	sweep(s, target.OneHop)
+	sweep(s, testbed.OneHop)
 	node := sidecarCPUPer1k(t, s.Records())
 	require.NoError(t, s.Finish())
 
@@ -44,7 +44,7 @@ func kubeletAlignedOnCluster(t *testing.T, cluster string) {
 	remote.Log = testWriter{t}
 	remote.Config.Repeats = 1
 	start := time.Now()
-	sweep(remote, target.OneHop)
+	sweep(remote, testbed.OneHop)
 	t.Logf("kubelet mode: 2 runs of 3 s windows in %.0fs", time.Since(start).Seconds())
 	recs := remote.Records()
 	require.Len(t, recs, 2, "baseline and meshed at c=8")
@@ -65,7 +65,7 @@ func kubeletAlignedOnCluster(t *testing.T, cluster string) {
 func sidecarCPUPer1k(t *testing.T, recs []report.Record) float64 {
 	t.Helper()
 	for _, r := range recs {
-		if r.Arm == target.Meshed {
+		if r.Arm == testbed.Meshed {
 			tot, ok := r.Resources.Role(measure.RoleSidecar)
 			require.True(t, ok, "%s: sidecar CPU", r.Name())
 			return r.CPUPer1k(tot.MilliCores)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/load"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -32,7 +32,7 @@ func Ladder(start, factor float64, rungs int, slo time.Duration) Axis {
 	}
 	a.Stop = func(ps []Point) (bool, string) {
 		for _, p := range ps {
-			if p.Arm == target.Baseline {
+			if p.Arm == testbed.Baseline {
 				continue
 			}
 			if why := beyondSLO(p.Run, slo); why != "" {
@@ -55,7 +55,7 @@ type ladderSLO struct{ slo time.Duration }
 
 // beyondSLO says why a run is past the knee: a missed rate, or a p99
 // over the SLO; "" when it held.
-func beyondSLO(r *target.Run, slo time.Duration) string {
+func beyondSLO(r *testbed.Run, slo time.Duration) string {
 	if missed := r.Invalid.Of(validity.MissedRate); len(missed) > 0 {
 		return "missed its rate: " + missed[0].Detail
 	}
@@ -93,9 +93,9 @@ func (s *Suite) logKnees(b *testing.B, sc Scenario, ax Axis) {
 
 // knees names, per arm, the highest rate of a ladder whose every run held
 // the rate within the SLO, from its points.
-func (s *Suite) knees(points []Point, slo time.Duration) map[target.Arm]float64 {
-	held := map[target.Arm]float64{}
-	broke := map[target.Arm]map[string]bool{}
+func (s *Suite) knees(points []Point, slo time.Duration) map[testbed.Arm]float64 {
+	held := map[testbed.Arm]float64{}
+	broke := map[testbed.Arm]map[string]bool{}
 	for _, p := range points {
 		q := p.Label.Value(labels.QPS)
 		if beyondSLO(p.Run, slo) != "" {

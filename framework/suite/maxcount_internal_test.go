@@ -13,7 +13,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // pointRun stands for one sweep point of a stored-reference run: round(rep)
@@ -21,19 +21,19 @@ import (
 // overhead ratio, cpu(rep)/200 over the baseline app's 200 millicores);
 // throughput and RSS are the stored run's, so that CPU alone decides.
 type pointRun struct {
-	runs  map[target.Arm][]report.Record
+	runs  map[testbed.Arm][]report.Record
 	cpu   func(rep int) float64
 	calls []int
 }
 
 func newPointRun(cpu func(rep int) float64) *pointRun {
-	return &pointRun{runs: map[target.Arm][]report.Record{}, cpu: cpu}
+	return &pointRun{runs: map[testbed.Arm][]report.Record{}, cpu: cpu}
 }
 
 func (p *pointRun) round(rep int) {
 	p.calls = append(p.calls, rep)
-	p.runs[target.Baseline] = append(p.runs[target.Baseline], syntheticRecord(target.Baseline, rep, figures{appMC: 200, qps: 10000}))
-	p.runs[target.Meshed] = append(p.runs[target.Meshed], syntheticRecord(target.Meshed, rep, figures{sidecarMC: p.cpu(rep), appMC: 200, qps: 2000, rssMiB: 60}))
+	p.runs[testbed.Baseline] = append(p.runs[testbed.Baseline], syntheticRecord(testbed.Baseline, rep, figures{appMC: 200, qps: 10000}))
+	p.runs[testbed.Meshed] = append(p.runs[testbed.Meshed], syntheticRecord(testbed.Meshed, rep, figures{sidecarMC: p.cpu(rep), appMC: 200, qps: 2000, rssMiB: 60}))
 }
 
 // storedPoint is a stored run of one point: sidecar CPU cpu[i] in repeat i,
@@ -43,7 +43,7 @@ func storedPoint(cpu ...float64) []report.Record {
 	for rep := range cpu {
 		p.round(rep)
 	}
-	return append(p.runs[target.Baseline], p.runs[target.Meshed]...)
+	return append(p.runs[testbed.Baseline], p.runs[testbed.Meshed]...)
 }
 
 // maxCountSuite is a stored-reference Suite with -count and -max-count,
@@ -67,7 +67,7 @@ func addRoundsAt(s *Suite, p *pointRun) {
 
 // records are the point's runs, as the results file holds them.
 func (p *pointRun) records() []report.Record {
-	return append(p.runs[target.Baseline], p.runs[target.Meshed]...)
+	return append(p.runs[testbed.Baseline], p.runs[testbed.Meshed]...)
 }
 
 // The stored reference has 6 repeats of sidecar CPU overhead ratios 2,
@@ -93,7 +93,7 @@ func TestMaxCountAgainstAStoredReferenceStopsAtTheBudget(t *testing.T) {
 	})
 	addRoundsAt(s, p)
 	assert.Equal(t, []int{3, 4, 5, 6, 7, 8, 9}, p.calls)
-	assert.Len(t, p.runs[target.Meshed], 10, "-max-count rounds in all")
+	assert.Len(t, p.runs[testbed.Meshed], 10, "-max-count rounds in all")
 	assert.Len(t, s.ref.results.Records, 12, "the stored run is not added to")
 	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
 	require.Len(t, lines, 4, log.String())
@@ -167,13 +167,13 @@ func TestMaxCountStopsWhenCancelled(t *testing.T) {
 // candidate at 400·up(rep), the rest alike; calls lists the rounds run
 // after the first 3, which it runs, as Sweep does.
 type candidatePoint struct {
-	runs  map[target.Arm][]report.Record
+	runs  map[testbed.Arm][]report.Record
 	up    func(rep int) float64
 	calls []int
 }
 
 func newCandidatePoint(up func(rep int) float64) *candidatePoint {
-	p := &candidatePoint{runs: map[target.Arm][]report.Record{}, up: up}
+	p := &candidatePoint{runs: map[testbed.Arm][]report.Record{}, up: up}
 	for rep := range 3 {
 		p.round(rep)
 	}
@@ -183,8 +183,8 @@ func newCandidatePoint(up func(rep int) float64) *candidatePoint {
 
 func (p *candidatePoint) round(rep int) {
 	p.calls = append(p.calls, rep)
-	p.runs[target.Reference] = append(p.runs[target.Reference], syntheticRecord(target.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60}))
-	p.runs[target.Candidate] = append(p.runs[target.Candidate], syntheticRecord(target.Candidate, rep, figures{sidecarMC: 400 * p.up(rep), appMC: 200, qps: 2000, rssMiB: 60}))
+	p.runs[testbed.Reference] = append(p.runs[testbed.Reference], syntheticRecord(testbed.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60}))
+	p.runs[testbed.Candidate] = append(p.runs[testbed.Candidate], syntheticRecord(testbed.Candidate, rep, figures{sidecarMC: 400 * p.up(rep), appMC: 200, qps: 2000, rssMiB: 60}))
 }
 
 // sequentialSuite is a Suite gating a candidate with -count 3 and
@@ -210,7 +210,7 @@ func TestMaxCountWithACandidateStopsAtTheBudget(t *testing.T) {
 		assert.Contains(t, log.String(), fmt.Sprintf("gate undecided after %d rounds: sidecarCPUPer1kReq ", n))
 		assert.Contains(t, log.String(), fmt.Sprintf("; round %d of at most 8\n", n+1))
 	}
-	recs := append(p.runs[target.Reference], p.runs[target.Candidate]...)
+	recs := append(p.runs[testbed.Reference], p.runs[testbed.Candidate]...)
 	ms := gateMeasurements(s.gate, recs)
 	v, err := s.gate.DecideSequential(ms, s.gateSequential("", ms))
 	require.NoError(t, err)
@@ -238,21 +238,21 @@ func TestSequentialGateAddsNoRoundsAfterAFail(t *testing.T) {
 	var log bytes.Buffer
 	s := NewWithConfig(&Config{Candidate: "caddy+no-keepalive", Repeats: 3, MaxCount: 8})
 	s.gate, s.Log = testGateFixture(t), &log
-	point := func(load string, up func(rep int) float64) map[target.Arm][]report.Record {
-		runs := map[target.Arm][]report.Record{}
+	point := func(load string, up func(rep int) float64) map[testbed.Arm][]report.Record {
+		runs := map[testbed.Arm][]report.Record{}
 		for rep := range 3 {
-			ref := syntheticRecord(target.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60})
-			cand := syntheticRecord(target.Candidate, rep, figures{sidecarMC: 400 * up(rep), appMC: 200, qps: 2000, rssMiB: 60})
+			ref := syntheticRecord(testbed.Reference, rep, figures{sidecarMC: 400, appMC: 200, qps: 2000, rssMiB: 60})
+			cand := syntheticRecord(testbed.Candidate, rep, figures{sidecarMC: 400 * up(rep), appMC: 200, qps: 2000, rssMiB: 60})
 			ref.Labels, cand.Labels = ref.Labels.With("load", load), cand.Labels.With("load", load)
-			runs[target.Reference] = append(runs[target.Reference], ref)
-			runs[target.Candidate] = append(runs[target.Candidate], cand)
+			runs[testbed.Reference] = append(runs[testbed.Reference], ref)
+			runs[testbed.Candidate] = append(runs[testbed.Candidate], cand)
 		}
 		return runs
 	}
 	first := point("max", func(int) float64 { return 3 })
-	s.recs = append(first[target.Reference], first[target.Candidate]...)
+	s.recs = append(first[testbed.Reference], first[testbed.Candidate]...)
 	second := point("open", func(rep int) float64 { return 1.1 * math.Exp(0.1*float64(1-rep%2*2)) })
-	s.recs = append(s.recs, append(second[target.Reference], second[target.Candidate]...)...)
+	s.recs = append(s.recs, append(second[testbed.Reference], second[testbed.Candidate]...)...)
 	var calls []int
 	s.addRounds(context.Background(), "BenchmarkOneHop/load=open/c=4", second, func(rep int) { calls = append(calls, rep) })
 	assert.Empty(t, calls)

@@ -12,7 +12,7 @@ import (
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
@@ -23,7 +23,7 @@ import (
 // entry reads. The entries that stay out of a consumer are the ones that
 // always did, named here: a new entry that misses a consumer fails.
 func TestEveryMetricReachesItsConsumers(t *testing.T) {
-	base, meshed := openRecord(target.Baseline, 0, 0, 0.001), openRecord(target.Meshed, 0, 400, 0.002)
+	base, meshed := openRecord(testbed.Baseline, 0, 0, 0.001), openRecord(testbed.Meshed, 0, 400, 0.002)
 	line := testing.Benchmark(func(b *testing.B) { reportMetrics(b, meshed.Run) }).Extra
 	cs := report.Compare([]report.Record{base, meshed})
 	require.Len(t, cs, 1)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // planMargin is the share of the time to the deadline (go test's -timeout
@@ -162,7 +162,7 @@ func (s *Suite) runOverhead(sc Scenario) time.Duration {
 // under minWindow); else it is skipped, saying so. An upgrade gate is
 // never shortened (its windows are part of what it compares): the
 // deadline stops it between rounds instead.
-func (s *Suite) planScenario(b *testing.B, sc Scenario, tg target.Target) Scenario {
+func (s *Suite) planScenario(b *testing.B, sc Scenario, tg testbed.Target) Scenario {
 	if sc.planned {
 		return sc // planned at the outermost Sweep
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/meshbench/meshbench/framework/load"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 func TestFitWindow(t *testing.T) {
@@ -56,9 +56,9 @@ func TestTopLevelOfABenchPattern(t *testing.T) {
 func TestScenarioRunsApplyEachAxisValue(t *testing.T) {
 	s := NewWithConfig(&Config{Target: "local", Concurrency: []int{1, 4, 16, 32}, Repeats: 3})
 	placement := Scenario{Axes: []Axis{Placements(
-		Placement{Where: target.InMesh, Loadgens: 1, C: 32},
-		Placement{Where: target.OutOfMesh, Loadgens: 1, C: 32},
-		Placement{Where: target.InMesh, Loadgens: 4, C: 32},
+		Placement{Where: testbed.InMesh, Loadgens: 1, C: 32},
+		Placement{Where: testbed.OutOfMesh, Loadgens: 1, C: 32},
+		Placement{Where: testbed.InMesh, Loadgens: 4, C: 32},
 	)}}
 	assert.Equal(t, 18, s.scenarioRuns(placement, 2), "3 placements × 1 c × 2 arms × 3 rounds")
 	assert.Equal(t, 24, s.scenarioRuns(Scenario{}, 2), "4 c × 2 arms × 3 rounds")
@@ -73,7 +73,7 @@ func TestScenarioRunsApplyEachAxisValue(t *testing.T) {
 // lengthened to it (the 1 s default left BenchmarkProxyKilled's fault, 1 s
 // in, no time to recover: "no recovery within the window").
 func TestLeastWindowLengthensTheDefault(t *testing.T) {
-	killed := Scenario{Fault: &target.Fault{Action: target.Kill, Workload: "backend", Sidecar: true, After: time.Second}}
+	killed := Scenario{Fault: &testbed.Fault{Action: testbed.Kill, Workload: "backend", Sidecar: true, After: time.Second}}
 	assert.Equal(t, 3*time.Second, killed.leastWindow())
 	assert.Equal(t, 3*time.Second, Scenario{MinWindow: 3 * time.Second}.leastWindow())
 	assert.Equal(t, time.Duration(0), Scenario{}.leastWindow())

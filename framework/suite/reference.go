@@ -11,7 +11,7 @@ import (
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -22,7 +22,7 @@ type storedRef struct {
 	sha256  string
 	// arm is the stored arm that stands for the reference: candidate when
 	// the stored run was an upgrade gate's, else meshed.
-	arm target.Arm
+	arm testbed.Arm
 }
 
 // loadReference reads the -reference file and checks it can stand for
@@ -48,7 +48,7 @@ func (s *Suite) loadReference() error {
 	env := res.Environment
 	env.Target = s.Config.Target
 	if s.Config.Target == "local" {
-		env = target.Host()
+		env = testbed.Host()
 		env.Target = "local"
 	}
 	if _, err := gate.ComparableSettings(res, &report.Results{Settings: s.Config, Environment: env}); err != nil {
@@ -61,7 +61,7 @@ func (s *Suite) loadReference() error {
 // checkReferenceEnv checks the target's environment, once it is up and
 // before anything is measured, against the stored run's, and logs what
 // only warrants a warning (the results file keeps those too).
-func (s *Suite) checkReferenceEnv(env target.Environment) error {
+func (s *Suite) checkReferenceEnv(env testbed.Environment) error {
 	if s.ref == nil {
 		return nil
 	}
@@ -89,14 +89,14 @@ func (e *refusedError) Unwrap() error { return e.error }
 
 // referenceArm is the stored arm that stands for the reference: the
 // candidate of an upgrade gate, else the meshed arm; "" when neither ran.
-func referenceArm(recs []report.Record) target.Arm {
-	var arm target.Arm
+func referenceArm(recs []report.Record) testbed.Arm {
+	var arm testbed.Arm
 	for _, r := range recs {
 		switch {
-		case r.Arm == target.Candidate:
-			return target.Candidate
-		case r.Arm == target.Meshed:
-			arm = target.Meshed
+		case r.Arm == testbed.Candidate:
+			return testbed.Candidate
+		case r.Arm == testbed.Meshed:
+			arm = testbed.Meshed
 		}
 	}
 	return arm
@@ -160,7 +160,7 @@ func (c storedComparison) how() string {
 
 // armRuns indexes one run's records by scenario (gate.ScenarioName),
 // repeat and arm.
-type armRuns map[string]map[int]map[target.Arm]report.Record
+type armRuns map[string]map[int]map[testbed.Arm]report.Record
 
 func indexRuns(recs []report.Record) (armRuns, []string) {
 	out := armRuns{}
@@ -168,11 +168,11 @@ func indexRuns(recs []report.Record) (armRuns, []string) {
 	for _, r := range recs {
 		name := gate.ScenarioName(r)
 		if out[name] == nil {
-			out[name] = map[int]map[target.Arm]report.Record{}
+			out[name] = map[int]map[testbed.Arm]report.Record{}
 			order = append(order, name)
 		}
 		if out[name][r.Repeat] == nil {
-			out[name][r.Repeat] = map[target.Arm]report.Record{}
+			out[name][r.Repeat] = map[testbed.Arm]report.Record{}
 		}
 		out[name][r.Repeat][r.Arm] = r
 	}
@@ -185,12 +185,12 @@ func indexRuns(recs []report.Record) (armRuns, []string) {
 // across the runs), so this run may have more than the stored one
 // (-max-count). A scenario that has a baseline arm in both runs is
 // compared as overhead ratios, else directly.
-func storedMeasurements(g *gate.Gate, stored []report.Record, refArm target.Arm, run []report.Record) storedComparison {
+func storedMeasurements(g *gate.Gate, stored []report.Record, refArm testbed.Arm, run []report.Record) storedComparison {
 	ref, _ := indexRuns(stored)
 	cur, order := indexRuns(run)
 	var out storedComparison
 	for _, name := range order {
-		overhead := hasArm(ref[name], target.Baseline) && hasArm(cur[name], target.Baseline)
+		overhead := hasArm(ref[name], testbed.Baseline) && hasArm(cur[name], testbed.Baseline)
 		ms := scenarioMeasurements(g, ref[name], refArm, cur[name], overhead)
 		if len(ms) == 0 {
 			continue
@@ -212,8 +212,8 @@ func storedMeasurements(g *gate.Gate, stored []report.Record, refArm target.Arm,
 // none unless both runs have a valid repeat. A metric read from CPU
 // counters also leaves out the repeats whose CPU figures are not valid
 // (cpuValidRepeats), and says so.
-func scenarioMeasurements(g *gate.Gate, ref map[int]map[target.Arm]report.Record, refArm target.Arm, cur map[int]map[target.Arm]report.Record, overhead bool) []gate.Measurement {
-	refs, curs := validRepeats(ref, refArm, overhead), validRepeats(cur, target.Meshed, overhead)
+func scenarioMeasurements(g *gate.Gate, ref map[int]map[testbed.Arm]report.Record, refArm testbed.Arm, cur map[int]map[testbed.Arm]report.Record, overhead bool) []gate.Measurement {
+	refs, curs := validRepeats(ref, refArm, overhead), validRepeats(cur, testbed.Meshed, overhead)
 	if len(refs) == 0 || len(curs) == 0 {
 		return nil
 	}
@@ -237,10 +237,10 @@ func scenarioMeasurements(g *gate.Gate, ref map[int]map[target.Arm]report.Record
 // validRepeats returns, in repeat order, each repeat's run of arm with its
 // baseline run, where the arm's run is valid and, for overhead ratios, the
 // baseline's too.
-func validRepeats(reps map[int]map[target.Arm]report.Record, arm target.Arm, overhead bool) [][2]report.Record {
+func validRepeats(reps map[int]map[testbed.Arm]report.Record, arm testbed.Arm, overhead bool) [][2]report.Record {
 	var out [][2]report.Record
 	for _, rep := range slices.Sorted(maps.Keys(reps)) {
-		m, b := reps[rep][arm], reps[rep][target.Baseline]
+		m, b := reps[rep][arm], reps[rep][testbed.Baseline]
 		if valid(m) && (!overhead || valid(b)) {
 			out = append(out, [2]report.Record{m, b})
 		}
@@ -286,7 +286,7 @@ func repeatsOf(recs []report.Record) int {
 	return n
 }
 
-func hasArm(reps map[int]map[target.Arm]report.Record, arm target.Arm) bool {
+func hasArm(reps map[int]map[testbed.Arm]report.Record, arm testbed.Arm) bool {
 	for _, arms := range reps {
 		if _, ok := arms[arm]; ok {
 			return true

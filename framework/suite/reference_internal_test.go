@@ -15,7 +15,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // figures are one synthetic run's: 1000 requests in a 1 s window, so that
@@ -25,14 +25,14 @@ type figures struct {
 	rssMiB                int64
 }
 
-func syntheticRecord(arm target.Arm, rep int, f figures) report.Record {
+func syntheticRecord(arm testbed.Arm, rep int, f figures) report.Record {
 	usage := []measure.Usage{{Name: "backend", Role: measure.RoleApp, MilliCores: f.appMC}}
-	if arm != target.Baseline {
+	if arm != testbed.Baseline {
 		usage = append(usage, measure.Usage{Name: "sidecar", Role: measure.RoleSidecar, MilliCores: f.sidecarMC, LoadRSS: f.rssMiB << 20})
 	}
 	ls := labels.Set{{Key: labels.Benchmark, Value: "BenchmarkOneHop"}, {Key: labels.Concurrency, Value: "4"}}
-	return report.Record{Benchmark: "BenchmarkOneHop", Labels: ls, Concurrency: 4, Repeat: rep, Run: &target.Run{
-		Arm: arm, Path: target.OneHop,
+	return report.Record{Benchmark: "BenchmarkOneHop", Labels: ls, Concurrency: 4, Repeat: rep, Run: &testbed.Run{
+		Arm: arm, Path: testbed.OneHop,
 		Load:      &load.Result{Options: load.Options{Concurrency: 4, Duration: time.Second}, Requests: 1000, AchievedQPS: f.qps},
 		Resources: measure.Window{Elapsed: time.Second, Usage: usage},
 	}}
@@ -42,11 +42,11 @@ func syntheticRecord(arm target.Arm, rep int, f figures) report.Record {
 // (unless meshedOnly); the meshed sidecar's CPU is sidecarMC[i] in repeat i, and
 // every CPU figure is scaled by slow (a slower machine), every rate
 // divided by it.
-func syntheticRun(meshedArm target.Arm, sidecarMC []float64, slow float64, meshedOnly bool) []report.Record {
+func syntheticRun(meshedArm testbed.Arm, sidecarMC []float64, slow float64, meshedOnly bool) []report.Record {
 	var recs []report.Record
 	for i, mc := range sidecarMC {
 		if !meshedOnly {
-			recs = append(recs, syntheticRecord(target.Baseline, i, figures{appMC: 200 * slow, qps: 10000 / slow}))
+			recs = append(recs, syntheticRecord(testbed.Baseline, i, figures{appMC: 200 * slow, qps: 10000 / slow}))
 		}
 		recs = append(recs, syntheticRecord(meshedArm, i, figures{sidecarMC: mc * slow, appMC: 200 * slow, qps: []float64{2000, 2010, 1990, 2005}[i%4] / slow, rssMiB: 60}))
 	}
@@ -81,7 +81,7 @@ func judgeSuite(s *Suite, run []report.Record) (*gate.Verdict, string, *report.S
 func storedSuite(t *testing.T, stored []report.Record) *Suite {
 	t.Helper()
 	cfg := &Config{Target: "local", Concurrency: []int{4}, Duration: time.Second, Protocol: load.HTTP1, ResponseSize: 128, Placement: "in-mesh", Loadgens: 1}
-	env := target.Environment{Target: "local", Cores: 2, Nodes: 1, CPUModel: "Intel(R) Xeon(R) Processor", Mesh: target.MeshInfo{Name: "sidecar/caddy", Version: "v2.11.9"}}
+	env := testbed.Environment{Target: "local", Cores: 2, Nodes: 1, CPUModel: "Intel(R) Xeon(R) Processor", Mesh: testbed.MeshInfo{Name: "sidecar/caddy", Version: "v2.11.9"}}
 	started := time.Date(2026, 11, 30, 17, 12, 26, 0, time.UTC)
 	ref := &report.Results{Schema: report.Schema, Started: started, Settings: cfg, Environment: env, Records: stored}
 	s := NewWithConfig(cfg)
@@ -112,7 +112,7 @@ func decisionOf(t *testing.T, v *gate.Verdict, m gate.Metric) gate.Decision {
 }
 
 func TestStoredReferenceFailsAGrossRegression(t *testing.T) {
-	v, out, ref, err := judgeSynthetic(t, syntheticRun(target.Meshed, storedCPU, 1, false), syntheticRun(target.Meshed, tripled, 1, false))
+	v, out, ref, err := judgeSynthetic(t, syntheticRun(testbed.Meshed, storedCPU, 1, false), syntheticRun(testbed.Meshed, tripled, 1, false))
 	require.NotNil(t, v)
 	assert.Equal(t, gate.Fail, v.Outcome)
 	cpu := decisionOf(t, v, gate.SidecarCPUPer1kReq)
@@ -122,7 +122,7 @@ func TestStoredReferenceFailsAGrossRegression(t *testing.T) {
 	assert.Equal(t, gate.SidecarCPUPer1kReq, d.Metric)
 	assert.Equal(t, gate.Pass, decisionOf(t, v, gate.Throughput).Outcome, "the same throughput ratios")
 	assert.Equal(t, &report.StoredReference{File: "results/20261130T171226Z-local.json", RunID: "20261130T171226Z-local", SHA256: strings.Repeat("ab", 32),
-		Arm: target.Meshed, Overhead: []string{"BenchmarkOneHop/c=4/path=one-hop"}}, ref)
+		Arm: testbed.Meshed, Overhead: []string{"BenchmarkOneHop/c=4/path=one-hop"}}, ref)
 	assert.Contains(t, out, "# meshbench: gate: ../../fixtures/gates/local.yaml, this run's sidecar/caddy v2.11.9 against the stored run 20261130T171226Z-local (results/20261130T171226Z-local.json, sha256 abababababab, its meshed arm): fail\n")
 	assert.Contains(t, out, "# meshbench: gate: compared as overhead ratios (each run's meshed arm over its own baseline arm of the same repeat")
 	assert.Contains(t, out, "unpaired: the stored repeats were not measured back to back with this run's, so each run's repeats are an independent sample, judged on Welch's interval of the log values\n")
@@ -134,7 +134,7 @@ func TestStoredReferenceFailsAGrossRegression(t *testing.T) {
 // -max-count added): nothing pairs repeats across the runs, so all of each
 // run's are used, and the summary says so.
 func TestStoredReferenceUsesAllRepeatsOfEachRun(t *testing.T) {
-	v, out, _, err := judgeSynthetic(t, syntheticRun(target.Meshed, storedCPU, 1, false), syntheticRun(target.Meshed, append(storedCPU, 405), 1, false))
+	v, out, _, err := judgeSynthetic(t, syntheticRun(testbed.Meshed, storedCPU, 1, false), syntheticRun(testbed.Meshed, append(storedCPU, 405), 1, false))
 	require.NoError(t, err)
 	for _, d := range v.Decisions {
 		assert.Equal(t, 3, d.Interval.NReference, d.Reason)
@@ -145,7 +145,7 @@ func TestStoredReferenceUsesAllRepeatsOfEachRun(t *testing.T) {
 }
 
 func TestStoredReferenceIdenticalRunDoesNotFail(t *testing.T) {
-	v, _, _, err := judgeSynthetic(t, syntheticRun(target.Meshed, storedCPU, 1, false), syntheticRun(target.Meshed, []float64{405, 395, 400}, 1, false))
+	v, _, _, err := judgeSynthetic(t, syntheticRun(testbed.Meshed, storedCPU, 1, false), syntheticRun(testbed.Meshed, []float64{405, 395, 400}, 1, false))
 	require.NotNil(t, v)
 	require.NoError(t, err)
 	assert.Equal(t, gate.Pass, v.Outcome)
@@ -159,12 +159,12 @@ func TestStoredReferenceIdenticalRunDoesNotFail(t *testing.T) {
 // loses 30 % of the rate in both: overhead ratios cancel it, where a
 // direct comparison would call it a regression.
 func TestStoredReferenceOverheadRatiosCancelASlowerMachine(t *testing.T) {
-	stored := syntheticRun(target.Meshed, storedCPU, 1, false)
-	v, _, _, err := judgeSynthetic(t, stored, syntheticRun(target.Meshed, storedCPU, 1.3, false))
+	stored := syntheticRun(testbed.Meshed, storedCPU, 1, false)
+	v, _, _, err := judgeSynthetic(t, stored, syntheticRun(testbed.Meshed, storedCPU, 1.3, false))
 	require.NoError(t, err)
 	assert.Equal(t, gate.Pass, v.Outcome)
 
-	v, _, ref, _ := judgeSynthetic(t, syntheticRun(target.Meshed, storedCPU, 1, true), syntheticRun(target.Meshed, storedCPU, 1.3, true))
+	v, _, ref, _ := judgeSynthetic(t, syntheticRun(testbed.Meshed, storedCPU, 1, true), syntheticRun(testbed.Meshed, storedCPU, 1.3, true))
 	assert.Equal(t, []string{"BenchmarkOneHop/c=4/path=one-hop"}, ref.Direct, "no baseline arm: compared directly")
 	assert.Empty(t, ref.Overhead)
 	assert.Equal(t, gate.Fail, decisionOf(t, v, gate.SidecarCPUPer1kReq).Outcome)
@@ -173,25 +173,25 @@ func TestStoredReferenceOverheadRatiosCancelASlowerMachine(t *testing.T) {
 
 // A stored upgrade gate's candidate arm stands for the reference.
 func TestStoredReferenceOfAnUpgradeGateIsItsCandidate(t *testing.T) {
-	stored := append(syntheticRun(target.Reference, tripled, 1, true), syntheticRun(target.Candidate, storedCPU, 1, false)...)
-	assert.Equal(t, target.Candidate, referenceArm(stored))
-	assert.Equal(t, target.Meshed, referenceArm(syntheticRun(target.Meshed, storedCPU, 1, false)))
-	assert.Equal(t, target.Arm(""), referenceArm(syntheticRun(target.Baseline, storedCPU, 1, true)))
-	v, _, ref, err := judgeSynthetic(t, stored, syntheticRun(target.Meshed, storedCPU, 1, false))
+	stored := append(syntheticRun(testbed.Reference, tripled, 1, true), syntheticRun(testbed.Candidate, storedCPU, 1, false)...)
+	assert.Equal(t, testbed.Candidate, referenceArm(stored))
+	assert.Equal(t, testbed.Meshed, referenceArm(syntheticRun(testbed.Meshed, storedCPU, 1, false)))
+	assert.Equal(t, testbed.Arm(""), referenceArm(syntheticRun(testbed.Baseline, storedCPU, 1, true)))
+	v, _, ref, err := judgeSynthetic(t, stored, syntheticRun(testbed.Meshed, storedCPU, 1, false))
 	require.NoError(t, err)
 	assert.Equal(t, gate.Pass, v.Outcome)
-	assert.Equal(t, target.Candidate, ref.Arm)
+	assert.Equal(t, testbed.Candidate, ref.Arm)
 }
 
 // Scenarios are checked once this run has records, before deciding: a
 // scenario only one run has refuses the comparison, naming the field, and
 // the run exits with gate.ExitError.
 func TestStoredReferenceRefusesAnotherScenarioSet(t *testing.T) {
-	run := syntheticRun(target.Meshed, storedCPU, 1, false)
+	run := syntheticRun(testbed.Meshed, storedCPU, 1, false)
 	for i := range run {
 		run[i].Labels = run[i].Labels.With(labels.Payload, "16KiB")
 	}
-	v, _, ref, err := judgeSynthetic(t, syntheticRun(target.Meshed, storedCPU, 1, false), run)
+	v, _, ref, err := judgeSynthetic(t, syntheticRun(testbed.Meshed, storedCPU, 1, false), run)
 	assert.Nil(t, v)
 	assert.EqualError(t, err, "-reference: results/20261130T171226Z-local.json: not comparable with this run:\n"+
 		"scenarios differ: only the reference has BenchmarkOneHop/c=4/path=one-hop; only this run has BenchmarkOneHop/c=4/payload=16KiB/path=one-hop")

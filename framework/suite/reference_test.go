@@ -18,7 +18,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // storedArgs are the settings testdata/reference/local.json was run with.
@@ -122,7 +122,7 @@ func TestStoredReferenceLifecycle(t *testing.T) {
 	args := []string{"-concurrency", "4", "-duration", "1s", "-warmup", "200ms", "-thresholds", "none"}
 	first, _ := newSuite(t, args...)
 	first.Config.Repeats = 3
-	testing.Benchmark(func(b *testing.B) { first.Sweep(b, suite.Scenario{Name: "BenchmarkStored", Path: target.OneHop}) })
+	testing.Benchmark(func(b *testing.B) { first.Sweep(b, suite.Scenario{Name: "BenchmarkStored", Path: testbed.OneHop}) })
 	if err := first.Finish(); err != nil {
 		t.Logf("first run: %v", err) // invalid runs on a busy machine are left out of the gate
 	}
@@ -138,7 +138,7 @@ func TestStoredReferenceLifecycle(t *testing.T) {
 	second.Config.Repeats = 3
 	_, err = second.CheckFixtures(context.Background(), nil)
 	require.NoError(t, err, "the stored run is checked before anything runs")
-	testing.Benchmark(func(b *testing.B) { second.Sweep(b, suite.Scenario{Name: "BenchmarkStored", Path: target.OneHop}) })
+	testing.Benchmark(func(b *testing.B) { second.Sweep(b, suite.Scenario{Name: "BenchmarkStored", Path: testbed.OneHop}) })
 	err = second.Finish()
 	v := second.GateVerdict()
 	require.NotNil(t, v, "the gate decided: %v", err)
@@ -177,7 +177,7 @@ func TestStoredReferenceLifecycle(t *testing.T) {
 	sum := sha256.Sum256(data)
 	require.NotNil(t, res.Reference)
 	assert.Equal(t, report.StoredReference{File: storedFile, RunID: stored.RunID(),
-		SHA256: hex.EncodeToString(sum[:]), Arm: target.Meshed, Overhead: []string{"BenchmarkStored/c=4/path=one-hop"},
+		SHA256: hex.EncodeToString(sum[:]), Arm: testbed.Meshed, Overhead: []string{"BenchmarkStored/c=4/path=one-hop"},
 		Warnings: res.Reference.Warnings}, *res.Reference)
 	assert.Empty(t, res.Reference.Warnings, "the same machine")
 	assert.Equal(t, second.Config.Gate, res.Gate)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/load"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Scenario is one benchmark's method: the workload to deploy, the load to
@@ -21,10 +21,10 @@ type Scenario struct {
 	// its own (testing.Benchmark); go test's benchmark name wins otherwise.
 	Name string
 	// Path is the route measured; a shorthand for Workload.Path.
-	Path target.Path
+	Path testbed.Path
 	// Workload is what the target deploys and drives; zero fields are the
 	// flags' values (-payload, -protocol, -sidecar-threads …).
-	Workload target.Workload
+	Workload testbed.Workload
 	// Flow is a shorthand for Workload.Flow: users running a flow (see
 	// load.Flow) instead of connections. Its sub-benchmarks are named
 	// users=N rather than c=N, -concurrency and -qps do not apply, and
@@ -41,11 +41,11 @@ type Scenario struct {
 	Axes []Axis
 	// Arms are the arms interleaved at every point. Default baseline and
 	// meshed.
-	Arms []target.Arm
+	Arms []testbed.Arm
 	// Fault, when set, happens in every arm that has the process, During
 	// the window; the run is then in expected-disruption mode (errors are
 	// measured, and the recovery is reported).
-	Fault *target.Fault
+	Fault *testbed.Fault
 	// MinWindow is the shortest window its runs need, when the default
 	// window (1 s locally) is too short for them: a slow backend serves
 	// too few requests in it for a p99 or a CPU figure per request. A
@@ -75,7 +75,7 @@ type Scenario struct {
 // withShorthands moves the scenario's shorthands into its workload: the
 // path (one-hop when none is given) and the user flow.
 func (sc Scenario) withShorthands() Scenario {
-	sc.Workload.Path = cmp.Or(sc.Workload.Path, sc.Path, target.OneHop)
+	sc.Workload.Path = cmp.Or(sc.Workload.Path, sc.Path, testbed.OneHop)
 	if sc.Workload.Flow == nil {
 		sc.Workload.Flow = sc.Flow
 	}
@@ -103,27 +103,27 @@ type Value struct {
 
 // Point is what an axis' Stop sees of one arm's run.
 type Point struct {
-	Arm   target.Arm  // the run's arm
-	Run   *target.Run // the run as measured
-	Label labels.Set  // its labels, the arm's included
+	Arm   testbed.Arm  // the run's arm
+	Run   *testbed.Run // the run as measured
+	Label labels.Set   // its labels, the arm's included
 }
 
 // Requirement is something a scenario needs of the target or the machine.
 type Requirement interface {
 	// Check returns why tg cannot serve the scenario, naming what is
 	// missing and how to get it; nil when it can.
-	Check(tg target.Target) error
+	Check(tg testbed.Target) error
 }
 
 // RequireFunc adapts a function to Requirement.
-type RequireFunc func(tg target.Target) error
+type RequireFunc func(tg testbed.Target) error
 
 // Check implements Requirement.
-func (f RequireFunc) Check(tg target.Target) error { return f(tg) }
+func (f RequireFunc) Check(tg testbed.Target) error { return f(tg) }
 
 // OnPath requires a program on PATH; hint says how to install it.
 func OnPath(program, hint string) Requirement {
-	return RequireFunc(func(target.Target) error {
+	return RequireFunc(func(testbed.Target) error {
 		if _, err := exec.LookPath(program); err != nil {
 			return fmt.Errorf("%s is not on PATH (%s)", program, hint)
 		}
@@ -133,7 +133,7 @@ func OnPath(program, hint string) Requirement {
 
 // LoadgenURLs requires a target that hands out its loadgen addresses, so
 // that another loadgen than the built-in one can be pointed at them.
-var LoadgenURLs Requirement = RequireFunc(func(tg target.Target) error {
+var LoadgenURLs Requirement = RequireFunc(func(tg testbed.Target) error {
 	if _, ok := tg.(urlTarget); !ok {
 		return fmt.Errorf("target %s does not expose loadgen URLs: only the local target does", tg.Name())
 	}
@@ -141,9 +141,9 @@ var LoadgenURLs Requirement = RequireFunc(func(tg target.Target) error {
 })
 
 // check runs the target's own support check and every requirement.
-func (sc Scenario) check(tg target.Target) error {
+func (sc Scenario) check(tg testbed.Target) error {
 	var errs []error
-	if sp, ok := tg.(target.Supporter); ok {
+	if sp, ok := tg.(testbed.Supporter); ok {
 		if err := sp.Supports(sc.Workload, sc.Fault); err != nil {
 			errs = append(errs, err)
 		}
@@ -188,7 +188,7 @@ func Threads(ns ...int) Axis {
 }
 
 // Paths sweeps the route: one-hop, two-hop, Chain(n).
-func Paths(ps ...target.Path) Axis {
+func Paths(ps ...testbed.Path) Axis {
 	a := Axis{Key: labels.Path}
 	for _, p := range ps {
 		a.Values = append(a.Values, Value{Label: string(p), Apply: func(s *Scenario) { s.Workload.Path, s.Path = p, p }})
@@ -198,8 +198,8 @@ func Paths(ps ...target.Path) Axis {
 
 // Placement is one loadgen set-up: where, and how many shards.
 type Placement struct {
-	Where    target.Placement // in-mesh or out-of-mesh
-	Loadgens int              // the loadgen shards
+	Where    testbed.Placement // in-mesh or out-of-mesh
+	Loadgens int               // the loadgen shards
 	// C is the total concurrency, split over the shards.
 	C int
 }

@@ -41,13 +41,13 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
-	"github.com/meshbench/meshbench/framework/target/local"
+	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/testbed/local"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
 // NewTarget builds the target for a config; tests may replace it.
-type NewTarget func(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error)
+type NewTarget func(ctx context.Context, c *Config, logf func(string, ...any)) (testbed.Target, error)
 
 // Suite is one benchmark binary's run.
 type Suite struct {
@@ -83,7 +83,7 @@ type Suite struct {
 	sumErr     error
 
 	once  sync.Once
-	tg    target.Target
+	tg    testbed.Target
 	tgErr error
 	mu    sync.Mutex
 	recs  []report.Record
@@ -188,7 +188,7 @@ func repeats() int {
 }
 
 // target starts the target on first use.
-func (s *Suite) target() (target.Target, error) {
+func (s *Suite) target() (testbed.Target, error) {
 	s.once.Do(func() {
 		mk := s.NewTarget
 		if mk == nil {
@@ -229,7 +229,7 @@ func (s *Suite) target() (target.Target, error) {
 	return s.tg, s.tgErr
 }
 
-func (s *Suite) defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (target.Target, error) {
+func (s *Suite) defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (testbed.Target, error) {
 	if c.Target != "local" {
 		return s.kubeTarget(ctx, c, logf)
 	}
@@ -267,7 +267,7 @@ func (s *Suite) repeatIndex(b *testing.B) int {
 // metric of the table (package metric) that has a benchstat unit, then
 // the figures only the benchmark line has (max, the uncorrected
 // percentiles, errors, CPU per role and in all) and a flow's steps.
-func reportMetrics(b *testing.B, r *target.Run) {
+func reportMetrics(b *testing.B, r *testbed.Run) {
 	b.ReportMetric(0, "ns/op")
 	// A run whose CPU figures are not valid reports none (noteCPU says so
 	// once): its memory, latency and throughput stand.

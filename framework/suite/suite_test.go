@@ -20,8 +20,8 @@ import (
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
-	"github.com/meshbench/meshbench/framework/target"
-	"github.com/meshbench/meshbench/framework/target/local"
+	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/testbed/local"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
@@ -36,7 +36,7 @@ func newSuite(t *testing.T, args ...string) (*suite.Suite, **local.Target) {
 	s := suite.NewWithConfig(cfg)
 	s.Log = testWriter{t}
 	var tg *local.Target
-	s.NewTarget = func(ctx context.Context, c *suite.Config, logf func(string, ...any)) (target.Target, error) {
+	s.NewTarget = func(ctx context.Context, c *suite.Config, logf func(string, ...any)) (testbed.Target, error) {
 		var err error
 		tg, err = local.New(ctx, local.Options{Sidecar: c.SidecarSpec, Candidate: c.CandidateSpec, ResponseSize: c.ResponseSize, Protocol: c.Protocol,
 			MeshedBackendDelay: c.MeshedBackendDelay, Logf: logf})
@@ -53,9 +53,9 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
 // sweep runs both paths through testing.Benchmark, as go test -bench would.
-func sweep(s *suite.Suite, paths ...target.Path) {
+func sweep(s *suite.Suite, paths ...testbed.Path) {
 	for _, p := range paths {
-		name := map[target.Path]string{target.OneHop: "BenchmarkOneHop", target.TwoHop: "BenchmarkTwoHop"}[p]
+		name := map[testbed.Path]string{testbed.OneHop: "BenchmarkOneHop", testbed.TwoHop: "BenchmarkTwoHop"}[p]
 		testing.Benchmark(func(b *testing.B) { s.Sweep(b, suite.Scenario{Name: name, Path: p}) })
 	}
 }
@@ -71,7 +71,7 @@ func TestShortLocalSweep(t *testing.T) {
 	require.NoError(t, err)
 	s, tg := newSuite(t, "-concurrency", "1,4", "-duration", "2s", "-warmup", "500ms", "-thresholds", fixture)
 	s.Config.Repeats = 2
-	sweep(s, target.OneHop, target.TwoHop)
+	sweep(s, testbed.OneHop, testbed.TwoHop)
 	require.NotNil(t, *tg, "the target was started")
 	pids := (*tg).PIDs()
 	require.Len(t, pids, 7)
@@ -83,13 +83,13 @@ func TestShortLocalSweep(t *testing.T) {
 		assert.True(t, r.Valid(), "%s invalid: %v", name, r.Invalid)
 		assert.Zero(t, r.Load.Errors, name)
 		// The requests were served by the right topology.
-		assert.Empty(t, target.CheckEdges(r.Arm, r.Path, r.Edges, r.Load.Requests), name)
+		assert.Empty(t, testbed.CheckEdges(r.Arm, r.Path, r.Edges, r.Load.Requests), name)
 		for _, e := range r.Edges {
-			assert.Equal(t, r.Arm == target.Meshed, e.Secured, "%s: %s → %s", name, e.Src, e.Dst)
+			assert.Equal(t, r.Arm == testbed.Meshed, e.Secured, "%s: %s → %s", name, e.Src, e.Dst)
 		}
 		// CPU was measured for every role on the path.
 		want := []measure.Role{measure.RoleLoadgen, measure.RoleApp}
-		if r.Arm == target.Meshed {
+		if r.Arm == testbed.Meshed {
 			want = append(want, measure.RoleSidecar)
 		}
 		for _, role := range want {
@@ -97,7 +97,7 @@ func TestShortLocalSweep(t *testing.T) {
 			assert.True(t, ok && tot.MilliCores > 0, "%s: no CPU measured for %s", name, role)
 		}
 		_, hasSidecar := r.Resources.Role(measure.RoleSidecar)
-		assert.Equal(t, r.Arm == target.Meshed, hasSidecar, name)
+		assert.Equal(t, r.Arm == testbed.Meshed, hasSidecar, name)
 	}
 
 	// The shipped fixture is calibrated on a quiet machine (its teeth and
@@ -168,7 +168,7 @@ func TestFixtureTripsOnSlowedMeshedPath(t *testing.T) {
 	s, _ := newSuite(t, "-concurrency", "1", "-duration", "1500ms", "-warmup", "300ms", "-thresholds", fixture)
 	s.Config.Repeats = 2
 	s.Config.MeshedBackendDelay = 4 * time.Millisecond
-	sweep(s, target.OneHop)
+	sweep(s, testbed.OneHop)
 	err = s.Finish()
 	require.Error(t, err)
 	var breach *verdict.Breach

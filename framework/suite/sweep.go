@@ -12,13 +12,13 @@ import (
 
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Sweep runs sc: its axes, outermost first, as nested sub-benchmarks
 // (payload=16KiB/…), then every concurrency. At each point it runs -count
 // interleaved rounds of the arms, in ABBA order (A B, B A, A B, …; see
-// target.RoundOrder), so that drift of the machine and the cost of going
+// testbed.RoundOrder), so that drift of the machine and the cost of going
 // first hit every arm alike; then the sub-benchmarks c=N/arm=… report
 // one round per -count iteration, which is what benchstat expects. A
 // scenario the target cannot serve is skipped with the reason. Sweep may
@@ -52,7 +52,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 			if !s.beforeRound(time.Duration(len(arms)) * per) {
 				s.notStarted(b)
 			}
-			runs := map[target.Arm][]report.Record{}
+			runs := map[testbed.Arm][]report.Record{}
 			round := func(rep int) {
 				if rep > 0 && !s.beforeRound(time.Duration(len(arms))*per) {
 					s.notStarted(b)
@@ -60,7 +60,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 				if rep >= reps { // a round the gate added: the plan grows by one
 					total += len(arms)
 				}
-				for _, arm := range target.RoundOrder(arms, rep) {
+				for _, arm := range testbed.RoundOrder(arms, rep) {
 					done++
 					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, max(reps, rep+1), done, total,
 						(time.Duration(max(total-done+1, 1)) * perRun(per, time.Since(started), done-1)).Round(time.Second))
@@ -137,14 +137,14 @@ func (s *Suite) fatalf(b *testing.B, format string, args ...any) {
 }
 
 // armsOf is the arms sc measures: its own, or the target's.
-func armsOf(tg target.Target, sc Scenario) []target.Arm {
+func armsOf(tg testbed.Target, sc Scenario) []testbed.Arm {
 	if len(sc.Arms) > 0 {
 		return sc.Arms
 	}
-	if a, ok := tg.(target.Armed); ok {
+	if a, ok := tg.(testbed.Armed); ok {
 		return a.Arms()
 	}
-	return target.Arms
+	return testbed.Arms
 }
 
 // notStarted ends a sub-benchmark whose round cannot start: skipped when
@@ -266,7 +266,7 @@ func runLabels(b *testing.B, sc Scenario, c int) labels.Set {
 }
 
 // measure runs one load and records it under the sub-benchmark's labels.
-func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm target.Arm, rep int) (report.Record, error) {
+func (s *Suite) measure(b *testing.B, tg testbed.Target, sc Scenario, c int, arm testbed.Arm, rep int) (report.Record, error) {
 	spec, err := s.spec(sc, c, arm)
 	if err != nil {
 		return report.Record{}, err
@@ -298,7 +298,7 @@ func (s *Suite) measure(b *testing.B, tg target.Target, sc Scenario, c int, arm 
 
 // spec is one run of arm at concurrency c of sc: the load the flags and
 // the scenario ask for.
-func (s *Suite) spec(sc Scenario, c int, arm target.Arm) (target.Spec, error) {
+func (s *Suite) spec(sc Scenario, c int, arm testbed.Arm) (testbed.Spec, error) {
 	o := s.Config.loadOptions(c)
 	if sc.window > 0 {
 		o.Duration = sc.window // the run's plan shortened it (planScenario)
@@ -316,12 +316,12 @@ func (s *Suite) spec(sc Scenario, c int, arm target.Arm) (target.Spec, error) {
 		o.QPS, o.RateFraction = o.QPS/o.RateFraction*f, f // -gate-fraction
 	}
 	if o.Concurrency != c {
-		return target.Spec{}, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
+		return testbed.Spec{}, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
 	}
 	// -request-size is what the client sends unless the scenario sends its
 	// own: the targets take the request from the workload
 	sc.Workload.RequestSize = cmp.Or(sc.Workload.RequestSize, o.RequestSize)
-	return target.Spec{Arm: arm, Workload: sc.Workload, Load: o, Fault: sc.Fault}, nil
+	return testbed.Spec{Arm: arm, Workload: sc.Workload, Load: o, Fault: sc.Fault}, nil
 }
 
 // report is a leaf sub-benchmark: its i-th call with b.N == 1 (one per

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/framework/labels"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
@@ -16,7 +16,7 @@ import (
 // the whole sweep. Scenarios without a meshed arm are never compared, so
 // never checked.
 func (s *Suite) planThresholds(b *testing.B, sc Scenario) {
-	if s.thresholds == nil || len(sc.trail) > 0 || (len(sc.Arms) > 0 && !slices.Contains(sc.Arms, target.Meshed)) {
+	if s.thresholds == nil || len(sc.trail) > 0 || (len(sc.Arms) > 0 && !slices.Contains(sc.Arms, testbed.Meshed)) {
 		return
 	}
 	bench := runLabels(b, sc, 0).Value(labels.Benchmark)

@@ -16,7 +16,7 @@ import (
 	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // explainCPU says where the CPU went at a point whose gate decision
@@ -27,13 +27,13 @@ import (
 // the results, and keeps their differential top-N for the report. A
 // target that cannot profile (a proxy that is not a Go program with a
 // pprof endpoint) is noted instead, with why.
-func (s *Suite) explainCPU(b *testing.B, tg target.Target, sc Scenario, c int, runs map[target.Arm][]report.Record, per time.Duration) {
+func (s *Suite) explainCPU(b *testing.B, tg testbed.Target, sc Scenario, c int, runs map[testbed.Arm][]report.Record, per time.Duration) {
 	d, ok := s.failedOnCPU(runs)
 	if !ok {
 		return
 	}
 	why := fmt.Errorf("%s on the %s target is not a Go program with a pprof endpoint", tg.Environment().Mesh.Name, tg.Name())
-	if p, ok := tg.(target.Profiler); ok {
+	if p, ok := tg.(testbed.Profiler); ok {
 		why = p.CanProfile()
 	}
 	if s.ref != nil {
@@ -59,7 +59,7 @@ func (s *Suite) explainCPU(b *testing.B, tg target.Target, sc Scenario, c int, r
 
 // failedOnCPU is the decision on sidecar CPU per request at the point
 // whose runs are runs, when it failed.
-func (s *Suite) failedOnCPU(runs map[target.Arm][]report.Record) (gate.Decision, bool) {
+func (s *Suite) failedOnCPU(runs map[testbed.Arm][]report.Record) (gate.Decision, bool) {
 	if s.gate == nil {
 		return gate.Decision{}, false
 	}
@@ -81,15 +81,15 @@ func (s *Suite) failedOnCPU(runs map[target.Arm][]report.Record) (gate.Decision,
 
 // profilePoint runs the profiled round at a point, writes the arms'
 // merged profiles beside the results and diffs them.
-func (s *Suite) profilePoint(b *testing.B, tg target.Target, sc Scenario, c int, d gate.Decision) (cpuprofile.Point, error) {
+func (s *Suite) profilePoint(b *testing.B, tg testbed.Target, sc Scenario, c int, d gate.Decision) (cpuprofile.Point, error) {
 	ref, cand := s.Config.gateArms()
 	pt := cpuprofile.Point{Scenario: d.Scenario.String(), Metric: d.Metric.Label(),
 		Reference: cpuprofile.Arm{Spec: ref}, Candidate: cpuprofile.Arm{Spec: cand}}
 	stem := (&report.Results{Started: s.started, Environment: tg.Environment()}).RunID()
 	// The point as go test names it, "UpgradeGate_load=max_c=8".
 	point := strings.ReplaceAll(strings.TrimPrefix(runLabels(b, sc, c).String(), "Benchmark"), "/", "_")
-	merged := map[target.Arm]*profile.Profile{}
-	for _, arm := range []target.Arm{target.Reference, target.Candidate} {
+	merged := map[testbed.Arm]*profile.Profile{}
+	for _, arm := range []testbed.Arm{testbed.Reference, testbed.Candidate} {
 		s.logf("%s/arm=%s: the gate failed on sidecar CPU here: one more round, not scored, with a CPU profile of the sidecars", label(b, sc), arm)
 		spec, err := s.spec(sc, c, arm)
 		if err != nil {
@@ -101,7 +101,7 @@ func (s *Suite) profilePoint(b *testing.B, tg target.Target, sc Scenario, c int,
 			return pt, fmt.Errorf("profiled round, %s: %w", arm, err)
 		}
 		a := &pt.Reference
-		if arm == target.Candidate {
+		if arm == testbed.Candidate {
 			a = &pt.Candidate
 		}
 		a.File = fmt.Sprintf("%s.%s.%s.pprof", stem, arm, point)
@@ -114,7 +114,7 @@ func (s *Suite) profilePoint(b *testing.B, tg target.Target, sc Scenario, c int,
 		}
 		pt.Seconds = max(pt.Seconds, secs)
 	}
-	rp, cp := merged[target.Reference], merged[target.Candidate]
+	rp, cp := merged[testbed.Reference], merged[testbed.Candidate]
 	pt.Flat = cpuprofile.DiffPerRequest(rp, cp, pt.Reference.Requests, pt.Candidate.Requests, cpuprofile.Flat, cpuprofile.TopN)
 	pt.Cumulative = cpuprofile.DiffPerRequest(rp, cp, pt.Reference.Requests, pt.Candidate.Requests, cpuprofile.Cumulative, cpuprofile.TopN)
 	if len(pt.Flat) == 0 {
@@ -126,7 +126,7 @@ func (s *Suite) profilePoint(b *testing.B, tg target.Target, sc Scenario, c int,
 // writeProfile merges one arm's sidecar profiles and writes them to
 // a.File in the results directory, filling in a's counts. It returns the
 // merged profile and the longest profile's seconds.
-func (s *Suite) writeProfile(raw []target.CPUProfile, a *cpuprofile.Arm) (*profile.Profile, float64, error) {
+func (s *Suite) writeProfile(raw []testbed.CPUProfile, a *cpuprofile.Arm) (*profile.Profile, float64, error) {
 	if len(raw) == 0 {
 		return nil, 0, errors.New("the target returned no profile")
 	}

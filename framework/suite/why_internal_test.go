@@ -15,37 +15,37 @@ import (
 	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/target"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // fakeTarget runs nothing: each Run returns, when asked for profiles, one
 // synthetic CPU profile per sidecar, the candidate's with an access log.
 type fakeTarget struct {
 	mesh  string
-	specs []target.Spec
+	specs []testbed.Spec
 }
 
 func (f *fakeTarget) Name() string { return "fake" }
-func (f *fakeTarget) Environment() target.Environment {
-	return target.Environment{Target: "fake", Mesh: target.MeshInfo{Name: f.mesh}}
+func (f *fakeTarget) Environment() testbed.Environment {
+	return testbed.Environment{Target: "fake", Mesh: testbed.MeshInfo{Name: f.mesh}}
 }
 func (f *fakeTarget) Close(context.Context) error { return nil }
-func (f *fakeTarget) Run(_ context.Context, s target.Spec) (*target.Run, error) {
+func (f *fakeTarget) Run(_ context.Context, s testbed.Spec) (*testbed.Run, error) {
 	f.specs = append(f.specs, s)
-	run := &target.Run{Arm: s.Arm, Load: &load.Result{Requests: 1000}}
+	run := &testbed.Run{Arm: s.Arm, Load: &load.Result{Requests: 1000}}
 	if !s.CPUProfile {
 		return run, nil
 	}
 	for _, name := range []string{"loadgen-sidecar", "backend-sidecar"} {
 		leaves := map[string]int64{"crypto/aes.gcmAesEnc": 4, "syscall.Syscall6": 6}
-		if s.Arm == target.Candidate {
+		if s.Arm == testbed.Candidate {
 			leaves = map[string]int64{"crypto/aes.gcmAesEnc": 3, "syscall.Syscall6": 5, "go.uber.org/zap/zapcore.(*jsonEncoder).AppendString": 2}
 		}
 		var buf bytes.Buffer
 		if err := cpuprofile.Write(&buf, leafProfile(leaves)); err != nil {
 			return nil, err
 		}
-		run.CPUProfiles = append(run.CPUProfiles, target.CPUProfile{Process: string(s.Arm) + "/" + name, Data: buf.Bytes()})
+		run.CPUProfiles = append(run.CPUProfiles, testbed.CPUProfile{Process: string(s.Arm) + "/" + name, Data: buf.Bytes()})
 	}
 	return run, nil
 }
@@ -79,15 +79,15 @@ func leafProfile(samples map[string]int64) *profile.Profile {
 
 // whySuite is a suite gating caddy+access-log against caddy in this run,
 // and a point whose sidecar CPU per request is ×cand/400 the reference's.
-func whySuite(t *testing.T, cand float64) (*Suite, map[target.Arm][]report.Record) {
+func whySuite(t *testing.T, cand float64) (*Suite, map[testbed.Arm][]report.Record) {
 	t.Helper()
 	s := NewWithConfig(&Config{Target: "local", Sidecar: "caddy", Candidate: "caddy+access-log", Duration: 3 * time.Second, Repeats: 3, MaxCount: 3, ResultsDir: t.TempDir()})
 	s.gate, s.ctx, s.Log = testGateFixture(t), context.Background(), &bytes.Buffer{}
 	s.started = time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
-	runs := map[target.Arm][]report.Record{}
+	runs := map[testbed.Arm][]report.Record{}
 	for rep, jitter := range []float64{0, 4, -4} {
-		runs[target.Reference] = append(runs[target.Reference], syntheticRecord(target.Reference, rep, figures{sidecarMC: 400 + jitter, appMC: 200, qps: 2000, rssMiB: 60}))
-		runs[target.Candidate] = append(runs[target.Candidate], syntheticRecord(target.Candidate, rep, figures{sidecarMC: cand + jitter, appMC: 200, qps: 2000, rssMiB: 60}))
+		runs[testbed.Reference] = append(runs[testbed.Reference], syntheticRecord(testbed.Reference, rep, figures{sidecarMC: 400 + jitter, appMC: 200, qps: 2000, rssMiB: 60}))
+		runs[testbed.Candidate] = append(runs[testbed.Candidate], syntheticRecord(testbed.Candidate, rep, figures{sidecarMC: cand + jitter, appMC: 200, qps: 2000, rssMiB: 60}))
 	}
 	return s, runs
 }
@@ -99,9 +99,9 @@ func whySuite(t *testing.T, cand float64) (*Suite, map[target.Arm][]report.Recor
 func TestExplainCPUProfilesAFailedPoint(t *testing.T) {
 	s, runs := whySuite(t, 600)
 	tg := &profilingTarget{fakeTarget{mesh: "sidecar/caddy"}}
-	s.explainCPU(&testing.B{}, tg, Scenario{Name: "BenchmarkOneHop", Path: target.OneHop}, 4, runs, time.Second)
+	s.explainCPU(&testing.B{}, tg, Scenario{Name: "BenchmarkOneHop", Path: testbed.OneHop}, 4, runs, time.Second)
 	require.Len(t, tg.specs, 2)
-	for i, arm := range []target.Arm{target.Reference, target.Candidate} {
+	for i, arm := range []testbed.Arm{testbed.Reference, testbed.Candidate} {
 		assert.Equal(t, arm, tg.specs[i].Arm)
 		assert.True(t, tg.specs[i].CPUProfile)
 		assert.Equal(t, 4, tg.specs[i].Load.Concurrency)
@@ -147,13 +147,13 @@ func TestExplainCPUProfilesAFailedPoint(t *testing.T) {
 func TestExplainCPUSaysWhyNot(t *testing.T) {
 	s, runs := whySuite(t, 600)
 	tg := &fakeTarget{mesh: "istio"}
-	s.explainCPU(&testing.B{}, tg, Scenario{Name: "BenchmarkOneHop", Path: target.OneHop}, 4, runs, time.Second)
+	s.explainCPU(&testing.B{}, tg, Scenario{Name: "BenchmarkOneHop", Path: testbed.OneHop}, 4, runs, time.Second)
 	assert.Empty(t, tg.specs)
 	assert.Equal(t, cpuprofile.Report{None: "no CPU profile: istio on the fake target is not a Go program with a pprof endpoint"}, s.why)
 
 	s, runs = whySuite(t, 400)
 	ptg := &profilingTarget{fakeTarget{mesh: "sidecar/caddy"}}
-	s.explainCPU(&testing.B{}, ptg, Scenario{Name: "BenchmarkOneHop", Path: target.OneHop}, 4, runs, time.Second)
+	s.explainCPU(&testing.B{}, ptg, Scenario{Name: "BenchmarkOneHop", Path: testbed.OneHop}, 4, runs, time.Second)
 	assert.Empty(t, ptg.specs)
 	assert.Equal(t, cpuprofile.Report{}, s.why)
 
@@ -163,7 +163,7 @@ func TestExplainCPUSaysWhyNot(t *testing.T) {
 	for rep := range 3 {
 		p.round(rep)
 	}
-	stored.explainCPU(&testing.B{}, ptg, Scenario{Name: "BenchmarkOneHop", Path: target.OneHop}, 4, p.runs, time.Second)
+	stored.explainCPU(&testing.B{}, ptg, Scenario{Name: "BenchmarkOneHop", Path: testbed.OneHop}, 4, p.runs, time.Second)
 	assert.Empty(t, ptg.specs)
 	assert.Equal(t, cpuprofile.Report{None: "no CPU profile: the reference is a stored run, whose sidecars are not running to be profiled"}, stored.why)
 }

@@ -1,5 +1,5 @@
 // Command kindcluster creates, loads images into and deletes meshbench's kind
-// clusters through framework/target/kind (the kind Go library, no kind
+// clusters through framework/testbed/kind (the kind Go library, no kind
 // binary). It only turns flags into library options.
 //
 //	go run ./hack/offline/kindcluster up [-config kind-config.yaml] [-image IMG] NAME
@@ -16,7 +16,7 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/meshbench/meshbench/framework/target/kind"
+	"github.com/meshbench/meshbench/framework/testbed/kind"
 )
 
 func main() {

@@ -1,0 +1,51 @@
+package testbed
+
+import (
+	"time"
+
+	"github.com/meshbench/meshbench/framework/validity"
+)
+
+// FaultOutcome is what a target made of a run's fault: whether it
+// happened, when, and what kept it from happening.
+type FaultOutcome struct {
+	// Fired says the fault happened.
+	Fired bool
+	// At is when it happened, wall clock.
+	At time.Time
+	// Err is what kept the fault from happening; nil when nothing did.
+	Err error
+}
+
+// JudgeFault puts a fault's outcome on run, which ran in expected-disruption
+// mode: the recovery measured on the load's timeline
+// (load.Timeline.Recovery), and the reasons a fault run cannot be trusted:
+// a fault that failed or did not happen within the window, a load without
+// a timeline, or no recovery within the window. A fault that failed no
+// request is a warning. Every target judges its faults here; what the
+// fault did to the target's own accounting (the restart of what it
+// killed) is the target's.
+func JudgeFault(run *Run, f FaultOutcome) {
+	switch {
+	case f.Err != nil:
+		run.Invalidate(validity.FaultFailed, "fault failed: %v", f.Err)
+		return
+	case !f.Fired:
+		run.Invalidate(validity.FaultFailed, "fault did not happen: %s is not within the %v window", run.Fault, run.Load.Options.Duration)
+		return
+	case run.Load.Timeline == nil:
+		run.Invalidate(validity.FaultFailed, "fault run without a timeline")
+		return
+	}
+	tl := run.Load.Timeline
+	rec := tl.Recovery(f.At)
+	run.Recovery = &rec
+	if rec.Failed == 0 {
+		run.Warn(validity.FaultNoFailures, "the fault failed no request")
+	}
+	if rec.Recovered < 0 {
+		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
+		run.Invalidate(validity.FaultNotRecovered, "no recovery within the window (%v after the fault); lengthen -duration",
+			end.Sub(f.At).Round(time.Millisecond))
+	}
+}

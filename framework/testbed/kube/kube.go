@@ -1,0 +1,778 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/internal/kubewait"
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/measure/nodestats"
+	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/meshinstall"
+	"github.com/meshbench/meshbench/framework/testbed"
+)
+
+// Target runs both arms in namespaces of one cluster, or, with a
+// candidate sidecar (Options.Candidate), the baseline, reference and
+// candidate arms. It implements testbed.Target and testbed.Armed.
+type Target struct {
+	// alignedSaid is closed once the first run aligned to the kubelets'
+	// refreshes has said what that costs.
+	alignedSaid sync.Once
+	o           Options
+	c           kubernetes.Interface
+	run         string // random suffix shared by the run's namespaces
+
+	// Seams to the cluster, replaced in tests.
+	fwd   forwarder
+	fetch func(ctx context.Context, node string) (kubelet.Snapshot, error)
+	// counterSource says where fetch reads (the environment's CPUCounters);
+	// onDemand: its samples are taken at the read, so there is no
+	// refresh to wait for.
+	counterSource string
+	onDemand      bool
+	hc            *http.Client
+	now           func() time.Time
+
+	mu         sync.Mutex
+	created    []string // namespaces to delete, in creation order
+	closed     bool
+	arms       map[testbed.Arm]*arm
+	env        testbed.Environment
+	meshInfo   mesh.Info
+	candInfo   mesh.Info // the candidate revision's, in a revision gate
+	nodes      []NodeInfo
+	idle       map[kubelet.ContainerKey]float64 // working set before any load
+	verified   map[testbed.Arm]mesh.Verification
+	lastMTLS   []mesh.Edge
+	mtlsReason string
+	// sidecar is the bring-your-own sidecar mesh's wiring of the meshed
+	// arm (certificates made at set-up), nil for every other mesh.
+	sidecar *manifests.Sidecar
+	// restCfg is what New was given; helm is the mesh's installer when the
+	// run installed it.
+	restCfg *rest.Config
+	helm    *meshinstall.Helm
+	// replicas is the loadgen replicas deployed per namespace, 0 where
+	// none is (yet): scenarios that need more scale them up.
+	replicas map[string]int
+	// killer kills a container for a fault; faultWhyNot says why faults
+	// cannot run on this cluster, "" when they can.
+	killer      killer
+	faultWhyNot string
+	// agent reads the nodes' counters with Options.NodeCPU agent; nil
+	// otherwise.
+	agent *nodeAgent
+}
+
+// arm is one side's namespaces; in a run, as the run's placement sees it
+// (Target.runArm).
+type arm struct {
+	name testbed.Arm
+	// ns holds the backend and the frontend; loadgenNS the loadgen (ns
+	// itself in-mesh, the shared loadgen namespace out-of-mesh).
+	ns, loadgenNS string
+	// placement is where the loadgen sits.
+	placement Placement
+	// sidecar: the arm's pods are wired through the bring-your-own
+	// sidecar; in the mesh, the loadgen calls its own sidecar's outbound
+	// listeners, out of it, the callee sidecar's plain (permissive) port.
+	sidecar bool
+	// proxy is the arm's sidecar wiring when the harness wires it (the
+	// candidate's differs from the reference's); image, when set, the
+	// image of the mesh's injected proxy container instead of the mesh's
+	// own (an unwired candidate).
+	proxy *manifests.Sidecar
+	image string
+	// mesh is the arm's own mesh adapter (the candidate revision's), nil
+	// for the target's (Target.meshOf).
+	mesh mesh.Mesh
+}
+
+// url is what the loadgen calls for path p in protocol proto: the
+// Service's HTTP/1.1 or h2c port, or, with the bring-your-own sidecar, the
+// loadgen sidecar's matching outbound listener (in the mesh) or the
+// callee sidecar's plain listener (out of it).
+func (a *arm) url(p testbed.Path, proto load.Protocol) string {
+	svc := manifests.Backend
+	if p == testbed.TwoHop {
+		svc = manifests.Frontend
+	}
+	h2 := proto == load.H2
+	switch {
+	case a.sidecar && a.placement == OutOfMesh:
+		return fmt.Sprintf("http://%s.%s.svc:%d/", svc, a.ns, manifests.PlainPort)
+	case a.sidecar && h2:
+		return fmt.Sprintf("http://127.0.0.1:%d/", manifests.OutboundH2Port(svc))
+	case a.sidecar:
+		return fmt.Sprintf("http://127.0.0.1:%d/", manifests.OutboundPort(svc))
+	case h2:
+		return fmt.Sprintf("http://%s.%s.svc:%d/", svc, a.ns, manifests.H2Port)
+	}
+	return fmt.Sprintf("http://%s.%s.svc:%d/", svc, a.ns, manifests.Port)
+}
+
+var _ testbed.Target = (*Target)(nil)
+
+// NodeInfo describes one node of the cluster.
+type NodeInfo struct {
+	Name             string  `json:"name"`                   // the node's name
+	AllocatableCores float64 `json:"allocatableCores"`       // allocatable CPU, in cores
+	AllocatableMiB   int64   `json:"allocatableMiB"`         // allocatable memory, in MiB
+	Kernel           string  `json:"kernel"`                 // kernel version, from the node's status
+	OSImage          string  `json:"osImage"`                // e.g. "Debian GNU/Linux 12 (bookworm)"
+	Runtime          string  `json:"containerRuntime"`       // e.g. "containerd://2.3.4"
+	Kubelet          string  `json:"kubelet"`                // the kubelet's version
+	CPUModel         string  `json:"cpuModel,omitempty"`     // from a node label or the host, when known
+	InstanceType     string  `json:"instanceType,omitempty"` // node.kubernetes.io/instance-type, on a cloud
+	ProviderID       string  `json:"providerID,omitempty"`   // e.g. "kind://docker/meshbench/meshbench-worker"
+}
+
+// New deploys both arms in the cluster cfg points at and waits until they
+// are ready and verified. On error everything created so far is deleted.
+func New(ctx context.Context, cfg *rest.Config, o Options) (*Target, error) {
+	if cfg == nil {
+		return nil, errors.New("kube target: no rest.Config")
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		// client-go's default (5 QPS) would delay the kubelet reads around
+		// a window behind the watcher's and the verifier's requests.
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube target: client for %s: %w", cfg.Host, err)
+	}
+	t, err := newTarget(c, o)
+	if err != nil {
+		return nil, err
+	}
+	t.restCfg = cfg
+	t.fwd = spdyForwarder(cfg, c)
+	t.useCounters(c)
+	if _, err := serverVersion(ctx, c); err != nil {
+		return nil, apiError(cfg.Host, err)
+	}
+	if err := t.setUp(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// kubeletCounters names the kubelet's counters in the environment.
+const kubeletCounters = "the kubelets' /metrics/resource and /metrics/cadvisor through the API server (cached, refreshed every 10-15 s)"
+
+// useCounters picks where CPU and memory are read: on the nodes, at the
+// moment of the read, when the target can run commands there (kind) or
+// through its node agent (Options.NodeCPU agent, deployed by preflight);
+// else from the kubelets.
+func (t *Target) useCounters(c kubernetes.Interface) {
+	if t.o.NodeExec == nil && t.o.NodeCPU == NodeCPUAgent {
+		t.agent = &nodeAgent{c: c, now: t.now, logf: t.o.Logf, pods: map[string]string{}, anchors: map[string]clockAnchor{}}
+		t.counterSource, t.onDemand, t.fetch = agentCounters, true, t.agent.fetch
+		return
+	}
+	if t.o.NodeExec == nil {
+		t.counterSource = kubeletCounters
+		t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) { return kubelet.Fetch(ctx, c, node) }
+		return
+	}
+	t.counterSource, t.onDemand = nodestats.Source, true
+	t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) {
+		s, err := nodestats.Fetch(ctx, nodestats.Exec(t.o.NodeExec), node)
+		missing, err := nodestats.Missing(err)
+		for _, m := range missing {
+			t.o.Logf("CPU counters: %v", m)
+		}
+		return s, err
+	}
+	if t.o.NodeCPU == NodeCPUAgent {
+		// The node reads stay the figures; the agent is read beside them
+		// and compared, to check it.
+		t.agent = &nodeAgent{c: c, now: t.now, logf: t.o.Logf, pods: map[string]string{}, anchors: map[string]clockAnchor{}}
+		t.fetch = t.comparing(t.fetch)
+	}
+}
+
+// newTarget builds a Target around a clientset without touching the cluster.
+func newTarget(c kubernetes.Interface, o Options) (*Target, error) {
+	if err := o.normalize(); err != nil {
+		return nil, fmt.Errorf("kube target: %w", err)
+	}
+	return &Target{
+		o:   o,
+		c:   c,
+		run: envconf.RandomName("", 6),
+		// No keep-alive: tunnels are per run, and a later tunnel may get the
+		// local port of an earlier one.
+		hc:       &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}},
+		now:      time.Now,
+		arms:     map[testbed.Arm]*arm{},
+		verified: map[testbed.Arm]mesh.Verification{},
+		replicas: map[string]int{},
+	}, nil
+}
+
+// serverVersion asks the API server its version, within 30s.
+func serverVersion(ctx context.Context, c kubernetes.Interface) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := discovery.ToServerVersionInterfaceWithContext(c.Discovery()).ServerVersionWithContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	return v.GitVersion, nil
+}
+
+// apiError explains a failed first contact with the API server.
+func apiError(host string, err error) error {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("kube target: the API server at %s rejected the credentials (expired token or wrong -context?): %w", host, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("kube target: the API server at %s refused the identity in use: %w", host, err)
+	}
+	return fmt.Errorf("kube target: the API server at %s is unreachable (check -kubeconfig/-context and that the cluster is running): %w", host, err)
+}
+
+func (t *Target) ns(role string) string {
+	return fmt.Sprintf("%s-%s-%s", t.o.NamespacePrefix, role, t.run)
+}
+
+// setUp does New's work after the API server answered, as a list of
+// steps; on error it deletes what it created.
+func (t *Target) setUp(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.DeleteTimeout+t.o.InstallTimeout)
+			defer cancel()
+			if cerr := t.Close(cctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("clean-up: %w", cerr))
+			}
+		}
+	}()
+	if err := t.preflight(ctx); err != nil {
+		return err
+	}
+	if err := t.newArms(); err != nil {
+		return err
+	}
+	if err := t.createArmNamespaces(ctx); err != nil {
+		return err
+	}
+	if err := t.deployArms(ctx); err != nil {
+		return err
+	}
+	if err := t.verify(ctx); err != nil {
+		return err
+	}
+	if t.idle, err = t.idleMemory(ctx); err != nil {
+		return err
+	}
+	t.env = t.environment(ctx)
+	t.killer, t.faultWhyNot = t.newKiller(ctx)
+	return nil
+}
+
+// preflight finds (or installs) the mesh and reads the nodes, and fails
+// before anything is deployed when the kubelets cannot be read.
+func (t *Target) preflight(ctx context.Context) error {
+	info, err := t.detectMesh(ctx)
+	if err != nil {
+		return err
+	}
+	t.meshInfo = info
+	if err := t.detectCandidate(ctx); err != nil {
+		return err
+	}
+	if t.nodes, err = t.readNodes(ctx); err != nil {
+		return err
+	}
+	if t.agent != nil {
+		if err := t.deployNodeAgent(ctx); err != nil {
+			return err
+		}
+		if _, err := t.agent.fetch(ctx, t.nodes[0].Name); err != nil {
+			return fmt.Errorf("kube target: node CPU agent on node %s: %w\n%s", t.nodes[0].Name, err, agentFallback)
+		}
+	}
+	if _, err := t.fetch(ctx, t.nodes[0].Name); err != nil {
+		return fmt.Errorf("kube target: kubelet metrics of node %s: %w", t.nodes[0].Name, err)
+	}
+	return nil
+}
+
+// newArms names the arms' namespaces and, for the bring-your-own sidecar
+// mesh, makes the meshed arms' wiring (permissive, so that a loadgen out
+// of the mesh can call it): the candidate's is the reference's with the
+// candidate's image and configuration.
+func (t *Target) newArms() error {
+	t.arms[testbed.Baseline] = &arm{name: testbed.Baseline, ns: t.ns("baseline")}
+	meshed := t.newMeshedArms()
+	for _, a := range meshed {
+		t.arms[a.name] = a
+	}
+	for _, a := range t.arms {
+		a.placement, a.loadgenNS = t.o.Placement, a.ns
+		if t.o.Placement == OutOfMesh {
+			a.loadgenNS = t.sharedNS()
+		}
+	}
+	sp, ok := t.o.Mesh.(mesh.SidecarProxy)
+	if !ok || !sp.Wired() {
+		t.wireCandidate(nil)
+		return nil
+	}
+	var err error
+	if t.sidecar, err = newSidecar(sp, t.o.Workloads.NginxWorkers); err != nil {
+		return err
+	}
+	t.sidecar.Permissive = true
+	for _, a := range meshed {
+		a.sidecar, a.proxy = true, t.sidecar
+	}
+	t.wireCandidate(t.sidecar)
+	return nil
+}
+
+// sharedNS is the out-of-mesh loadgen's namespace.
+func (t *Target) sharedNS() string { return t.ns("loadgen") }
+
+// createArmNamespaces creates the arms' namespaces (and the out-of-mesh
+// loadgen's, when that is the default placement) and turns the mesh on
+// in the meshed ones. The restricted standard is enforced in the meshed
+// namespace only when the mesh adds nothing to it: injected sidecars come
+// with privileged init containers (istio-init, linkerd-init without their
+// CNI), and waypoints are the mesh's own pods. Otherwise it is warned
+// about. The bring-your-own sidecar, as the target wires it, is restricted
+// too.
+func (t *Target) createArmNamespaces(ctx context.Context) error {
+	m := t.o.Mesh
+	_, injector := m.(mesh.Injector)
+	roles := m.Roles()
+	enforceMeshed := len(roles.Sidecars) == 0 && len(roles.Waypoints) == 0 && !injector || t.sidecar != nil && len(t.sidecar.Args) == 0
+	nss := []*corev1.Namespace{manifests.Namespace(t.arms[testbed.Baseline].ns, string(testbed.Baseline), t.run, true)}
+	for _, a := range t.meshedArms() {
+		nss = append(nss, manifests.Namespace(a.ns, string(a.name), t.run, enforceMeshed))
+	}
+	if t.o.Placement == OutOfMesh {
+		nss = append(nss, manifests.Namespace(t.sharedNS(), manifests.ArmShared, t.run, true))
+	}
+	for _, ns := range nss {
+		if err := t.createNamespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	for _, a := range t.meshedArms() {
+		if err := t.meshOf(a).Enable(ctx, t.c, a.ns); err != nil {
+			return fmt.Errorf("kube target: %s: enable injection in %s: %w", m.Name(), a.ns, err)
+		}
+	}
+	return nil
+}
+
+// deployArms renders and creates the workloads of the default placement
+// and waits until they are ready.
+func (t *Target) deployArms(ctx context.Context) error {
+	shared := ""
+	if t.o.Placement == OutOfMesh {
+		shared = t.sharedNS()
+	}
+	sets, wants, err := t.render(append([]*arm{t.arms[testbed.Baseline]}, t.meshedArms()...), shared)
+	if err != nil {
+		return err
+	}
+	t.o.Logf("kube target: deploying %s in %s", strings.Join(componentsOf(wants), ", "), strings.Join(t.Namespaces(), ", "))
+	if err := t.apply(ctx, sets); err != nil {
+		return err
+	}
+	if err := t.waitReady(ctx, wants); err != nil {
+		return err
+	}
+	for _, w := range wants {
+		if w.Component == manifests.Loadgen {
+			t.replicas[w.Namespace] = w.Replicas
+		}
+	}
+	return nil
+}
+
+// waitReady waits, within Options.ReadyTimeout, until every wanted pod is
+// ready, and stops at once on a pod that cannot become ready.
+func (t *Target) waitReady(ctx context.Context, wants []want) error {
+	rctx, cancel := context.WithTimeout(ctx, t.o.ReadyTimeout)
+	defer cancel()
+	start := t.now()
+	r := &readiness{c: t.c, run: t.run, wants: wants, probes: t.o.ProbeFailures, grace: t.o.UnschedulableGrace,
+		every: 2 * time.Second, now: t.now, logf: t.o.Logf, logLines: 20}
+	if err := r.wait(rctx); err != nil {
+		return fmt.Errorf("kube target: %w", err)
+	}
+	t.o.Logf("kube target: %s ready in %v", strings.Join(componentsOf(wants), ", "), t.now().Sub(start).Round(time.Second))
+	return nil
+}
+
+func (t *Target) detectMesh(ctx context.Context) (mesh.Info, error) {
+	m := t.o.Mesh
+	info, err := m.Detect(ctx, t.c)
+	var ni *mesh.NotInstalledError
+	if errors.As(err, &ni) && t.o.InstallMesh {
+		inst, ok := m.(mesh.Installer)
+		if !ok {
+			return info, fmt.Errorf("kube target: %w; the %s adapter cannot install it, install it first", err, m.Name())
+		}
+		charts, err := inst.Charts(t.o.Install)
+		if err != nil {
+			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
+		}
+		start := t.now()
+		t.o.Logf("kube target: %s is not installed (%s): installing it from %d Helm chart(s)", m.Name(), ni.Looked, len(charts))
+		if err := meshinstall.Prepare(ctx, t.c, m, t.o.Install, t.o.Logf); err != nil {
+			return info, fmt.Errorf("kube target: %w", err)
+		}
+		t.mu.Lock()
+		t.helm = t.newHelm()
+		t.mu.Unlock()
+		if err := t.helm.Install(ctx, charts); err != nil {
+			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
+		}
+		t.o.Logf("kube target: %s installed in %v", m.Name(), t.now().Sub(start).Round(time.Second))
+		info, err = m.Detect(ctx, t.c)
+		if err != nil {
+			return info, fmt.Errorf("kube target: %s installed but not detected: %w", m.Name(), err)
+		}
+		return info, nil
+	}
+	if err != nil {
+		return info, fmt.Errorf("kube target: %w", err)
+	}
+	return info, nil
+}
+
+// Installed lists the Helm releases the target installed (and uninstalls
+// on Close); empty when the mesh was already there.
+func (t *Target) Installed() []meshinstall.Installed {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.helm == nil {
+		return nil
+	}
+	return t.helm.Installed()
+}
+
+// newHelm is the installer of the mesh, with the target's options.
+func (t *Target) newHelm() *meshinstall.Helm {
+	return meshinstall.NewHelm(t.restCfg, t.c, meshinstall.HelmOptions{ChartDir: t.o.ChartDir, Timeout: t.o.InstallTimeout,
+		Grace: t.o.UnschedulableGrace, Logf: t.o.Logf})
+}
+
+func (t *Target) readNodes(ctx context.Context) ([]NodeInfo, error) {
+	l, err := t.c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("kube target: listing nodes was forbidden: the identity in use needs RBAC list on nodes: %w", err)
+		}
+		return nil, fmt.Errorf("kube target: list nodes: %w", err)
+	}
+	if len(l.Items) == 0 {
+		return nil, errors.New("kube target: the cluster has no nodes")
+	}
+	out := make([]NodeInfo, 0, len(l.Items))
+	for _, n := range l.Items {
+		out = append(out, nodeInfo(&n))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (t *Target) createNamespace(ctx context.Context, ns *corev1.Namespace) error {
+	if _, err := t.c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("kube target: creating namespace %s was forbidden: the identity in use needs RBAC create on namespaces: %w", ns.Name, err)
+		}
+		return fmt.Errorf("kube target: create namespace %s: %w", ns.Name, err)
+	}
+	t.mu.Lock()
+	t.created = append(t.created, ns.Name)
+	t.mu.Unlock()
+	return nil
+}
+
+// renderJob is what one namespace runs: its components, whether the
+// mesh is in it, and its loadgen replicas.
+type renderJob struct {
+	ns, armLabel string
+	comps        []manifests.Component
+	inject       bool
+	replicas     int
+}
+
+// render builds every namespace's objects (the arms', in order, and the
+// out-of-mesh loadgen's in shared when set) and what readiness waits for.
+func (t *Target) render(arms []*arm, shared string) ([]*manifests.Set, []want, error) {
+	apps := []manifests.Component{manifests.Backend, manifests.Frontend}
+	if shared == "" {
+		apps = manifests.Components
+	}
+	var jobs []renderJob
+	for _, a := range arms {
+		jobs = append(jobs, renderJob{a.ns, string(a.name), apps, a.name.IsMeshed(), t.o.Loadgens})
+	}
+	if shared != "" {
+		jobs = append(jobs, renderJob{shared, manifests.ArmShared, []manifests.Component{manifests.Loadgen}, false, t.o.Loadgens})
+	}
+	var sets []*manifests.Set
+	var wants []want
+	for _, j := range jobs {
+		s, ws, err := t.renderOne(j)
+		if err != nil {
+			return nil, nil, err
+		}
+		sets, wants = append(sets, s), append(wants, ws...)
+	}
+	return sets, wants, nil
+}
+
+// renderOne builds one namespace's objects, with the mesh injected (or
+// the bring-your-own sidecar wired, as the namespace's arm wires it) where
+// the job says.
+func (t *Target) renderOne(j renderJob) (*manifests.Set, []want, error) {
+	p := t.o.Workloads
+	p.Namespace, p.Arm, p.Run, p.Components, p.LoadgenReplicas = j.ns, j.armLabel, t.run, j.comps, j.replicas
+	a := t.armOf(j.ns)
+	if j.inject && a != nil && a.proxy != nil {
+		p.Sidecar = a.proxy
+	}
+	s, err := manifests.Render(p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kube target: %w", err)
+	}
+	if inj, ok := t.o.Mesh.(mesh.Injector); ok && j.inject {
+		for _, d := range s.Deployments {
+			if err := t.inject(inj, a, &d.Spec.Template); err != nil {
+				return nil, nil, fmt.Errorf("kube target: %s: inject into %s/%s: %w", t.o.Mesh.Name(), d.Namespace, d.Name, err)
+			}
+		}
+	}
+	var wants []want
+	for _, d := range s.Deployments {
+		wants = append(wants, want{Namespace: j.ns, Component: manifests.Component(d.Labels[manifests.LabelComponent]), Replicas: int(*d.Spec.Replicas)})
+	}
+	return s, wants, nil
+}
+
+// inject injects the mesh into a pod template of arm a, with the arm's
+// own proxy image when it has one (an unwired candidate).
+func (t *Target) inject(inj mesh.Injector, a *arm, tmpl *corev1.PodTemplateSpec) error {
+	if err := inj.Inject(tmpl); err != nil {
+		return err
+	}
+	sp, ok := t.o.Mesh.(mesh.SidecarProxy)
+	if a == nil || a.image == "" || !ok {
+		return nil
+	}
+	name, _, _ := sp.Proxy()
+	return setProxyImage(tmpl, name, a.image)
+}
+
+// apply creates every set's objects, the namespaces concurrently, each in
+// creation order.
+func (t *Target) apply(ctx context.Context, sets []*manifests.Set) error {
+	errs := make([]error, len(sets))
+	var wg sync.WaitGroup
+	for i, s := range sets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, o := range s.Objects() {
+				if err := t.create(ctx, o); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (t *Target) create(ctx context.Context, o runtime.Object) error {
+	var err error
+	var kind, ns, name string
+	switch x := o.(type) {
+	case *corev1.ConfigMap:
+		kind, ns, name = "ConfigMap", x.Namespace, x.Name
+		_, err = t.c.CoreV1().ConfigMaps(ns).Create(ctx, x, metav1.CreateOptions{})
+	case *corev1.Secret:
+		kind, ns, name = "Secret", x.Namespace, x.Name
+		_, err = t.c.CoreV1().Secrets(ns).Create(ctx, x, metav1.CreateOptions{})
+	case *corev1.Service:
+		kind, ns, name = "Service", x.Namespace, x.Name
+		_, err = t.c.CoreV1().Services(ns).Create(ctx, x, metav1.CreateOptions{})
+	case *appsv1.Deployment:
+		kind, ns, name = "Deployment", x.Namespace, x.Name
+		_, err = t.c.AppsV1().Deployments(ns).Create(ctx, x, metav1.CreateOptions{})
+	default:
+		return fmt.Errorf("kube target: cannot create %T", o)
+	}
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("kube target: creating %s %s/%s was forbidden (RBAC, or an admission policy): %w", kind, ns, name, err)
+		}
+		return fmt.Errorf("kube target: create %s %s/%s: %w", kind, ns, name, err)
+	}
+	return nil
+}
+
+// verify checks, with the mesh adapter, that the meshed arms' pods carry
+// the mesh and that the baseline's (and the out-of-mesh loadgen's) do not.
+func (t *Target) verify(ctx context.Context) error {
+	var errs []error
+	for _, a := range append([]*arm{t.arms[testbed.Baseline]}, t.meshedArms()...) {
+		v, err := t.meshOf(a).Verify(ctx, t.c, a.ns, a.name.IsMeshed())
+		t.mu.Lock()
+		t.verified[a.name] = v
+		t.mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, n := range v.Notes {
+			t.o.Logf("kube target: %s arm: %s", a.name, n)
+		}
+	}
+	errs = append(errs, t.revisionsApart())
+	if m := t.meshedArms()[0]; m.loadgenNS != m.ns {
+		if _, err := t.o.Mesh.Verify(ctx, t.c, m.loadgenNS, false); err != nil {
+			errs = append(errs, fmt.Errorf("out-of-mesh loadgen: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kube target: the arms are not what they claim: %w", err)
+	}
+	return nil
+}
+
+// Name implements testbed.Target: "kind" or "remote".
+func (t *Target) Name() string { return t.o.Name }
+
+// Environment implements testbed.Target.
+func (t *Target) Environment() testbed.Environment { return t.env }
+
+// Nodes describes every node of the cluster, as New found them.
+func (t *Target) Nodes() []NodeInfo { return append([]NodeInfo(nil), t.nodes...) }
+
+// Namespaces returns the namespaces of the run: baseline, meshed and, out
+// of mesh, the loadgen's.
+func (t *Target) Namespaces() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.created...)
+}
+
+// Evidence is what the target verified about the arms.
+type Evidence struct {
+	// Verifications are the mesh adapter's checks of each arm's pods.
+	Verifications map[testbed.Arm]mesh.Verification `json:"verifications"`
+	// MTLS are the meshed arm's source → destination pairs as the mesh's
+	// telemetry reported them after the last meshed run; nil when the mesh
+	// has no such telemetry.
+	MTLS []mesh.Edge `json:"mtls,omitempty"`
+	// MTLSNote says why there is no MTLS table, when there is none.
+	MTLSNote string `json:"mtlsNote,omitempty"`
+}
+
+// Evidence returns the latest verification of the arms, for the report's
+// SRC / DST / SECURED table (mesh.PrintEdges).
+func (t *Target) Evidence() Evidence {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := make(map[testbed.Arm]mesh.Verification, len(t.verified))
+	for k, x := range t.verified {
+		v[k] = x
+	}
+	return Evidence{Verifications: v, MTLS: append([]mesh.Edge(nil), t.lastMTLS...), MTLSNote: t.mtlsReason}
+}
+
+// Close deletes every namespace the target created and waits until they
+// are gone, or ctx ends (without a deadline, Options.DeleteTimeout bounds
+// it). It may be called again, after a failure too.
+func (t *Target) Close(ctx context.Context) error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	nss := append([]string(nil), t.created...)
+	helm := t.helm
+	t.mu.Unlock()
+	if len(nss) == 0 && (helm == nil || len(helm.Installed()) == 0 && len(helm.Namespaces()) == 0) {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.o.DeleteTimeout+t.o.InstallTimeout)
+		defer cancel()
+	}
+	errs := kubewait.DeleteNamespaces(ctx, t.c, nss, t.o.Logf)
+	// What the mesh adapter itself added for the run (a waypoint's Gateway
+	// API CRDs, when it installed them) goes with the workloads.
+	if cl, ok := t.o.Mesh.(mesh.Cleaner); ok {
+		if err := cl.Cleanup(ctx, t.c); err != nil {
+			errs = append(errs, fmt.Errorf("clean up after %s: %w", t.o.Mesh.Name(), err))
+		}
+	}
+	// The mesh goes after the workloads it served, and only when the run
+	// installed it.
+	if helm != nil {
+		start := t.now()
+		if err := helm.Uninstall(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("uninstall %s: %w", t.o.Mesh.Name(), err))
+		} else {
+			t.o.Logf("kube target: %s uninstalled in %v", t.o.Mesh.Name(), t.now().Sub(start).Round(time.Second))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kube target: close: %w", err)
+	}
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	return nil
+}
+
+func componentsOf(ws []want) []string {
+	seen := map[string]int{}
+	var order []string
+	for _, w := range ws {
+		if _, ok := seen[string(w.Component)]; !ok {
+			order = append(order, string(w.Component))
+		}
+		seen[string(w.Component)] = max(seen[string(w.Component)], w.Replicas)
+	}
+	for i, c := range order {
+		if seen[c] > 1 {
+			order[i] = strconv.Itoa(seen[c]) + "×" + c
+		}
+	}
+	return order
+}

@@ -1,0 +1,65 @@
+package kube
+
+import (
+	"context"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/testbed"
+)
+
+// kubeletMeasurement is the kube target's testbed.Measurement: every
+// node's counters (its kubelet's, or read on the node: Target.fetch) read
+// as the window opens and again as it closes.
+type kubeletMeasurement struct {
+	t *Target
+	// rs is the run: its arm and loadgens give the containers' roles, its
+	// loaded span and its fault what the counters are judged against.
+	rs *runState
+	// before and after are the reads that open and close the window;
+	// aligned to the kubelets' refreshes, they are read under load
+	// (warmUntilRefreshed, loadPastRefresh), which took warmed and tail.
+	before, after map[string]kubelet.Snapshot
+	warmed, tail  time.Duration
+}
+
+// Start reads every node's counters, unless the warm-up has read them
+// as the kubelets refreshed.
+func (m *kubeletMeasurement) Start(ctx context.Context) error {
+	if m.before != nil {
+		return nil
+	}
+	var err error
+	m.before, err = m.t.snapshots(ctx)
+	return err
+}
+
+// Stop reads the counters again, on the nodes at once (from the
+// kubelets, loadPastRefresh has read them as they refreshed), and turns the two reads into the window: a restart other
+// than the fault's, or a throttled proxy or loadgen, invalidates it; a
+// node's counters mostly idle invalidate its CPU figures alone.
+func (m *kubeletMeasurement) Stop(ctx context.Context) (testbed.Measured, error) {
+	rs := m.rs
+	after := m.after
+	if after == nil {
+		// The window ends now, not after the pods are listed.
+		var err error
+		if after, err = m.t.snapshots(ctx); err != nil {
+			return testbed.Measured{}, err
+		}
+	}
+	roleOf, pods, err := rs.roles(ctx, m.t)
+	if err != nil {
+		return testbed.Measured{}, err
+	}
+	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
+	wr.Window.Aligned = m.after != nil
+	if wr.Window.Aligned {
+		m.t.alignedSaid.Do(func() {
+			m.t.o.Logf("kube target: CPU from the kubelets' counters: each run keeps its load on until they refresh, before its window (this run: %v, warm-up included) and after it (%v); -node-cpu=agent reads them at the instant",
+				m.warmed.Round(100*time.Millisecond), m.tail.Round(100*time.Millisecond))
+		})
+	}
+	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)
+	return testbed.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid}, nil
+}

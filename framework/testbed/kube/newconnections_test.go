@@ -1,0 +1,46 @@
+package kube
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/testbed"
+)
+
+// TestNewConnectionsOnFakeCluster: a workload whose client opens a new
+// connection per request reaches the loadgen pods' fortio, and every
+// request arrives at the backend on a connection of its own; without it
+// the loadgen keeps one connection per unit of concurrency.
+func TestNewConnectionsOnFakeCluster(t *testing.T) {
+	fc, ctx, m := startFakeCluster(t)
+	tg := fc.newTarget(t, Options{Mesh: m})
+	require.NoError(t, tg.setUp(ctx))
+	defer func() { require.NoError(t, tg.Close(ctx)) }()
+	backend := fc.app(tg.arms[testbed.Baseline].ns, manifests.Backend)
+	peers := func() int {
+		n := 0
+		backend.peers.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	o := load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
+	for _, fresh := range []bool{false, true} {
+		loads, conns := backend.loads.Load(), peers()
+		run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{NewConnections: fresh}, Load: o})
+		require.NoError(t, err)
+		assert.Empty(t, run.Invalid, "new connections %v", fresh)
+		assert.Equal(t, fresh, run.Load.Options.NewConnections, "the workload's client is the load's")
+		loads, conns = backend.loads.Load()-loads, peers()-conns
+		assert.GreaterOrEqual(t, loads, run.Load.Requests, "new connections %v", fresh)
+		assert.Greater(t, loads, int64(2), "more requests than the connections kept alive")
+		want := 2
+		if fresh {
+			want = int(loads)
+		}
+		assert.Equal(t, want, conns, "new connections %v: connections the backend saw, for %d requests", fresh, loads)
+	}
+}

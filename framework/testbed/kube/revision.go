@@ -1,0 +1,159 @@
+package kube
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/meshinstall"
+	"github.com/meshbench/meshbench/framework/testbed"
+)
+
+// An Istio canary upgrade as an upgrade gate (-candidate=rev=NAME): the
+// reference arm's namespace is injected by the reference revision (the
+// mesh adapter's, -mesh-revision, or the default injector), the candidate
+// arm's by revision NAME, both istiods running side by side in the control
+// plane's namespace. Each arm is verified against its own revision.
+
+// meshOf is the mesh adapter of arm a: the candidate revision's for the
+// candidate arm of a revision gate, else the target's.
+func (t *Target) meshOf(a *arm) mesh.Mesh {
+	if a != nil && a.mesh != nil {
+		return a.mesh
+	}
+	return t.o.Mesh
+}
+
+// candidateMesh is the adapter of the candidate revision; nil without a
+// revision candidate.
+func (t *Target) candidateMesh() mesh.Mesh {
+	c := t.o.Candidate
+	if c == nil || c.Revision == "" {
+		return nil
+	}
+	rm, ok := t.o.Mesh.(mesh.Revisioned)
+	if !ok {
+		return nil // refused by Options.normalize
+	}
+	return rm.AtRevision(c.Revision)
+}
+
+// detectCandidate finds the candidate revision's istiod before anything is
+// deployed, installing it when the run installs the mesh
+// (Options.InstallMesh); a missing revision is an error that says how to
+// install it.
+func (t *Target) detectCandidate(ctx context.Context) error {
+	cm := t.candidateMesh()
+	if cm == nil {
+		return nil
+	}
+	c := t.o.Candidate
+	info, err := cm.Detect(ctx, t.c)
+	var ni *mesh.NotInstalledError
+	switch {
+	case errors.As(err, &ni) && t.o.InstallMesh:
+		info, err = t.installRevision(ctx, cm, ni)
+	case errors.As(err, &ni):
+		ns := cmp.Or(info.Namespace, "istio-system")
+		return fmt.Errorf("kube target: -candidate=%s: %w; the candidate arm's namespace %s would be labelled %s=%s: install that revision first "+
+			"(istioctl install --revision=%s, or helm install istiod-%s istio/istiod -n %s --set revision=%s) or pass -mesh-install",
+			c, err, t.ns(string(testbed.Candidate)), "istio.io/rev", c.Revision, c.Revision, c.Revision, ns, c.Revision)
+	}
+	if err != nil {
+		return fmt.Errorf("kube target: -candidate=%s: %w", c, err)
+	}
+	t.mu.Lock()
+	t.candInfo = info
+	t.mu.Unlock()
+	return nil
+}
+
+// installRevision installs the candidate revision's istiod (the mesh's
+// charts but base, which the reference's installation holds), of the
+// version the run installs, and detects it again. The installer
+// uninstalls it on Close, before the reference's releases.
+func (t *Target) installRevision(ctx context.Context, cm mesh.Mesh, ni *mesh.NotInstalledError) (mesh.Info, error) {
+	charts, err := meshinstall.RevisionCharts(cm, t.o.Install)
+	if err != nil {
+		return mesh.Info{}, fmt.Errorf("install %s revision %s: %w", cm.Name(), t.o.Candidate.Revision, err)
+	}
+	start := t.now()
+	t.o.Logf("kube target: %s revision %s is not installed (%s): installing it from %d Helm chart(s)", cm.Name(), t.o.Candidate.Revision, ni.Looked, len(charts))
+	t.mu.Lock()
+	if t.helm == nil {
+		t.helm = t.newHelm()
+	}
+	h := t.helm
+	t.mu.Unlock()
+	if err := h.Install(ctx, charts); err != nil {
+		return mesh.Info{}, fmt.Errorf("install %s revision %s: %w", cm.Name(), t.o.Candidate.Revision, err)
+	}
+	t.o.Logf("kube target: %s revision %s installed in %v", cm.Name(), t.o.Candidate.Revision, t.now().Sub(start).Round(time.Second))
+	info, err := cm.Detect(ctx, t.c)
+	if err != nil {
+		return info, fmt.Errorf("%s revision %s installed but not detected: %w", cm.Name(), t.o.Candidate.Revision, err)
+	}
+	return info, nil
+}
+
+// revisionsApart checks, in a revision gate whose reference is the
+// default injector, that the reference arm's sidecars do not come from the
+// candidate revision (a default tag pointing at it would make the gate
+// compare the candidate with itself). A reference with a revision is
+// checked by its adapter's Verify.
+func (t *Target) revisionsApart() error {
+	c := t.o.Candidate
+	rm, ok := t.o.Mesh.(mesh.Revisioned)
+	if c == nil || c.Revision == "" || !ok || rm.Revision() != "" {
+		return nil
+	}
+	t.mu.Lock()
+	v := t.verified[testbed.Reference]
+	t.mu.Unlock()
+	var pods []string
+	for _, p := range v.Pods {
+		if p.Revision == c.Revision {
+			pods = append(pods, p.Pod)
+		}
+	}
+	if len(pods) == 0 {
+		return nil
+	}
+	return fmt.Errorf("reference arm: the sidecars of pods %s were injected by Istio revision %s, the candidate's: the default injector (istio-injection=enabled) is that revision, "+
+		"so the gate would compare the candidate with itself; name the reference's revision with -mesh-revision", strings.Join(pods, ", "), c.Revision)
+}
+
+// revisionsConfig describes the arms of a revision gate for the
+// environment: each arm's revision and the version of its istiod.
+func (t *Target) revisionsConfig(cfg map[string]string) {
+	t.mu.Lock()
+	cand := t.candInfo
+	t.mu.Unlock()
+	ref := ""
+	if rm, ok := t.o.Mesh.(mesh.Revisioned); ok {
+		ref = rm.Revision()
+	}
+	for _, x := range []struct {
+		arm  testbed.Arm
+		rev  string
+		info mesh.Info
+	}{{testbed.Reference, ref, t.meshInfo}, {testbed.Candidate, t.o.Candidate.Revision, cand}} {
+		key := "arm." + string(x.arm)
+		what := "revision " + x.rev
+		if x.rev == "" {
+			what = "the default injector (istio-injection=enabled)"
+		}
+		cfg[key] = fmt.Sprintf("%s %s, version %s", x.info.Mesh, what, cmp.Or(x.info.Version, "unknown"))
+		cfg[key+".revision"] = x.rev
+		cfg[key+".version"] = x.info.Version
+		var cps []string
+		for _, comp := range x.info.Components {
+			cps = append(cps, fmt.Sprintf("%s/%s (%s)", comp.Namespace, comp.Name, comp.Image))
+		}
+		cfg[key+".controlPlane"] = strings.Join(cps, ", ")
+	}
+}
