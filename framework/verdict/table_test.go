@@ -92,6 +92,9 @@ func TestEveryTableLimitRoundTrips(t *testing.T) {
 	_, ok := th.Limits[0].Max("p90DeltaMs")
 	assert.False(t, ok, "not a limit of the table")
 
+	// Every limit is calibrated but the one set by hand, named here: a new
+	// entry marked NotCalibrated fails.
+	assert.Equal(t, []Metric{MeshCores}, metricsWhere(func(l metric.Limit) bool { return l.NotCalibrated }))
 	run, want := quiet()
 	c, err := Calibrate("local", run, run)
 	require.NoError(t, err)
