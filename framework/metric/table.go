@@ -34,7 +34,7 @@ var table = []Def{
 	// line reports their CPU per role (<role>-mcpu), and the gate compares
 	// the sidecars', so neither has this sum.
 	{Name: MeshCores, Label: "mesh cores", Unit: "cores", Worse: HigherIsWorse, CPU: true, NotGated: true, Read: meshCores,
-		Limits: []Limit{{Key: MeshCoresLimit, Of: Meshed, Label: "mesh cores", Unit: " cores", Prec: 2, Want: "cores", Sample: "1.5", Optional: true}}},
+		Limits: []Limit{{Key: MeshCoresLimit, Of: Meshed, Label: "mesh cores", Unit: " cores", Prec: 2, Want: "cores", Sample: "1.5", Optional: true, NotCalibrated: true}}},
 }
 
 // percentile reads the q-th latency percentile in ms, as

@@ -59,8 +59,12 @@ type CalibratedPoint struct {
 	Toothless []Metric
 }
 
-// calibrated are the metrics a calibration limits; MeshCores stays out.
-var calibrated = []Metric{P50DeltaMs, P99DeltaPct, MeshedP99Ms, ThroughputLossPct, SidecarCPUPer1kReqMs, SidecarRSSMiB}
+// calibrated returns the metrics a calibration limits, in table order:
+// every limit of the table but those set by hand (metric.Limit's
+// NotCalibrated: meshCores).
+func calibrated() []Metric {
+	return metricsWhere(func(l metric.Limit) bool { return !l.NotCalibrated })
+}
 
 // severity maps a metric's value to a scale on which the Regression
 // multiplies it, by how its limit compares the arms (metric.Overhead): a
@@ -114,7 +118,7 @@ func Calibrate(target string, runs ...[]Observation) (*Calibration, error) {
 				c.Points = append(c.Points, CalibratedPoint{Scenario: o.Scenario, Quiet: map[Metric][]stats.Summary{},
 					Rule: Limit{Path: o.Path, Concurrency: Concurrency{Min: o.Concurrency, Max: o.Concurrency}, Match: pointLabels(o.Labels)}})
 			}
-			for _, m := range calibrated {
+			for _, m := range calibrated() {
 				if _, unjudged := o.Unjudged[m]; unjudged {
 					continue // a figure no limit may judge sets none
 				}
@@ -146,9 +150,9 @@ func pointLabels(s labels.Set) map[string]string {
 
 // limits sets each metric's limit from the quiet intervals.
 func (p *CalibratedPoint) limits() {
-	for _, m := range calibrated {
+	for _, m := range calibrated() {
 		qs := p.Quiet[m]
-		if len(qs) == 0 && slices.Contains(optional, m) {
+		if len(qs) == 0 && m.info().Optional {
 			continue // not measured, not limited
 		}
 		if len(qs) == 0 {
@@ -213,20 +217,10 @@ func round(m Metric, s, pass, fail float64, teeth bool) float64 {
 
 // set sets the rule's limit for m.
 func (l *Limit) set(m Metric, v float64) {
-	switch m {
-	case P50DeltaMs:
-		l.P50DeltaMs = v
-	case P99DeltaPct:
-		l.P99DeltaPct = v
-	case MeshedP99Ms:
-		l.MeshedP99Ms = &v
-	case ThroughputLossPct:
-		l.ThroughputLossPct = v
-	case SidecarCPUPer1kReqMs:
-		l.SidecarCPUPer1kReqMs = v
-	case SidecarRSSMiB:
-		l.SidecarRSSMiB = v
+	if l.Allowed == nil {
+		l.Allowed = map[Metric]float64{}
 	}
+	l.Allowed[m] = v
 }
 
 // catchall adds one rule per measured path, matching any concurrency and
@@ -241,7 +235,7 @@ func (c *Calibration) catchall() {
 			if rule == nil {
 				rule = &Limit{Path: path, Concurrency: Concurrency{Min: 1}}
 			}
-			for _, m := range calibrated {
+			for _, m := range calibrated() {
 				v, ok := p.Rule.Max(m)
 				if !ok {
 					continue // an optional metric this point leaves out
@@ -285,7 +279,7 @@ func (c *Calibration) YAML(header string) []byte {
 // quietLine prints each metric's quiet intervals, run by run.
 func (p CalibratedPoint) quietLine() string {
 	var parts []string
-	for _, m := range calibrated {
+	for _, m := range calibrated() {
 		var runs []string
 		for _, q := range p.Quiet[m] {
 			lo, hi := bounds(q)
@@ -319,7 +313,7 @@ func writeRule(b *bytes.Buffer, l Limit) {
 		conc = "*"
 	}
 	fmt.Fprintf(b, "%spath: %s\n    concurrency: %q\n", first, l.Path, conc)
-	for _, m := range calibrated {
+	for _, m := range calibrated() {
 		v, ok := l.Max(m)
 		if !ok {
 			continue // an optional metric the rule leaves out

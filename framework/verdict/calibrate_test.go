@@ -39,21 +39,21 @@ func TestCalibrateExactLimits(t *testing.T) {
 	assert.Equal(t, map[string]string{"benchmark": "BenchmarkOneHop"}, p.Rule.Match)
 	assert.Equal(t, Concurrency{Min: 4, Max: 4}, p.Rule.Concurrency)
 	// √(1.3 × 2·0.9) = 1.5297 → 1.5
-	assert.Equal(t, 1.5, p.Rule.P50DeltaMs)
+	assert.Equal(t, 1.5, p.Rule.Allowed[P50DeltaMs])
 	// √(4.5 × 2·3.6) = 5.692 → (5.692−1)·100 = 469.2 → 470
-	assert.Equal(t, 470.0, p.Rule.P99DeltaPct)
+	assert.Equal(t, 470.0, p.Rule.Allowed[P99DeltaPct])
 	// √(1/(1−0.915) × 2/(1−0.89)) = √(11.765 × 18.18) = 14.63 → loss 93.16 → 93
-	assert.Equal(t, 93.0, p.Rule.ThroughputLossPct)
+	assert.Equal(t, 93.0, p.Rule.Allowed[ThroughputLossPct])
 	// tight: √(500 × 2·450) = 670.8, between the highest low end and
 	// twice the lowest
-	assert.Equal(t, 670.0, p.Rule.SidecarCPUPer1kReqMs)
+	assert.Equal(t, 670.0, p.Rule.Allowed[SidecarCPUPer1kReqMs])
 	// √(58 × 110) = 79.87 → 80
-	assert.Equal(t, 80.0, p.Rule.SidecarRSSMiB)
+	assert.Equal(t, 80.0, p.Rule.Allowed[SidecarRSSMiB])
 	assert.Equal(t, []Metric{SidecarCPUPer1kReqMs}, p.Tight)
 	assert.Empty(t, p.Toothless)
 	require.Len(t, c.Catchall, 1, "one path measured")
-	assert.Equal(t, Limit{Path: OneHop, Concurrency: Concurrency{Min: 1}, P50DeltaMs: 1.5, P99DeltaPct: 470, ThroughputLossPct: 93,
-		SidecarCPUPer1kReqMs: 670, SidecarRSSMiB: 80}, c.Catchall[0])
+	assert.Equal(t, Limit{Path: OneHop, Concurrency: Concurrency{Min: 1}, Allowed: map[Metric]float64{P50DeltaMs: 1.5, P99DeltaPct: 470, ThroughputLossPct: 93,
+		SidecarCPUPer1kReqMs: 670, SidecarRSSMiB: 80}}, c.Catchall[0])
 
 	// The YAML reads back to the same rules, the header and quiet figures
 	// as comments.
@@ -72,7 +72,7 @@ func TestCalibrateExactLimits(t *testing.T) {
 	c, err = Calibrate("local", []Observation{one}, []Observation{two})
 	require.NoError(t, err)
 	assert.Equal(t, []Metric{SidecarCPUPer1kReqMs}, c.Points[0].Toothless)
-	assert.Equal(t, 1200.0, c.Points[0].Rule.SidecarCPUPer1kReqMs, "1.25 × 1000, to two digits")
+	assert.Equal(t, 1200.0, c.Points[0].Rule.Allowed[SidecarCPUPer1kReqMs], "1.25 × 1000, to two digits")
 	assert.Contains(t, string(c.YAML("x")), "  # no teeth for sidecarCPUPer1kReqMs: even the quiet intervals' low ends leave no room below ×2 of the lowest")
 }
 

@@ -72,7 +72,7 @@ func TestCheckBreachCarriesMeasurement(t *testing.T) {
 	assert.Equal(t, 2, v.Checked)
 	require.Len(t, v.Breaches, 0, "3.21ms is under the 17+ rule's 8ms")
 
-	th.Limits[2].P50DeltaMs = 1.5
+	th.Limits[2].Allowed[P50DeltaMs] = 1.5
 	v = th.Check([]Observation{{
 		Scenario: "BenchmarkOneHop/c=32", Path: OneHop, Concurrency: 32,
 		Values: map[Metric]stats.Summary{P50DeltaMs: got},

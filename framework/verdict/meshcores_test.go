@@ -33,9 +33,9 @@ limits:
 func TestMeshCoresIsAnOptionalLimit(t *testing.T) {
 	th, err := Parse("mesh.yaml", []byte(meshCoresFixture))
 	require.NoError(t, err)
-	require.NotNil(t, th.Limits[0].MeshCores)
-	assert.Equal(t, 1.5, *th.Limits[0].MeshCores)
-	assert.Nil(t, th.Limits[1].MeshCores)
+	require.Contains(t, th.Limits[0].Allowed, MeshCores)
+	assert.Equal(t, 1.5, th.Limits[0].Allowed[MeshCores])
+	assert.NotContains(t, th.Limits[1].Allowed, MeshCores)
 
 	over := map[Metric]stats.Summary{MeshCores: {Median: 2.25, Lo: 2, Hi: 2.5, N: 2}}
 	v := th.Check([]Observation{

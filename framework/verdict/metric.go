@@ -3,7 +3,6 @@ package verdict
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/meshbench/meshbench/framework/metric"
 )
@@ -41,25 +40,38 @@ const (
 	MeshCores Metric = metric.MeshCoresLimit
 )
 
+// tableLimits returns the limits of the table (package metric), in its
+// order: the one place this package reads them, so that every key, message,
+// check and calibration follows the table. A test swaps it to add a limit
+// and show that a new one needs no edit here.
+var tableLimits = metric.Limits
+
 // Metrics returns every metric a rule limits, in the order a fixture lists
 // them and a verdict reports them: the limits of the table (package
 // metric), in its order. The slice is new on every call.
 func Metrics() []Metric {
+	return metricsWhere(func(metric.Limit) bool { return true })
+}
+
+// metricsWhere returns the metrics whose limit in the table satisfies f, in
+// table order.
+func metricsWhere(f func(metric.Limit) bool) []Metric {
 	var out []Metric
-	for _, l := range metric.Limits() {
-		out = append(out, Metric(l.Key))
+	for _, l := range tableLimits() {
+		if f(l) {
+			out = append(out, Metric(l.Key))
+		}
 	}
 	return out
 }
 
-// optional lists the metrics a rule may leave out.
-var optional = slices.DeleteFunc(Metrics(), func(m Metric) bool { return !m.info().Optional })
-
 // info is how m reads in messages: its limit in the table, or, for a key
 // the table lacks, its name and three decimals.
 func (m Metric) info() metric.Limit {
-	if l, _, ok := metric.LimitOf(string(m)); ok {
-		return l
+	for _, l := range tableLimits() {
+		if l.Key == string(m) {
+			return l
+		}
 	}
 	return metric.Limit{Key: string(m), Label: string(m), Prec: 3, Want: "a number", Sample: "1"}
 }

@@ -1,10 +1,10 @@
 package verdict
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"github.com/meshbench/meshbench/framework/fixture"
+	"github.com/meshbench/meshbench/framework/metric"
 	"maps"
 	"math"
 	"os"
@@ -65,18 +65,13 @@ type Limit struct {
 	// or path.Match glob, e.g. {payload: 16KiB} or {benchmark: "*Payload"}.
 	Match map[string]string
 
-	P50DeltaMs  float64 // largest meshed-minus-baseline p50, milliseconds
-	P99DeltaPct float64 // largest p99 increase over baseline, percent
-	// MeshedP99Ms is the largest p99 of the meshed arm itself, in
-	// milliseconds; nil when the rule does not gate it (the key is
-	// optional).
-	MeshedP99Ms          *float64
-	ThroughputLossPct    float64 // largest req/s loss versus baseline, percent
-	SidecarCPUPer1kReqMs float64 // most sidecar CPU per 1000 requests, CPU-milliseconds
-	SidecarRSSMiB        float64 // most resident memory of any one sidecar under load, MiB
-	// MeshCores is the most CPU the whole mesh may use, in cores; nil when
-	// the rule does not gate it (the key is optional).
-	MeshCores *float64
+	// Allowed holds the largest value the rule allows of each metric it
+	// limits, in that metric's unit (its limit in the table, package
+	// metric: p50DeltaMs in milliseconds, p99DeltaPct in percent of the
+	// baseline, sidecarRSSMiB in MiB, …). Every required metric is present;
+	// an optional one only when the rule sets it, and a rule without it
+	// does not gate it.
+	Allowed map[Metric]float64
 }
 
 // Matches reports whether the rule applies to path p at concurrency c,
@@ -91,32 +86,12 @@ func (l Limit) Applies(o Observation) bool {
 	return l.Matches(o.Path, o.Concurrency) && o.Labels.Matches(l.Match)
 }
 
-// Max returns the rule's limit for metric m, in m's unit, and false when m
-// is not a metric a rule limits.
+// Max returns the rule's limit for metric m, in m's unit, and false when
+// the rule does not limit m: an optional metric it leaves out, or a key
+// that is not a metric.
 func (l Limit) Max(m Metric) (float64, bool) {
-	switch m {
-	case P50DeltaMs:
-		return l.P50DeltaMs, true
-	case P99DeltaPct:
-		return l.P99DeltaPct, true
-	case MeshedP99Ms:
-		if l.MeshedP99Ms == nil {
-			return 0, false
-		}
-		return *l.MeshedP99Ms, true
-	case ThroughputLossPct:
-		return l.ThroughputLossPct, true
-	case SidecarCPUPer1kReqMs:
-		return l.SidecarCPUPer1kReqMs, true
-	case SidecarRSSMiB:
-		return l.SidecarRSSMiB, true
-	case MeshCores:
-		if l.MeshCores == nil {
-			return 0, false
-		}
-		return *l.MeshCores, true
-	}
-	return 0, false
+	v, ok := l.Allowed[m]
+	return v, ok
 }
 
 // Thresholds is one decoded fixture: the rules for one target, in file order.
@@ -172,35 +147,9 @@ func Parse(name string, data []byte) (*Thresholds, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines, err := p.top(root)
-	if err != nil {
+	t := &Thresholds{File: name, TargetLine: keyLine(root, "target")}
+	if t.Target, t.Limits, err = p.top(root); err != nil {
 		return nil, err
-	}
-	// The walk above explains problems with a line and a field; this strict
-	// typed decode is the one that produces the values, so the two cannot
-	// drift apart unnoticed.
-	var raw fileYAML
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	t := &Thresholds{File: name, Target: raw.Target, TargetLine: keyLine(root, "target")}
-	for i, r := range raw.Limits {
-		conc, _ := parseConcurrency(r.Concurrency) // validated by the walk
-		t.Limits = append(t.Limits, Limit{
-			Line:                 lines[i],
-			Path:                 Path(r.Path),
-			Concurrency:          conc,
-			P50DeltaMs:           r.P50DeltaMs,
-			P99DeltaPct:          r.P99DeltaPct,
-			MeshedP99Ms:          r.MeshedP99Ms,
-			ThroughputLossPct:    r.ThroughputLossPct,
-			SidecarCPUPer1kReqMs: r.SidecarCPUPer1kReqMs,
-			SidecarRSSMiB:        r.SidecarRSSMiB,
-			Match:                r.Match,
-			MeshCores:            r.MeshCores,
-		})
 	}
 	if err := t.checkReachable(); err != nil {
 		return nil, err
@@ -208,33 +157,36 @@ func Parse(name string, data []byte) (*Thresholds, error) {
 	return t, nil
 }
 
-// fileYAML and limitYAML are the fixture's typed shape for the strict decode.
-// Their keys must match topKeys and limitKeys; a test holds them together.
-type fileYAML struct {
-	Target string      `yaml:"target"`
-	Limits []limitYAML `yaml:"limits"`
+// topKeys are the keys of a fixture's top level.
+var topKeys = []string{"target", "limits"}
+
+// limitKeys returns every key a rule may have: path, concurrency, the
+// limits of the table and match.
+func limitKeys() []string {
+	return append(append([]string{"path", "concurrency"}, toStrings(Metrics())...), "match")
 }
 
-type limitYAML struct {
-	Path                 string            `yaml:"path"`
-	Concurrency          string            `yaml:"concurrency"`
-	P50DeltaMs           float64           `yaml:"p50DeltaMs"`
-	P99DeltaPct          float64           `yaml:"p99DeltaPct"`
-	MeshedP99Ms          *float64          `yaml:"meshedP99Ms"`
-	ThroughputLossPct    float64           `yaml:"throughputLossPct"`
-	SidecarCPUPer1kReqMs float64           `yaml:"sidecarCPUPer1kReqMs"`
-	SidecarRSSMiB        float64           `yaml:"sidecarRSSMiB"`
-	MeshCores            *float64          `yaml:"meshCores"`
-	Match                map[string]string `yaml:"match,omitempty"`
+// requiredKeys returns the keys a rule must have: all but match and the
+// optional limits.
+func requiredKeys() []string {
+	return append([]string{"path", "concurrency"}, toStrings(required())...)
 }
 
-var (
-	topKeys = []string{"target", "limits"}
-	// limitKeys are every key a rule may have, requiredKeys those it must:
-	// the optional metrics and match may be left out.
-	limitKeys    = append(append([]string{"path", "concurrency"}, toStrings(Metrics())...), "match")
-	requiredKeys = slices.DeleteFunc(slices.Clone(limitKeys), func(k string) bool { return k == "match" || slices.Contains(optional, Metric(k)) })
-)
+// required returns the limits every rule sets, in table order.
+func required() []Metric {
+	return metricsWhere(func(l metric.Limit) bool { return !l.Optional })
+}
+
+// theLimits is how the required limits read in messages, e.g. "the five
+// limits".
+func theLimits() string {
+	n := len(required())
+	words := []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
+	if n < len(words) {
+		return "the " + words[n] + " limits"
+	}
+	return "the " + strconv.Itoa(n) + " limits"
+}
 
 func toStrings(ms []Metric) []string {
 	s := make([]string, len(ms))
@@ -250,19 +202,20 @@ type parser struct{ fixture.Parser }
 
 const wantTop = "want a mapping with target and limits"
 
-// top checks the top-level mapping and returns the line of each rule.
-func (p *parser) top(n *yaml.Node) ([]int, error) {
+// top checks the top-level mapping and returns the target and the rules.
+func (p *parser) top(n *yaml.Node) (string, []Limit, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, p.Fail(n.Line, "top level", "got %s, %s", fixture.Describe(n), wantTop)
+		return "", nil, p.Fail(n.Line, "top level", "got %s, %s", fixture.Describe(n), wantTop)
 	}
 	fields, err := p.Fields(n, "", topKeys, topKeys)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if err := p.target(fields); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return p.limits(fields)
+	rules, err := p.limits(fields)
+	return fields["target"].Value, rules, err
 }
 
 // match checks a rule's labels: a mapping of label names to values or
@@ -291,7 +244,8 @@ func (p *parser) target(fields map[string]*yaml.Node) error {
 	return nil
 }
 
-func (p *parser) limits(fields map[string]*yaml.Node) ([]int, error) {
+// limits checks the list of rules and returns them, in file order.
+func (p *parser) limits(fields map[string]*yaml.Node) ([]Limit, error) {
 	v := fields["limits"]
 	if v.Kind != yaml.SequenceNode {
 		return nil, p.Fail(v.Line, "limits", "got %s, %s", fixture.Describe(v), wantField("limits"))
@@ -299,87 +253,118 @@ func (p *parser) limits(fields map[string]*yaml.Node) ([]int, error) {
 	if len(v.Content) == 0 {
 		return nil, p.Fail(v.Line, "limits", "no rules; %s (with none, no scenario is gated)", wantField("limits"))
 	}
-	lines := make([]int, len(v.Content))
+	rules := make([]Limit, len(v.Content))
+	matches := make([]*yaml.Node, len(v.Content))
 	for i, r := range v.Content {
 		r = fixture.Deref(r)
 		field := fmt.Sprintf("limits[%d]", i)
 		if r.Kind != yaml.MappingNode {
-			return nil, p.Fail(r.Line, field, "got %s, want a mapping with path, concurrency and the five limits", fixture.Describe(r))
+			return nil, p.Fail(r.Line, field, "got %s, want a mapping with path, concurrency and %s", fixture.Describe(r), theLimits())
 		}
-		fs, err := p.Fields(r, field+".", limitKeys, requiredKeys)
+		fs, err := p.Fields(r, field+".", limitKeys(), requiredKeys())
 		if err != nil {
 			return nil, err
 		}
-		if m, ok := fs["match"]; ok {
-			if err := p.match(m, field+".match"); err != nil {
-				return nil, err
-			}
+		if rules[i], err = p.rule(fs, field); err != nil {
+			return nil, err
 		}
-		for _, k := range limitKeys {
-			if fs[k] == nil || k == "match" {
-				continue // an optional key left out, or the labels checked above
-			}
-			if err := p.value(fs[k], field+"."+k, k); err != nil {
-				return nil, err
-			}
-		}
-		lines[i] = r.Line
+		rules[i].Line, matches[i] = r.Line, fs["match"]
 	}
-	return lines, nil
+	// Labels decode once every rule is checked, as the strict decode of
+	// the whole file did, so that the first problem reported stays the same.
+	for i, m := range matches {
+		if m == nil {
+			continue
+		}
+		if err := m.Decode(&rules[i].Match); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.File, err)
+		}
+	}
+	return rules, nil
 }
 
-// value checks one field of a rule.
-func (p *parser) value(v *yaml.Node, field, key string) error {
-	switch key {
-	case "path":
-		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
-			switch Path(v.Value) {
-			case OneHop, TwoHop, AnyPath:
-				return nil
-			}
+// rule checks one rule's fields, in the order of limitKeys but with match
+// first, and returns the rule without its line and labels.
+func (p *parser) rule(fs map[string]*yaml.Node, field string) (Limit, error) {
+	var l Limit
+	if m, ok := fs["match"]; ok {
+		if err := p.match(m, field+".match"); err != nil {
+			return l, err
 		}
-		return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), wantField(key))
-	case "concurrency":
-		if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!str" && v.ShortTag() != "!!int") {
-			return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), wantField(key))
-		}
-		if _, err := parseConcurrency(v.Value); err != nil {
-			return p.Fail(v.Line, field, "%q %s", v.Value, err)
-		}
-		return nil
 	}
-	return p.limit(v, field, Metric(key))
+	if err := p.path(fs["path"], field+".path"); err != nil {
+		return l, err
+	}
+	l.Path = Path(fs["path"].Value)
+	var err error
+	if l.Concurrency, err = p.concurrency(fs["concurrency"], field+".concurrency"); err != nil {
+		return l, err
+	}
+	l.Allowed = map[Metric]float64{}
+	for _, m := range Metrics() {
+		v, ok := fs[string(m)]
+		if !ok {
+			continue // an optional limit left out
+		}
+		if l.Allowed[m], err = p.limit(v, field+"."+string(m), m); err != nil {
+			return l, err
+		}
+	}
+	return l, nil
 }
 
-// limit checks that a limit is a finite number ≥ 0.
-func (p *parser) limit(v *yaml.Node, field string, m Metric) error {
+// path checks a rule's path: one-hop, two-hop or "*".
+func (p *parser) path(v *yaml.Node, field string) error {
+	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
+		switch Path(v.Value) {
+		case OneHop, TwoHop, AnyPath:
+			return nil
+		}
+	}
+	return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), wantField("path"))
+}
+
+// concurrency checks a rule's concurrency range and returns it.
+func (p *parser) concurrency(v *yaml.Node, field string) (Concurrency, error) {
+	if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!str" && v.ShortTag() != "!!int") {
+		return Concurrency{}, p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), wantField("concurrency"))
+	}
+	c, err := parseConcurrency(v.Value)
+	if err != nil {
+		return Concurrency{}, p.Fail(v.Line, field, "%q %s", v.Value, err)
+	}
+	return c, nil
+}
+
+// limit checks that a limit is a finite number ≥ 0 and returns it.
+func (p *parser) limit(v *yaml.Node, field string, m Metric) (float64, error) {
 	want := fmt.Sprintf("want %s ≥ 0, e.g. %s", m.info().Want, m.info().Sample)
 	if v.Kind != yaml.ScalarNode {
-		return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
+		return 0, p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
 	}
 	switch v.ShortTag() {
 	case "!!int", "!!float":
 	case "!!null":
-		return p.Fail(v.Line, field, "no value; %s (leaving it empty does not switch the gate off)", want)
+		return 0, p.Fail(v.Line, field, "no value; %s (leaving it empty does not switch the gate off)", want)
 	case "!!str":
 		if _, err := strconv.ParseFloat(v.Value, 64); err == nil && v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
-			return p.Fail(v.Line, field, "%q is quoted, so YAML reads it as text; write %s without quotes", v.Value, v.Value)
+			return 0, p.Fail(v.Line, field, "%q is quoted, so YAML reads it as text; write %s without quotes", v.Value, v.Value)
 		}
-		return p.Fail(v.Line, field, "%q is not a number; %s", v.Value, want)
+		return 0, p.Fail(v.Line, field, "%q is not a number; %s", v.Value, want)
 	default:
-		return p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
+		return 0, p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
 	}
 	var f float64
 	if err := v.Decode(&f); err != nil {
-		return p.Fail(v.Line, field, "%q is not a number; %s", v.Value, want)
+		return 0, p.Fail(v.Line, field, "%q is not a number; %s", v.Value, want)
 	}
 	switch {
 	case math.IsNaN(f) || math.IsInf(f, 0):
-		return p.Fail(v.Line, field, "%s is not a finite number; %s (to loosen a gate, write a large number)", v.Value, want)
+		return 0, p.Fail(v.Line, field, "%s is not a finite number; %s (to loosen a gate, write a large number)", v.Value, want)
 	case f < 0:
-		return p.Fail(v.Line, field, "%s is negative; %s", v.Value, want)
+		return 0, p.Fail(v.Line, field, "%s is negative; %s", v.Value, want)
 	}
-	return nil
+	return f, nil
 }
 
 // checkReachable rejects a rule that can never apply because the rules above
@@ -510,14 +495,14 @@ func wantField(key string) string {
 	case "target":
 		return "want the target's name, e.g. local"
 	case "limits":
-		return "want a list of rules, each with path, concurrency and the five limits"
+		return "want a list of rules, each with path, concurrency and " + theLimits()
 	case "path":
 		return `want one-hop, two-hop or "*"`
 	case "concurrency":
 		return `want "N", "N-M", "N+" or "*", e.g. "1-4"`
 	}
 	i := Metric(key).info()
-	return fmt.Sprintf("every rule sets all five limits (want %s ≥ 0, e.g. %s)", i.Want, i.Sample)
+	return fmt.Sprintf("every rule sets all %s (want %s ≥ 0, e.g. %s)", strings.TrimPrefix(theLimits(), "the "), i.Want, i.Sample)
 }
 
 // keyLine is the line of key in a mapping node, or 0.
