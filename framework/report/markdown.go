@@ -189,9 +189,17 @@ func mdProofs(b *strings.Builder, ps []Proof) {
 			note = fmt.Sprintf(", **%d INVALID**", p.Invalid)
 		}
 		fmt.Fprintf(b, "%s (%d runs%s):\n\n", p.Title(), p.Runs, note)
-		row(b, "SRC", "DST", "SECURED", "VERIFIED PEER", "REQUESTS")
+		cols := []string{"SRC", "DST", "SECURED", "VERIFIED PEER", "REQUESTS"}
+		if p.Connections() {
+			cols = append(cols, "CONNECTIONS")
+		}
+		row(b, cols...)
 		for _, e := range p.Edges {
-			row(b, e.Src, e.Dst, secured(e), dash(e.Peer), fmt.Sprint(e.Requests))
+			cells := []string{e.Src, e.Dst, secured(e), dash(e.Peer), fmt.Sprint(e.Requests)}
+			if p.Connections() {
+				cells = append(cells, e.ConnectionsPerRequest())
+			}
+			row(b, cells...)
 		}
 		b.WriteString("\n")
 	}

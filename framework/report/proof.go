@@ -36,7 +36,7 @@ func (p Proof) Title() string {
 }
 
 // Proofs merges the records' edges per path and arm (and apart, the runs
-// of a loadgen out of the mesh): requests add up, an edge is secured only
+// of a loadgen out of the mesh): requests and connections add up, an edge is secured only
 // when it was secured in every record, and the verified peer and evidence
 // are the first record's that has them. Paths and arms come in the
 // records' order.
@@ -77,6 +77,7 @@ func Proofs(recs []Record) []Proof {
 			}
 			m := &pr.Edges[i]
 			m.Requests += e.Requests
+			m.Connections += e.Connections
 			m.Secured = m.Secured && e.Secured
 			if m.Peer == "" {
 				m.Peer = e.Peer
@@ -95,6 +96,17 @@ func Proofs(recs []Record) []Proof {
 		out = append(out, *pr)
 	}
 	return out
+}
+
+// Connections tells whether any of p's edges counted its connections, so
+// that the reports show the column only then.
+func (p Proof) Connections() bool {
+	for _, e := range p.Edges {
+		if e.Connections > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // PrintProofs writes one SRC / DST / SECURED table per path and arm.

@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
@@ -83,4 +85,35 @@ func TestProofsApartOutOfMesh(t *testing.T) {
 	var b bytes.Buffer
 	PrintProofs(&b, "# ", ps[1:])
 	assert.Equal(t, "# path proof: one-hop meshed, loadgen out-of-mesh (1 runs)\nSRC      DST      SECURED  REQUESTS  EVIDENCE\nloadgen  backend  no       10        plain\n", b.String())
+}
+
+// TestProofsMergeConnections: connections add up over the runs like
+// requests, and the Markdown table shows them per request only when the
+// runs counted them.
+func TestProofsMergeConnections(t *testing.T) {
+	rec := func(arm testbed.Arm, req, conns int64) Record {
+		return Record{Run: &testbed.Run{Arm: arm, Path: testbed.OneHop, Edges: []testbed.Edge{
+			{Src: "loadgen", Dst: "backend", Secured: arm == testbed.Meshed, Peer: map[bool]string{true: "loadgen"}[arm == testbed.Meshed], Requests: req, Connections: conns}}}}
+	}
+	ps := Proofs([]Record{rec(testbed.Baseline, 300, 300), rec(testbed.Baseline, 700, 700), rec(testbed.Meshed, 500, 2), rec(testbed.Meshed, 500, 2)})
+	require.Len(t, ps, 2)
+	assert.Equal(t, []int64{1000, 4}, []int64{ps[0].Edges[0].Connections, ps[1].Edges[0].Connections})
+	var b strings.Builder
+	mdProofs(&b, ps)
+	assert.Equal(t, `one-hop baseline (2 runs):
+
+| SRC | DST | SECURED | VERIFIED PEER | REQUESTS | CONNECTIONS |
+| --- | --- | --- | --- | --- | --- |
+| loadgen | backend | no | - | 1000 | 1000 (1 per request) |
+
+one-hop meshed (2 runs):
+
+| SRC | DST | SECURED | VERIFIED PEER | REQUESTS | CONNECTIONS |
+| --- | --- | --- | --- | --- | --- |
+| loadgen | backend | yes (mTLS) | loadgen | 1000 | 4 (0.004 per request) |
+
+`, b.String())
+	b.Reset()
+	mdProofs(&b, Proofs([]Record{rec(testbed.Baseline, 10, 0)}))
+	assert.NotContains(t, b.String(), "CONNECTIONS", "not counted: no column")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -187,4 +188,25 @@ func TestBadInputIsNamedAndNothingIsWritten(t *testing.T) {
 	assert.EqualError(t, err, "write report: no results")
 	_, err = os.Stat(out)
 	assert.True(t, os.IsNotExist(err), "no directory, no half-written report")
+}
+
+// The HTML path proof shows a CONNECTIONS column, per request, only for
+// proofs whose edges counted their connections.
+func TestHTMLProofConnections(t *testing.T) {
+	ins := openRecorded(t)
+	var b bytes.Buffer
+	require.NoError(t, report.HTML(&b, ins, report.Options{}))
+	assert.NotContains(t, b.String(), "<th>CONNECTIONS</th>", "the recorded runs did not count connections")
+	var counted int
+	for _, r := range ins[0].Results.Records {
+		if r.Run != nil && r.Path == "one-hop" && r.Arm == "meshed" {
+			r.Run.Edges[0].Requests, r.Run.Edges[0].Connections = 250, 1
+			counted++
+		}
+	}
+	require.Equal(t, 4, counted, "c=1 and c=4, two repeats each")
+	b.Reset()
+	require.NoError(t, report.HTML(&b, ins, report.Options{}))
+	assert.Equal(t, 1, strings.Count(b.String(), "<th>CONNECTIONS</th>"), "one proof counted them")
+	assert.Contains(t, b.String(), "<td>1000</td><td>4 (0.004 per request)</td></tr>")
 }

@@ -44,6 +44,21 @@ func TestPrintEdges(t *testing.T) {
 	b.Reset()
 	PrintEdges(&b, []Edge{{Src: "loadgen", Dst: "backend", Peer: "loadgen", Secured: true, Proto: "HTTP/2.0", Requests: 3}, {Src: "loadgen", Dst: "backend", Requests: 2}})
 	assert.Equal(t, "SRC      DST      SECURED     VERIFIED PEER  PROTO     REQUESTS\nloadgen  backend  yes (mTLS)  loadgen        HTTP/2.0  3\nloadgen  backend  no          -              -         2\n", b.String())
+	b.Reset()
+	PrintEdges(&b, []Edge{{Src: "loadgen", Dst: "backend", Requests: 2000, Connections: 2000}, {Src: "frontend", Dst: "backend", Requests: 2000, Connections: 8}})
+	assert.Equal(t, "SRC       DST      SECURED  REQUESTS  CONNECTIONS\nloadgen   backend  no       2000      2000 (1 per request)\nfrontend  backend  no       2000      8 (0.004 per request)\n", b.String())
+}
+
+func TestConnectionsPerRequest(t *testing.T) {
+	for want, e := range map[string]Edge{
+		"-":                       {Requests: 5},
+		"3":                       {Connections: 3},
+		"1000 (1 per request)":    {Requests: 1000, Connections: 1000},
+		"997 (0.997 per request)": {Requests: 1000, Connections: 997},
+		"4 (0.004 per request)":   {Requests: 1000, Connections: 4},
+	} {
+		assert.Equal(t, want, e.ConnectionsPerRequest(), "%+v", e)
+	}
 }
 
 func TestJudge(t *testing.T) {

@@ -205,6 +205,16 @@ type Edge struct {
 	// Requests counted at Dst from Src during the run, warm-up included
 	// (0 when the evidence is a mesh's telemetry rather than a count).
 	Requests int64 `json:"requests"`
+	// Connections counts the connections that carried Src's requests into
+	// Dst during the run, warm-up included, as the callee's side accepted
+	// them: in a meshed arm the connections Dst's inbound proxy accepted
+	// (the mTLS ones from Src's outbound proxy, not the client's own into
+	// that proxy), in the baseline the ones Dst accepted. A connection
+	// kept alive across runs counts in every run it carried requests in,
+	// so Connections/Requests is the hop's connections per request. 0 means
+	// not counted: the local target counts them (workload.Caller), the
+	// kube targets do not.
+	Connections int64 `json:"connections,omitempty"`
 	// Evidence is the telemetry a mesh adapter's verdict rests on.
 	Evidence string `json:"evidence,omitempty"`
 	// Mechanism is what secured the hop when Secured: "" is mTLS; "IPsec"
@@ -229,13 +239,15 @@ type Encryption struct {
 }
 
 // PrintEdges writes a SRC / DST / SECURED table, with the verified peer,
-// protocol, request count and evidence columns when any edge has them.
+// protocol, request count, connection count (ConnectionsPerRequest) and
+// evidence columns when any edge has them.
 func PrintEdges(w io.Writer, edges []Edge) {
-	var peer, proto, requests, evidence bool
+	var peer, proto, requests, conns, evidence bool
 	for _, e := range edges {
 		peer = peer || e.Peer != ""
 		proto = proto || e.Proto != ""
 		requests = requests || e.Requests > 0
+		conns = conns || e.Connections > 0
 		evidence = evidence || e.Evidence != ""
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -248,6 +260,9 @@ func PrintEdges(w io.Writer, edges []Edge) {
 	}
 	if requests {
 		cols = append(cols, "REQUESTS")
+	}
+	if conns {
+		cols = append(cols, "CONNECTIONS")
 	}
 	if evidence {
 		cols = append(cols, "EVIDENCE")
@@ -267,12 +282,28 @@ func PrintEdges(w io.Writer, edges []Edge) {
 		if requests {
 			row = append(row, strconv.FormatInt(e.Requests, 10))
 		}
+		if conns {
+			row = append(row, e.ConnectionsPerRequest())
+		}
 		if evidence {
 			row = append(row, e.Evidence)
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+// ConnectionsPerRequest is Connections with its share of Requests,
+// to three significant digits, "1000 (1 per request)", "4 (0.004 per
+// request)", or "-" when the connections were not counted.
+func (e Edge) ConnectionsPerRequest() string {
+	if e.Connections <= 0 {
+		return "-"
+	}
+	if e.Requests <= 0 {
+		return strconv.FormatInt(e.Connections, 10)
+	}
+	return fmt.Sprintf("%d (%.3g per request)", e.Connections, float64(e.Connections)/float64(e.Requests))
 }
 
 // Hop is an expected caller → callee pair on a path.

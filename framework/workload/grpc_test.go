@@ -59,8 +59,9 @@ func TestGRPCThroughProxy(t *testing.T) {
 	err = conn.Invoke(ctx, "/fgrpc.PingServer/Nope", &fgrpc.PingMessage{}, &fgrpc.PingMessage{})
 	assert.Equal(t, codes.Unimplemented, status.Code(err), "%v", err)
 
-	assert.Equal(t, Stats{Role: "frontend", Requests: 5, Callers: []Caller{{Source: "loadgen", Peer: "loadgen", Proto: "HTTP/2.0", Requests: 5}}}, stats(t, fe))
+	// One HTTP/2 connection carried the five calls on each hop.
+	assert.Equal(t, Stats{Role: "frontend", Requests: 5, Callers: []Caller{{Source: "loadgen", Peer: "loadgen", Proto: "HTTP/2.0", Requests: 5, Connections: 1}}}, stats(t, fe))
 	// The frontend strips the sidecar's headers: the backend counts its own
 	// hop, h2c from the frontend.
-	assert.Equal(t, Stats{Role: "backend", Requests: 5, Callers: []Caller{{Source: "frontend", Peer: Direct, Proto: "HTTP/2.0", Requests: 5}}}, stats(t, be))
+	assert.Equal(t, Stats{Role: "backend", Requests: 5, Callers: []Caller{{Source: "frontend", Peer: Direct, Proto: "HTTP/2.0", Requests: 5, Connections: 1}}}, stats(t, be))
 }

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -42,6 +43,14 @@ const SourceHeader = "X-Meshbench-Src"
 // count their own hop's (http.Request.Proto). The frontend strips it
 // before forwarding.
 const ProtoHeader = "X-Meshbench-Proto"
+
+// ConnHeader is set by an inbound sidecar to the remote address
+// (host:port) of the connection it accepted the request on, so that the
+// app counts the connections its callers opened to the sidecar, not the
+// sidecar's own pooled ones to the app. Apps that get none count the
+// connections they accepted themselves. The frontend strips it before
+// forwarding.
+const ConnHeader = "X-Meshbench-Conn"
 
 // Unknown is the source name of requests that did not say who they are.
 const Unknown = "unknown"
@@ -75,20 +84,52 @@ type Caller struct {
 	Proto string `json:"proto,omitempty"`
 	// Requests is how many requests the app served from this caller, a count.
 	Requests int64 `json:"requests"`
+	// Connections counts, summed over the stats reads, the connections
+	// that carried this caller's requests between two reads of StatsPath:
+	// the inbound sidecar's accepted connections as ConnHeader names them,
+	// or the app's own without one. A connection that carries requests
+	// across a read is counted again after it, so the difference of two
+	// reads is the connections used in between. Connections are told
+	// apart by remote address under ConnHeader, so a port reused between
+	// two reads would be counted once; the set of addresses is cut every
+	// maxConnKeys, which counts the connections open across the cut again
+	// (at most the caller's concurrency per maxConnKeys connections).
+	Connections int64 `json:"connections,omitempty"`
 }
 
 type callerKey struct{ source, peer, proto string }
 
-// counter counts requests per caller with one atomic per known caller.
+// callerCount is one caller's requests and connections.
+type callerCount struct{ requests, conns atomic.Int64 }
+
+// connKey is a connection one caller's requests came on: the remote
+// address in ConnHeader, or the app's own accepted net.Conn (see Server),
+// or its http.Request.RemoteAddr when served by another server.
+type connKey struct {
+	caller callerKey
+	conn   any
+}
+
+// maxConnKeys bounds the connections remembered between two stats reads.
+// It is well below the connections a client makes before its ephemeral
+// port comes back (Linux's default range has 28 232 ports, which connect
+// walks in steps of two, as read in its __inet_hash_connect), so that a
+// reused port is not taken for an old connection.
+const maxConnKeys = 4096
+
+// counter counts requests and connections per caller, with atomics per
+// known caller and the connections seen since the last stats read.
 type counter struct {
 	role    string
 	total   atomic.Int64
 	mu      sync.RWMutex
-	callers map[callerKey]*atomic.Int64
+	callers map[callerKey]*callerCount
+	conns   sync.Map // connKey → struct{}, since the last read
+	nconns  atomic.Int64
 }
 
 func newCounter(role string) *counter {
-	return &counter{role: role, callers: map[callerKey]*atomic.Int64{}}
+	return &counter{role: role, callers: map[callerKey]*callerCount{}}
 }
 
 func (c *counter) count(r *http.Request) {
@@ -107,21 +148,61 @@ func (c *counter) count(r *http.Request) {
 	if !ok {
 		c.mu.Lock()
 		if n, ok = c.callers[k]; !ok {
-			n = new(atomic.Int64)
+			n = new(callerCount)
 			c.callers[k] = n
 		}
 		c.mu.Unlock()
 	}
-	n.Add(1)
+	n.requests.Add(1)
+	if c.firstOn(connKey{k, connOf(r)}) {
+		n.conns.Add(1)
+	}
+}
+
+// connOf names the connection r came on: the inbound sidecar's accepted
+// one (ConnHeader), or the app's own.
+func connOf(r *http.Request) any {
+	if v := strings.TrimSpace(r.Header.Get(ConnHeader)); v != "" {
+		return v
+	}
+	if c, ok := r.Context().Value(netConnKey{}).(net.Conn); ok {
+		return c
+	}
+	return r.RemoteAddr
+}
+
+// firstOn tells whether k carries its first request since the last
+// stats read (or the last cut at maxConnKeys).
+func (c *counter) firstOn(k connKey) bool {
+	if _, seen := c.conns.Load(k); seen {
+		return false
+	}
+	if _, seen := c.conns.LoadOrStore(k, struct{}{}); seen {
+		return false
+	}
+	if c.nconns.Add(1) > maxConnKeys {
+		c.cutConns()
+		c.conns.Store(k, struct{}{})
+		c.nconns.Add(1)
+	}
+	return true
+}
+
+// cutConns forgets the connections seen: the next request on each counts
+// it again.
+func (c *counter) cutConns() {
+	c.conns.Clear()
+	c.nconns.Store(0)
 }
 
 func (c *counter) serveStats(w http.ResponseWriter) {
 	s := Stats{Role: c.role, Requests: c.total.Load()}
 	c.mu.RLock()
 	for k, v := range c.callers {
-		s.Callers = append(s.Callers, Caller{Source: k.source, Peer: k.peer, Proto: k.proto, Requests: v.Load()})
+		s.Callers = append(s.Callers, Caller{Source: k.source, Peer: k.peer, Proto: k.proto, Requests: v.requests.Load(), Connections: v.conns.Load()})
 	}
 	c.mu.RUnlock()
+	c.cutConns()
 	sort.Slice(s.Callers, func(i, j int) bool {
 		a, b := s.Callers[i], s.Callers[j]
 		return a.Source < b.Source || a.Source == b.Source && (a.Peer < b.Peer || a.Peer == b.Peer && a.Proto < b.Proto)
@@ -232,6 +313,7 @@ func Proxy(o ProxyOptions) http.Handler {
 			}
 			pr.Out.Header.Del(PeerHeader)
 			pr.Out.Header.Del(ProtoHeader)
+			pr.Out.Header.Del(ConnHeader)
 			pr.Out.Header.Set(SourceHeader, o.Name)
 		},
 		Transport: tr,
@@ -342,14 +424,26 @@ func (f *fanOut) call(ctx context.Context, method, u string, body []byte) ([]byt
 	return b, nil
 }
 
+// netConnKey is the context key of the net.Conn a request came on.
+type netConnKey struct{}
+
 // Server wraps h in an http.Server listening on addr that speaks HTTP/1.1
-// and, when h2c is set, cleartext HTTP/2 with prior knowledge.
+// and, when h2c is set, cleartext HTTP/2 with prior knowledge. Each
+// request's context carries its connection, which the apps count their
+// callers' connections by.
 func Server(addr string, h http.Handler, h2c bool) *http.Server {
-	s := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnContext: WithConn}
 	s.Protocols = new(http.Protocols)
 	s.Protocols.SetHTTP1(true)
 	if h2c {
 		s.Protocols.SetUnencryptedHTTP2(true)
 	}
 	return s
+}
+
+// WithConn is an http.Server.ConnContext that puts the accepted connection
+// in its requests' context, so that Echo, GRPCEcho and Proxy count it
+// exactly (without it, by remote address).
+func WithConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, netConnKey{}, c)
 }

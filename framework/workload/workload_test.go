@@ -2,6 +2,7 @@ package workload
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -46,11 +47,12 @@ func TestProxyToEcho(t *testing.T) {
 	fe := httptest.NewServer(Proxy(ProxyOptions{Upstream: u}))
 	defer fe.Close()
 
-	for range 3 {
+	for i := range 3 {
 		req, _ := http.NewRequest(http.MethodGet, fe.URL+"/", nil)
 		req.Header.Set(SourceHeader, "loadgen")
 		req.Header.Set(PeerHeader, "CN=loadgen,O=meshbench") // as an inbound sidecar would
 		req.Header.Set(ProtoHeader, "HTTP/2.0")
+		req.Header.Set(ConnHeader, fmt.Sprintf("127.0.0.1:%d", 40000+i))
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
@@ -61,13 +63,15 @@ func TestProxyToEcho(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 
-	assert.Equal(t, Stats{Role: "frontend", Requests: 3, Callers: []Caller{{Source: "loadgen", Peer: "loadgen", Proto: "HTTP/2.0", Requests: 3}}}, stats(t, fe.URL))
+	// The frontend's sidecar named three connections; the frontend's one
+	// kept-alive connection to the backend carried the three requests.
+	assert.Equal(t, Stats{Role: "frontend", Requests: 3, Callers: []Caller{{Source: "loadgen", Peer: "loadgen", Proto: "HTTP/2.0", Requests: 3, Connections: 3}}}, stats(t, fe.URL))
 	// The frontend names itself and strips the sidecar's headers: the
 	// backend saw frontend, direct (no sidecar here) over its own HTTP/1.1
 	// hop, plus one anonymous direct call.
 	assert.Equal(t, Stats{Role: "backend", Requests: 4, Callers: []Caller{
-		{Source: "frontend", Peer: Direct, Proto: "HTTP/1.1", Requests: 3},
-		{Source: Unknown, Peer: Direct, Proto: "HTTP/1.1", Requests: 1},
+		{Source: "frontend", Peer: Direct, Proto: "HTTP/1.1", Requests: 3, Connections: 1},
+		{Source: Unknown, Peer: Direct, Proto: "HTTP/1.1", Requests: 1, Connections: 1},
 	}}, stats(t, be.URL))
 }
 
@@ -113,8 +117,14 @@ func TestProxyFanout(t *testing.T) {
 	code, _ = get("/?fanout=65")
 	assert.Equal(t, http.StatusBadRequest, code)
 
-	assert.Equal(t, Stats{Role: "frontend", Requests: 5, Callers: []Caller{{Source: "loadgen", Peer: Direct, Proto: "HTTP/1.1", Requests: 5}}}, stats(t, fe.URL))
-	assert.Equal(t, Stats{Role: "backend", Requests: 2*3 + 1, Callers: []Caller{{Source: "frontend", Peer: Direct, Proto: "HTTP/1.1", Requests: 7}}}, stats(t, be.URL))
+	assert.Equal(t, Stats{Role: "frontend", Requests: 5, Callers: []Caller{{Source: "loadgen", Peer: Direct, Proto: "HTTP/1.1", Requests: 5, Connections: 1}}}, stats(t, fe.URL))
+	// The first fan-out dials up to three connections at once, which the
+	// rest reuse; how many of the dials a call waited for is the race's.
+	bs := stats(t, be.URL)
+	require.Len(t, bs.Callers, 1)
+	assert.True(t, bs.Callers[0].Connections >= 1 && bs.Callers[0].Connections <= 3, "backend connections %d, want 1 to 3", bs.Callers[0].Connections)
+	bs.Callers[0].Connections = 0
+	assert.Equal(t, Stats{Role: "backend", Requests: 2*3 + 1, Callers: []Caller{{Source: "frontend", Peer: Direct, Proto: "HTTP/1.1", Requests: 7}}}, bs)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"item=7", "item=7", "item=7", "item=7", "item=7", "item=7", ""}, queries, "fanout is never forwarded")
@@ -130,4 +140,46 @@ func TestFanoutParam(t *testing.T) {
 	u, _ := url.Parse("/?fanout=x")
 	_, err := Fanout(u)
 	assert.EqualError(t, err, `fanout="x": want an integer in [1, 64]`)
+}
+
+// TestConnectionsCounted counts the connections that carried each caller's
+// requests: the app's own accepted ones, or the inbound sidecar's as
+// ConnHeader names them, and a connection used again after a stats read is
+// counted again.
+func TestConnectionsCounted(t *testing.T) {
+	be := httptest.NewUnstartedServer(Echo(EchoOptions{}))
+	be.Config.ConnContext = WithConn
+	be.Start()
+	defer be.Close()
+	kept := &http.Client{Transport: &http.Transport{}}
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(c *http.Client, source, conn string) {
+		req, err := http.NewRequest(http.MethodGet, be.URL+"/", nil)
+		require.NoError(t, err)
+		req.Header.Set(SourceHeader, source)
+		if conn != "" {
+			req.Header.Set(ConnHeader, conn)
+		}
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for range 3 {
+		get(kept, "kept", "")
+		get(fresh, "fresh", "")
+	}
+	for _, port := range []string{"5000", "5001", "5000", "5001"} {
+		get(kept, "sidecar", "10.0.0.1:"+port) // one kept connection to the app, two to its sidecar
+	}
+	want := Stats{Role: "backend", Requests: 10, Callers: []Caller{
+		{Source: "fresh", Peer: Direct, Proto: "HTTP/1.1", Requests: 3, Connections: 3},
+		{Source: "kept", Peer: Direct, Proto: "HTTP/1.1", Requests: 3, Connections: 1},
+		{Source: "sidecar", Peer: Direct, Proto: "HTTP/1.1", Requests: 4, Connections: 2},
+	}}
+	assert.Equal(t, want, stats(t, be.URL))
+	get(kept, "kept", "")
+	get(kept, "kept", "")
+	want.Requests, want.Callers[1].Requests, want.Callers[1].Connections = 12, 5, 2
+	assert.Equal(t, want, stats(t, be.URL), "the kept connection, used after a read, is counted again, once")
 }

@@ -126,6 +126,7 @@ func caddyInbound(s SidecarSpec, caPool obj) obj {
 		"routes": caddyToApp(in.App, s.H2C, obj{"set": obj{
 			workload.PeerHeader:  []string{"{http.request.tls.client.subject}"},
 			workload.ProtoHeader: []string{"{http.request.proto}"},
+			workload.ConnHeader:  []string{"{http.request.remote}"},
 		}}),
 	}
 	if in.Plain != "" {
@@ -137,7 +138,8 @@ func caddyInbound(s SidecarSpec, caPool obj) obj {
 			"automatic_https": obj{"disable": true},
 			"routes": caddyToApp(in.App, s.H2C, obj{
 				"delete": []string{workload.PeerHeader},
-				"set":    obj{workload.ProtoHeader: []string{"{http.request.proto}"}},
+				"set": obj{workload.ProtoHeader: []string{"{http.request.proto}"},
+					workload.ConnHeader: []string{"{http.request.remote}"}},
 			}),
 		}
 	}
@@ -197,8 +199,8 @@ func keepAlive(off bool) map[string]any {
 }
 
 // caddyToApp is an inbound route to the app, with header operations on
-// the request: who the verified peer is, and which HTTP version the hop
-// into the sidecar spoke.
+// the request: who the verified peer is, which HTTP version the hop into
+// the sidecar spoke, and which connection it came on.
 func caddyToApp(app string, h2c bool, headers obj) []obj {
 	return []obj{{"handle": []obj{{
 		"handler":   "reverse_proxy",

@@ -61,7 +61,8 @@ type obj = map[string]any
 
 // Config renders the bootstrap. The inbound listener requires a client
 // certificate signed by the run's CA and passes its subject to the app in
-// workload.PeerHeader; each outbound listener forwards over mTLS, checking
+// workload.PeerHeader (and the connection's address in
+// workload.ConnHeader); each outbound listener forwards over mTLS, checking
 // the peer's DNS SAN. Plain listeners take HTTP/1.1 and, by Envoy's
 // preface detection (codec AUTO), h2c; with H2C the app is called in h2c.
 func (envoy) Config(s SidecarSpec) ([]byte, string, error) {
@@ -102,6 +103,9 @@ func envoyInbound(s SidecarSpec, in *Inbound, tlsCerts []obj) (listener, app obj
 	}
 	hcm := envoyHTTP("inbound", "app", "", []obj{{
 		"header":        obj{"key": workload.PeerHeader, "value": "%DOWNSTREAM_PEER_SUBJECT%"},
+		"append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
+	}, {
+		"header":        obj{"key": workload.ConnHeader, "value": "%DOWNSTREAM_DIRECT_REMOTE_ADDRESS%"},
 		"append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
 	}})
 	listener = obj{

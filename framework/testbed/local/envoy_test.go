@@ -41,6 +41,7 @@ func TestEnvoyConfigIsAValidBootstrap(t *testing.T) {
 	assert.Equal(t, "envoy.transport_sockets.tls", res.GetClusters()[1].GetTransportSocket().GetName())
 	assert.Equal(t, []string{"backend.meshbench.local"}, sniList(t, data))
 	assert.Contains(t, string(data), `"value": "%DOWNSTREAM_PEER_SUBJECT%"`)
+	assert.Contains(t, string(data), `"value": "%DOWNSTREAM_DIRECT_REMOTE_ADDRESS%"`)
 	assert.Contains(t, string(data), `"require_client_certificate": true`)
 	assert.Contains(t, string(data), `"http2_protocol_options": {}`, "h2c to the app")
 

@@ -54,6 +54,7 @@ defaults
 frontend inbound
   bind {{.Listen}} ssl crt {{$.S.BundleFile}} ca-file {{$.S.CAFile}} verify required alpn http/1.1
   http-request set-header {{$.Peer}} %[ssl_c_s_dn(CN)]
+  http-request set-header {{$.Conn}} %[src]:%[src_port]
   default_backend app
 backend app
   server app {{.App}}{{if $.S.H2C}} proto h2{{end}}
@@ -72,7 +73,7 @@ backend peer{{$i}}
 // haproxy's preface detection, cleartext HTTP/2.
 func (haproxy) Config(s SidecarSpec) ([]byte, string, error) {
 	var buf bytes.Buffer
-	if err := haproxyTmpl.Execute(&buf, map[string]any{"S": s, "Peer": workload.PeerHeader}); err != nil {
+	if err := haproxyTmpl.Execute(&buf, map[string]any{"S": s, "Peer": workload.PeerHeader, "Conn": workload.ConnHeader}); err != nil {
 		return nil, "", fmt.Errorf("render haproxy config for %s: %w", s.Name, err)
 	}
 	return buf.Bytes(), s.stem() + "-haproxy.cfg", nil

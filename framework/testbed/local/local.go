@@ -556,22 +556,25 @@ func (t *Target) traffic(ctx context.Context, ar *arm) (map[string]workload.Stat
 	return out, nil
 }
 
-// edges turns the counter difference into caller → callee edges.
+// edges turns the counter difference into caller → callee edges, with the
+// connections each caller's requests came on into the callee's inbound
+// sidecar (workload.ConnHeader), or into the callee without one.
 func edges(before, after map[string]workload.Stats) []testbed.Edge {
 	var out []testbed.Edge
 	// In path order: the outermost frontend first, the backend last.
 	dsts := slices.SortedFunc(maps.Keys(after), func(a, b string) int { return hopRank(b) - hopRank(a) })
 	for _, dst := range dsts {
-		prev := map[workload.Caller]int64{}
+		prev := map[workload.Caller]workload.Caller{}
 		for _, c := range before[dst].Callers {
-			prev[workload.Caller{Source: c.Source, Peer: c.Peer, Proto: c.Proto}] = c.Requests
+			prev[workload.Caller{Source: c.Source, Peer: c.Peer, Proto: c.Proto}] = c
 		}
 		for _, c := range after[dst].Callers {
-			n := c.Requests - prev[workload.Caller{Source: c.Source, Peer: c.Peer, Proto: c.Proto}]
+			p := prev[workload.Caller{Source: c.Source, Peer: c.Peer, Proto: c.Proto}]
+			n := c.Requests - p.Requests
 			if n <= 0 || c.Source == "probe" {
 				continue
 			}
-			e := testbed.Edge{Src: c.Source, Dst: dst, Proto: c.Proto, Requests: n}
+			e := testbed.Edge{Src: c.Source, Dst: dst, Proto: c.Proto, Requests: n, Connections: c.Connections - p.Connections}
 			if c.Peer != workload.Direct {
 				e.Peer = c.Peer
 				e.Secured = c.Peer == c.Source

@@ -68,6 +68,7 @@ http {
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header {{$.Peer}} $ssl_client_s_dn;
+      proxy_set_header {{$.Conn}} $remote_addr:$remote_port;
     }
   }
 {{- end}}
@@ -103,6 +104,7 @@ func (nginx) Config(s SidecarSpec) ([]byte, string, error) {
 	var buf bytes.Buffer
 	err := nginxTmpl.Execute(&buf, map[string]any{
 		"S": s, "Dir": s.Dir, "Tmp": tmp, "Root": os.Geteuid() == 0, "Peer": workload.PeerHeader,
+		"Conn": workload.ConnHeader,
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("render nginx config for %s: %w", s.Name, err)
