@@ -24,7 +24,7 @@ import (
 // testdata (the recorded pod statuses its watcher judges) strictly.
 func readDocs[T any](t *testing.T, name string) []T {
 	t.Helper()
-	out, err := yamldocs.Docs[T](filepath.Join("..", "target", "kube", "testdata", name))
+	out, err := yamldocs.Docs[T](filepath.Join("..", "testbed", "kube", "testdata", name))
 	require.NoError(t, err)
 	return out
 }
