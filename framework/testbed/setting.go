@@ -56,8 +56,8 @@ type Setting struct {
 	Value string
 }
 
-// Words say a setting as the user wrote it, e.g. "-node-cpu=agent" for a
-// command line. The nil Words say it in Go: "NodeCPU=agent".
+// Words say a setting as the user wrote it: for a command line, as the
+// flag that sets it. The nil Words say it in Go: "NodeCPU=agent".
 type Words func(Setting) string
 
 // Say is setting name, set to value unless value is "", in w.
