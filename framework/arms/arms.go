@@ -1,5 +1,5 @@
 // Package arms is the grammar of an upgrade gate's arms: the reference and
-// candidate specs the command line writes (-sidecar, -candidate), parsed
+// candidate specs a run's plan writes (its sidecar and candidate), parsed
 // once into a Spec that the targets receive. The local target's sidecars
 // are written name[@version][+no-keepalive][+access-log]; a cluster's
 // candidate IMAGE, IMAGE+no-keepalive, +no-keepalive (the reference's

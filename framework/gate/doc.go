@@ -64,7 +64,7 @@
 // A gate with the candidate in the run keeps measuring while it is
 // undecided ([Gate.DecideSequential], [Sequential]): after
 // [MinPairsToDecide] pairs, and again after every pair up to a budget
-// (-max-count, [DefaultMaxPairs]), the way Chromium's Pinpoint adds
+// (the run's MaxCount, [DefaultMaxPairs]), the way Chromium's Pinpoint adds
 // repeats until it can say same or different. Each look's interval is a
 // repeated confidence interval of a group-sequential plan (Jennison and
 // Turnbull, Group Sequential Methods with Applications to Clinical Trials,
@@ -83,7 +83,7 @@
 // time however often it was looked at.
 //
 // Against a stored reference the decisions are made once, or, with
-// -max-count, at most [MaxLooks] times at the level split over the looks
+// a MaxCount, at most [MaxLooks] times at the level split over the looks
 // ([Gate.UntilConclusive], [Looks], [LookConfidence], [Gate.DecideAt],
 // [Targets]).
 //

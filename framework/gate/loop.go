@@ -36,7 +36,7 @@ type MeasureFunc func(ctx context.Context, scenarios []Labels) ([]Pair, error)
 // UntilConclusive decides like Decide and, while some decisions are
 // inconclusive, measures more pairs of their scenarios (one pair per call
 // of measure) until every decision is conclusive or each such scenario has
-// maxCount pairs (-max-count). It returns the last verdict and the
+// maxCount pairs (the run's MaxCount). It returns the last verdict and the
 // measurements with the pairs added; ms is not modified. Unpaired
 // measurements (a stored reference) grow by candidate repeats only, and
 // their count is what maxCount bounds (Measurement.Repeats).

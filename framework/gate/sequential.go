@@ -13,7 +13,7 @@ import (
 const VerdictAlpha = 0.05
 
 // DefaultMaxPairs is the default budget of pairs per point of a
-// sequential gate (-max-count): what a point may grow to while its
+// sequential gate (the run's MaxCount): what a point may grow to while its
 // decisions are undecided. At two runs of about 3.6 s a pair it is under
 // 4 minutes a point on the local target.
 const DefaultMaxPairs = 30
@@ -48,7 +48,7 @@ const Trim = 0.1
 // wholly below), each at most Alpha()/2, so the verdict errs at most
 // VerdictAlpha (Bonferroni over the decisions).
 type Sequential struct {
-	// Max is the most pairs a point is measured for (-max-count).
+	// Max is the most pairs a point is measured for (the run's MaxCount).
 	Max int
 	// Decisions is how many decisions the verdict can make: an upper bound
 	// is enough (a larger one only widens the intervals).

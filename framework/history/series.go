@@ -224,8 +224,8 @@ type History struct {
 type Config struct {
 	Options
 	// FollowVersion keeps the runs of one mesh in one group across its
-	// versions and sidecar variants (version, threads, -sidecar and
-	// -candidate may change; each change is noted at the run it happens).
+	// versions and sidecar variants (version, threads, the sidecar and
+	// the candidate may change; each change is noted at the run it happens).
 	FollowVersion bool
 }
 

@@ -48,7 +48,7 @@ func Supports(path, encryption string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("the kernel (%s) lacks %s, so %s cannot run on its nodes; use -cilium-encryption=none to measure Cilium as the CNI only",
+		return fmt.Errorf("the kernel (%s) lacks %s, so %s cannot run on its nodes",
 			path, strings.Join(missing, ", "), encryption)
 	}
 	return nil

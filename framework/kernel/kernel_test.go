@@ -31,9 +31,9 @@ const ciKernel = "CONFIG_XFRM=y\nCONFIG_XFRM_USER=y\n# CONFIG_INET_ESP is not se
 func TestSupports(t *testing.T) {
 	path := writeKernelConfig(t, ciKernel)
 	assert.EqualError(t, Supports(path, "ipsec"), "the kernel ("+path+") lacks CONFIG_INET_ESP, CONFIG_CRYPTO_GCM or CONFIG_CRYPTO_AUTHENC, "+
-		"so ipsec cannot run on its nodes; use -cilium-encryption=none to measure Cilium as the CNI only")
+		"so ipsec cannot run on its nodes")
 	assert.EqualError(t, Supports(path, "wireguard"), "the kernel ("+path+") lacks CONFIG_WIREGUARD, "+
-		"so wireguard cannot run on its nodes; use -cilium-encryption=none to measure Cilium as the CNI only")
+		"so wireguard cannot run on its nodes")
 	assert.NoError(t, Supports(path, "none"))
 
 	path = writeKernelConfig(t, "CONFIG_INET_ESP=y\nCONFIG_CRYPTO_GCM=y\nCONFIG_MODULES=y\nCONFIG_WIREGUARD=m\n")

@@ -72,7 +72,7 @@ type Options struct {
 	// flight (fortio's -c). Default 1.
 	Concurrency int `json:"concurrency"`
 	// QPS is the total target rate in requests per second for an open-loop
-	// run (fortio's -qps N). 0 means closed loop at maximum rate.
+	// run (fortio's qps option). 0 means closed loop at maximum rate.
 	QPS float64 `json:"qps"`
 	// RateFraction, when > 0, says QPS was set as this fraction of a
 	// capacity measured in the same run (the upgrade gate's open-loop

@@ -33,7 +33,7 @@ const (
 )
 
 // DefaultWaypoint is the name of the waypoint the harness creates in the
-// meshed namespace for -waypoint (istioctl's default name).
+// meshed namespace for WithWaypoint (istioctl's default name).
 const DefaultWaypoint = "waypoint"
 
 type ambient struct {

@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 func init() {
@@ -36,10 +38,12 @@ type cilium struct {
 	ns string
 	// encryption is "ipsec" or "wireguard".
 	encryption string
+	// words say the settings the notes name.
+	words testbed.Words
 }
 
 func newCilium(cfg config) *cilium {
-	return &cilium{ns: cmp.Or(cfg.namespace, "kube-system"), encryption: cmp.Or(cfg.encryption, "ipsec")}
+	return &cilium{ns: cmp.Or(cfg.namespace, "kube-system"), encryption: cmp.Or(cfg.encryption, "ipsec"), words: cfg.words}
 }
 
 func (ci *cilium) Name() string { return "cilium" }
@@ -150,7 +154,7 @@ func (ci *cilium) Verify(ctx context.Context, c kubernetes.Interface, namespace 
 	}
 	var problems []string
 	if ci.encryption == "none" {
-		v.Notes = append(v.Notes, ciliumPlainNote)
+		v.Notes = append(v.Notes, ci.plainNote())
 	} else if !ciliumEncrypts(cfg) && cfg["mesh-auth-enabled"] != "true" {
 		problems = append(problems, "cilium-config enables neither enable-wireguard, enable-ipsec nor mesh-auth-enabled: "+
 			"the meshed arm would be identical to the baseline")
@@ -181,13 +185,16 @@ func (ci *cilium) Verify(ctx context.Context, c kubernetes.Interface, namespace 
 	return v, nil
 }
 
-const ciliumPlainNote = "cilium: encryption off (-cilium-encryption=none): the meshed arm is Cilium's eBPF datapath " +
-	"as the CNI, every hop plain text by design"
+// plainNote says that the meshed arm encrypts nothing, by design.
+func (ci *cilium) plainNote() string {
+	return "cilium: encryption off (" + ci.words.Say(testbed.SettingCiliumEncryption, "none") + "): the meshed arm is Cilium's eBPF datapath " +
+		"as the CNI, every hop plain text by design"
+}
 
 // PlainByDesign says that the meshed arm encrypts nothing on purpose.
 func (ci *cilium) PlainByDesign(info Info) string {
 	if ci.encryption == "none" && !ciliumEncrypts(info.Config) {
-		return ciliumPlainNote
+		return ci.plainNote()
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // plan is a chart list without values, for exact comparison.
@@ -167,7 +170,11 @@ func TestCiliumCharts(t *testing.T) {
 	cs = charts(t, plain, InstallOptions{})
 	assert.NotContains(t, cs[0].Values, "encryption")
 	assert.Equal(t, "cilium: it is the CNI of every node of the cluster", plain.(ClusterWide).ClusterWide())
-	assert.Contains(t, PlainByDesign(plain, Info{Config: map[string]string{"enable-ipsec": "false"}}), "every hop plain text by design")
+	const note = "cilium: encryption off (%s): the meshed arm is Cilium's eBPF datapath as the CNI, every hop plain text by design"
+	assert.Equal(t, fmt.Sprintf(note, "CiliumEncryption=none"), PlainByDesign(plain, Info{Config: map[string]string{"enable-ipsec": "false"}}))
+	worded, err := New("cilium", WithEncryption("none"), WithWords(func(s testbed.Setting) string { return "<" + s.Name + ":" + s.Value + ">" }))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf(note, "<CiliumEncryption:none>"), PlainByDesign(worded, Info{}))
 	assert.Empty(t, PlainByDesign(plain, Info{Config: map[string]string{"enable-ipsec": "true"}}), "a cluster that encrypts is not plain")
 	assert.Empty(t, PlainByDesign(newMesh(t, "cilium"), Info{}), "ipsec asked for: a plain cluster is a failed proof, not a design")
 	notes, err := plain.(Preparer).Prepare(context.Background(), fake.NewClientset(), InstallOptions{})

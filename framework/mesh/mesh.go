@@ -269,6 +269,8 @@ type config struct {
 	// encryption is Cilium's transparent encryption: "ipsec" (default) or
 	// "wireguard".
 	encryption string
+	// words say the settings the adapters' notes name (nil: in Go).
+	words testbed.Words
 }
 
 // EvidenceFunc returns the mTLS edges of a namespace, for a mesh whose proxy
@@ -316,6 +318,11 @@ func WithMTLSEvidence(f EvidenceFunc) Option { return optionFunc(func(c *config)
 // installs: "ipsec" (the default: it needs only the kernel's XFRM) or
 // "wireguard" (it needs the kernel's WireGuard module).
 func WithEncryption(kind string) Option { return optionFunc(func(c *config) { c.encryption = kind }) }
+
+// WithWords say the settings an adapter's notes name (e.g.
+// testbed.SettingCiliumEncryption) as the user wrote them. Default: their
+// names in Go.
+func WithWords(w testbed.Words) Option { return optionFunc(func(c *config) { c.words = w }) }
 
 // Names lists the registered adapters, in a stable order (their Rank,
 // then their name).

@@ -10,11 +10,11 @@ import (
 
 // An Adapter is one mesh as meshbench knows it: each mesh's file registers
 // its own (register, from an init func), and New, Names, the baseline's
-// checks and the -mesh flag's help all read the registry.
+// checks and the help of the option that picks a mesh all read the registry.
 type Adapter struct {
-	// Name is what -mesh takes, e.g. "istio".
+	// Name is what New takes, e.g. "istio".
 	Name string
-	// Rank orders Names (and so the -mesh help and error messages):
+	// Rank orders Names (and so the mesh option's help and error messages):
 	// lower first, then by name.
 	Rank int
 	// New makes the adapter from the options New was given.

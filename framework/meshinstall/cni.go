@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // CNIInstall says how InstallCNI installs a mesh that is the cluster's CNI.
@@ -23,6 +24,8 @@ type CNIInstall struct {
 	Timeout time.Duration
 	// Logf receives one line per step. Default: none.
 	Logf func(string, ...any)
+	// Words say the settings the errors advise (as HelmOptions.Words).
+	Words testbed.Words
 }
 
 // InstallCNI installs the mesh m from its Helm charts on a cluster whose
@@ -61,7 +64,7 @@ func InstallCNI(ctx context.Context, cfg *rest.Config, m mesh.Mesh, o CNIInstall
 	if err := Prepare(ctx, c, m, o.Install, o.Logf); err != nil {
 		return err
 	}
-	h := NewHelm(cfg, c, HelmOptions{ChartDir: o.ChartDir, Timeout: o.Timeout, Grace: o.Timeout, Logf: o.Logf})
+	h := NewHelm(cfg, c, HelmOptions{ChartDir: o.ChartDir, Timeout: o.Timeout, Grace: o.Timeout, Logf: o.Logf, Words: o.Words})
 	if err := h.Install(ctx, charts); err != nil {
 		return fmt.Errorf("install %s: %w", m.Name(), err)
 	}

@@ -1,5 +1,5 @@
-// Package meshinstall installs a mesh from its Helm charts (-mesh-install)
-// and uninstalls it, watching the releases' pods: the charts of a mesh
+// Package meshinstall installs a mesh from its Helm charts (when a run
+// asks for it: kube.Options.InstallMesh) and uninstalls it, watching the releases' pods: the charts of a mesh
 // that is missing, a revision beside an installed one, and a mesh that is
 // the cluster's CNI.
 package meshinstall
@@ -42,6 +42,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/internal/kubewait"
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Installed is one Helm release the run installed: what Helm was asked for
@@ -68,6 +69,7 @@ type Helm struct {
 	timeout  time.Duration
 	grace    time.Duration
 	logf     func(string, ...any)
+	words    testbed.Words
 
 	installed []Installed
 	createdNS []string
@@ -88,12 +90,16 @@ type HelmOptions struct {
 	Grace time.Duration
 	// Logf receives one line per step.
 	Logf func(string, ...any)
+	// Words say the settings the errors advise (e.g.
+	// testbed.SettingMeshCharts) as the user wrote them. Default nil:
+	// their names in Go.
+	Words testbed.Words
 }
 
 // NewHelm returns an installer that installs into the cluster of cfg,
 // whose client is c.
 func NewHelm(cfg *rest.Config, c kubernetes.Interface, o HelmOptions) *Helm {
-	return &Helm{cfg: cfg, c: c, chartDir: o.ChartDir, timeout: o.Timeout, grace: o.Grace, logf: o.Logf}
+	return &Helm{cfg: cfg, c: c, chartDir: o.ChartDir, timeout: o.Timeout, grace: o.Grace, logf: o.Logf, words: o.Words}
 }
 
 // Installed lists the Helm releases h installed and will uninstall.
@@ -147,7 +153,7 @@ func (h *Helm) installChart(ctx context.Context, ch mesh.Chart) error {
 // what is installed with its values. It returns the description that the
 // install's errors name.
 func (h *Helm) announce(ch mesh.Chart, loaded *chart.Chart, got, from string) (string, error) {
-	note, err := pinChart(ch, loaded, from)
+	note, err := pinChart(ch, loaded, from, h.words)
 	if err != nil {
 		return "", fmt.Errorf("helm install %s/%s: %w", ch.Namespace, ch.Release, err)
 	}
@@ -277,7 +283,7 @@ func (h *Helm) ensureNamespace(ctx context.Context, ns string) error {
 // into Helm's cache ($HELM_CACHE_HOME, default ~/.cache/helm).
 func (h *Helm) load(ch mesh.Chart) (*chart.Chart, string, error) {
 	if h.chartDir != "" {
-		path, err := findChart(h.chartDir, ch.Name, ch.Version)
+		path, err := findChart(h.chartDir, ch.Name, ch.Version, h.words)
 		if err != nil {
 			return nil, "", err
 		}
@@ -290,7 +296,7 @@ func (h *Helm) load(ch mesh.Chart) (*chart.Chart, string, error) {
 	opts := action.ChartPathOptions{RepoURL: ch.Repo, Version: ch.Version}
 	path, err := opts.LocateChart(ch.Name, cli.New())
 	if err != nil {
-		return nil, "", fmt.Errorf("fetch chart %s %s from %s (offline? pass -mesh-charts with a directory of charts): %w", ch.Name, ch.Version, ch.Repo, err)
+		return nil, "", fmt.Errorf("fetch chart %s %s from %s (offline? pass %s with a directory of charts): %w", ch.Name, ch.Version, ch.Repo, h.words.Say(testbed.SettingMeshCharts, ""), err)
 	}
 	c, err := loader.Load(path)
 	if err != nil {
@@ -307,7 +313,8 @@ func (h *Helm) load(ch mesh.Chart) (*chart.Chart, string, error) {
 // pins are development coordinates, such as tag latest, which no release
 // publishes): then the pins set the release's images, and the note says so.
 // A chart without pins keeps the old behaviour: a note on the mismatch.
-func pinChart(ch mesh.Chart, loaded *chart.Chart, from string) (string, error) {
+// The advice names the settings in w.
+func pinChart(ch mesh.Chart, loaded *chart.Chart, from string, w testbed.Words) (string, error) {
 	got := loaded.Metadata.Name + " " + loaded.Metadata.Version
 	where := cmp.Or(from, ch.Repo)
 	var dev []string
@@ -329,7 +336,8 @@ func pinChart(ch mesh.Chart, loaded *chart.Chart, from string) (string, error) {
 	}
 	if len(dev) == 0 {
 		return "", fmt.Errorf("%s holds %s, not version %s: its templates would run the images of %s; "+
-			"pass -mesh-version=%s, or point -mesh-charts at the %s charts", from, got, ch.Version, ch.Version, loaded.Metadata.Version, ch.Version)
+			"pass %s, or point %s at the %s charts", from, got, ch.Version, ch.Version,
+			w.Say(testbed.SettingMeshVersion, loaded.Metadata.Version), w.Say(testbed.SettingMeshCharts, ""), ch.Version)
 	}
 	var pins []string
 	for _, p := range ch.Pins {
@@ -372,10 +380,12 @@ func lookup(values map[string]any, path string) (any, bool) {
 
 // findChart looks in dir, four levels deep, for <name>-<version>.tgz or a
 // directory whose Chart.yaml is named name; an archive of the wanted
-// version wins over a directory.
-func findChart(dir, name, version string) (string, error) {
+// version wins over a directory. Its errors name the directory's setting
+// in w.
+func findChart(dir, name, version string, w testbed.Words) (string, error) {
+	where := w.Say(testbed.SettingMeshCharts, "") + " " + dir
 	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("-mesh-charts %s: %w", dir, err)
+		return "", fmt.Errorf("%s: %w", where, err)
 	}
 	var dirs []string
 	var tgz string
@@ -399,13 +409,13 @@ func findChart(dir, name, version string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("-mesh-charts %s: %w", dir, err)
+		return "", fmt.Errorf("%s: %w", where, err)
 	}
 	if tgz != "" {
 		return tgz, nil
 	}
 	if len(dirs) == 0 {
-		return "", fmt.Errorf("-mesh-charts %s: no chart %s (neither %s-%s.tgz nor a directory whose Chart.yaml says name: %s)", dir, name, name, version, name)
+		return "", fmt.Errorf("%s: no chart %s (neither %s-%s.tgz nor a directory whose Chart.yaml says name: %s)", where, name, name, version, name)
 	}
 	sort.Strings(dirs)
 	return dirs[0], nil

@@ -43,7 +43,7 @@ func istioChartsDir(t *testing.T) string {
 
 func loadChart(t *testing.T, dir, name string) (*chart.Chart, string) {
 	t.Helper()
-	path, err := findChart(dir, name, "")
+	path, err := findChart(dir, name, "", nil)
 	require.NoError(t, err)
 	c, err := loader.Load(path)
 	require.NoError(t, err)
@@ -109,7 +109,7 @@ func TestIstioSourceTreeChartsRunTheReleaseImages(t *testing.T) {
 	}
 	for _, ch := range charts[1:] {
 		c, path := loadChart(t, dir, ch.Name)
-		note, err := pinChart(ch, c, path)
+		note, err := pinChart(ch, c, path, nil)
 		require.NoError(t, err, ch.Name)
 		assert.Contains(t, note, path+" is a source tree (", ch.Name)
 		assert.Contains(t, note, "chart version 1.0.0): its images are set to the release's: ", ch.Name)
@@ -131,7 +131,7 @@ func TestPinChartRefuses(t *testing.T) {
 	istiod := charts[1]
 
 	c, path := loadChart(t, dir, "istiod")
-	note, err := pinChart(istiod, c, path)
+	note, err := pinChart(istiod, c, path, nil)
 	require.NoError(t, err)
 	assert.Equal(t, path+" is a source tree (global.hub=registry.istio.io/testing, global.tag=latest, chart version 1.0.0): "+
 		"its images are set to the release's: global.hub=docker.io/istio, global.tag=1.28.0", note)
@@ -139,7 +139,7 @@ func TestPinChartRefuses(t *testing.T) {
 	// A chart that has no tag to set cannot be pinned.
 	defaults := c.Values["_internal_defaults_do_not_set"].(map[string]any)["global"].(map[string]any)
 	delete(defaults, "tag")
-	_, err = pinChart(istiod, c, path)
+	_, err = pinChart(istiod, c, path, nil)
 	assert.EqualError(t, err, "chart istiod 1.0.0 from "+path+" has no value global.tag, so meshbench cannot set the images it runs "+
 		"(global.tag=1.28.0): use the released chart istiod 1.28.0 (helm pull istiod --repo https://istio-release.storage.googleapis.com/charts --version 1.28.0)")
 
@@ -148,13 +148,13 @@ func TestPinChartRefuses(t *testing.T) {
 	defaults["tag"] = "1.27.3"
 	defaults["hub"] = "docker.io/istio"
 	c.Metadata.Version = "1.27.3"
-	_, err = pinChart(istiod, c, path)
+	_, err = pinChart(istiod, c, path, nil)
 	assert.EqualError(t, err, path+" holds istiod 1.27.3, not version 1.28.0: its templates would run the images of 1.28.0; "+
-		"pass -mesh-version=1.27.3, or point -mesh-charts at the 1.28.0 charts")
+		"pass MeshVersion=1.27.3, or point MeshCharts at the 1.28.0 charts")
 
 	// The chart asked for is fine, from a directory or a repository.
 	c.Metadata.Version = "1.28.0"
-	note, err = pinChart(istiod, c, path)
+	note, err = pinChart(istiod, c, path, nil)
 	require.NoError(t, err)
 	assert.Empty(t, note)
 }
@@ -182,7 +182,7 @@ func TestLinkerdSourceTreeChartRunsTheReleaseImages(t *testing.T) {
 		require.NoError(t, err)
 		c.AddDependency(partials)
 	}
-	note, err := pinChart(cp, c, dir)
+	note, err := pinChart(cp, c, dir, nil)
 	require.NoError(t, err)
 	assert.Equal(t, dir+" is a source tree (linkerdVersion=linkerdVersionValue, chart version 0.0.0-undefined): "+
 		"its images are set to the release's: linkerdVersion=edge-25.10.1", note)
@@ -221,7 +221,7 @@ func TestCiliumChartTakesTheValues(t *testing.T) {
 	require.NoError(t, err)
 	c, err := loader.Load(dir)
 	require.NoError(t, err)
-	_, err = pinChart(charts[0], c, dir)
+	_, err = pinChart(charts[0], c, dir, nil)
 	require.NoError(t, err)
 	for _, kv := range mesh.FlattenValues(charts[0].Values) {
 		path, _, _ := strings.Cut(kv, "=")

@@ -3,36 +3,43 @@ package meshinstall
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 func TestFindChart(t *testing.T) {
 	dir := filepath.Join("testdata", "charts")
-	got, err := findChart(dir, "mbtest-mesh", "0.1.0")
+	got, err := findChart(dir, "mbtest-mesh", "0.1.0", nil)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "mbtest-mesh"), got)
 	// By the name in Chart.yaml, not the directory's, deeper down.
-	got, err = findChart(dir, "deep-chart", "2.0.0")
+	got, err = findChart(dir, "deep-chart", "2.0.0", nil)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "nested", "deeper"), got)
 
-	_, err = findChart(dir, "istiod", "1.28.0")
-	assert.EqualError(t, err, "-mesh-charts testdata/charts: no chart istiod (neither istiod-1.28.0.tgz nor a directory whose Chart.yaml says name: istiod)")
-	_, err = findChart(filepath.Join(dir, "absent"), "istiod", "1.28.0")
-	assert.ErrorContains(t, err, "-mesh-charts testdata/charts/absent: stat testdata/charts/absent: no such file or directory")
+	_, err = findChart(dir, "istiod", "1.28.0", nil)
+	assert.EqualError(t, err, "MeshCharts testdata/charts: no chart istiod (neither istiod-1.28.0.tgz nor a directory whose Chart.yaml says name: istiod)")
+	_, err = findChart(filepath.Join(dir, "absent"), "istiod", "1.28.0", nil)
+	assert.ErrorContains(t, err, "MeshCharts testdata/charts/absent: stat testdata/charts/absent: no such file or directory")
+	flag := func(s testbed.Setting) string { return "-" + strings.ToLower(s.Name) }
+	_, err = findChart(dir, "istiod", "1.28.0", flag)
+	assert.EqualError(t, err, "-meshcharts testdata/charts: no chart istiod (neither istiod-1.28.0.tgz nor a directory whose Chart.yaml says name: istiod)",
+		"the setting in the caller's words")
 
 	// An archive of the wanted version (what `helm pull` writes) wins.
 	tmp := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(tmp, "base"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(tmp, "base", "Chart.yaml"), []byte("name: base\nversion: 1.0.0\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(tmp, "base-1.28.0.tgz"), nil, 0o644))
-	got, err = findChart(tmp, "base", "1.28.0")
+	got, err = findChart(tmp, "base", "1.28.0", nil)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(tmp, "base-1.28.0.tgz"), got)
-	got, err = findChart(tmp, "base", "1.27.0")
+	got, err = findChart(tmp, "base", "1.27.0", nil)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(tmp, "base"), got)
 }

@@ -62,7 +62,7 @@ func JournalPath(dir string, started time.Time, tgt string) string {
 }
 
 // CreateJournal creates dir when needed and the journal in it, and writes
-// its head. It is how a run checks -results before it measures anything:
+// its head. It is how a run checks its results directory before it measures anything:
 // a directory that cannot be created or written fails here.
 func CreateJournal(dir string, started time.Time, tgt string, command []string, settings any) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -67,7 +67,7 @@ func openOne(path string) (*Results, error) {
 // allArms are every arm a results file may hold.
 var allArms = append(slices.Clone(testbed.Arms), testbed.Reference, testbed.Candidate)
 
-// OpenStored reads the stored run a -reference run is gated against,
+// OpenStored reads the stored run a run is gated against (its reference),
 // checked whole as Open checks a report's input (missing, truncated, of
 // another schema, without a raw histogram: an error naming the file and
 // the field), except that it may hold an upgrade gate's arms too. It also

@@ -62,15 +62,15 @@ type Results struct {
 	// was measured.
 	Partial string `json:"partial,omitempty"`
 	// Plan says what fitting the run to its deadline (go test's -timeout
-	// less a margin, or -budget) changed: scenarios run with shorter
-	// windows than -duration, and scenarios skipped, one line each.
+	// less a margin, or the run's budget) changed: scenarios run with shorter
+	// windows than the run's duration, and scenarios skipped, one line each.
 	Plan []string `json:"plan,omitempty"`
 	// Reference is the stored run the gate compared this run against
-	// (-reference), when it did.
+	// (a stored reference), when it did.
 	Reference *StoredReference `json:"reference,omitempty"`
 }
 
-// StoredReference names the stored run a -reference run was gated
+// StoredReference names the stored run a run was gated
 // against, so that its decision can be recomputed from the two files.
 type StoredReference struct {
 	// File is the path the run read it from; RunID the stored run's own

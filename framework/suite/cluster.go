@@ -174,7 +174,8 @@ func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options,
 			Images:       manifests.Images{Nginx: c.NginxImage, Loadgen: c.LoadgenImage},
 			ResponseSize: c.ResponseSize,
 		},
-		Logf: logf,
+		Logf:  logf,
+		Words: flagWords,
 	}
 	if s.loadLog != nil {
 		// The loadgen pods' logs of a run that failed requests, counted

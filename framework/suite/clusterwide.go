@@ -72,7 +72,7 @@ func (mc meshCNI) InstallCNI(ctx context.Context, cl kind.Cluster) error {
 			}
 		}
 	}
-	return meshinstall.InstallCNI(ctx, cl.RESTConfig(), mc.m, meshinstall.CNIInstall{Install: io, ChartDir: mc.c.MeshCharts, Logf: mc.logf})
+	return meshinstall.InstallCNI(ctx, cl.RESTConfig(), mc.m, meshinstall.CNIInstall{Install: io, ChartDir: mc.c.MeshCharts, Logf: mc.logf, Words: flagWords})
 }
 
 // createBaselineCluster creates or reuses <kind-cluster>-baseline, or

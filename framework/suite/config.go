@@ -186,7 +186,7 @@ func (p protocolFlag) Set(s string) error {
 
 // MeshOptions are the mesh adapter's options the flags ask for.
 func (c *Config) MeshOptions() []mesh.Option {
-	var opts []mesh.Option
+	opts := []mesh.Option{mesh.WithWords(flagWords)}
 	if c.MeshRevision != "" {
 		opts = append(opts, mesh.WithRevision(c.MeshRevision))
 	}
@@ -410,7 +410,7 @@ func (c *Config) checkClusterWide() []error {
 	case c.Target == "kind":
 		// kind's nodes run on this kernel: what it lacks, they lack.
 		if err := kernel.Supports(kernel.ConfigPath, c.CiliumEncryption); err != nil {
-			return []error{fmt.Errorf("-mesh=%s -cilium-encryption=%s on kind: %w", c.Mesh, c.CiliumEncryption, err)}
+			return []error{fmt.Errorf("-mesh=%s -cilium-encryption=%s on kind: %w; use -cilium-encryption=none to measure Cilium as the CNI only", c.Mesh, c.CiliumEncryption, err)}
 		}
 	}
 	return nil

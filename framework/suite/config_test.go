@@ -50,11 +50,11 @@ func TestMeshRevisionAndWaypointFlags(t *testing.T) {
 	cfg, err := normalize(t, "-target", "kind", "-mesh", "istio", "-mesh-revision", "canary")
 	require.NoError(t, err)
 	assert.Equal(t, "canary", cfg.MeshRevision)
-	require.Len(t, cfg.MeshOptions(), 1)
+	require.Len(t, cfg.MeshOptions(), 2, "the flags' words and the revision")
 	cfg, err = normalize(t, "-target", "kind", "-mesh", "istio-ambient", "-waypoint")
 	require.NoError(t, err)
 	assert.True(t, cfg.Waypoint)
-	require.Len(t, cfg.MeshOptions(), 1)
+	require.Len(t, cfg.MeshOptions(), 2, "the flags' words and the waypoint")
 
 	_, err = normalize(t, "-target", "kind", "-mesh", "linkerd", "-mesh-revision", "canary")
 	assert.EqualError(t, err, `-mesh-revision=canary: only used with -mesh=istio (got -mesh="linkerd")`)

@@ -240,6 +240,7 @@ func (s *Suite) defaultTarget(ctx context.Context, c *Config, logf func(string, 
 		Protocol:           c.Protocol,
 		ResponseSize:       c.ResponseSize,
 		Logf:               logf,
+		Words:              flagWords,
 		MeshedBackendDelay: c.MeshedBackendDelay,
 	})
 	if err != nil {

@@ -24,8 +24,8 @@ type FaultOutcome struct {
 // a timeline, or no recovery within the window. A fault that failed no
 // request is a warning. Every target judges its faults here; what the
 // fault did to the target's own accounting (the restart of what it
-// killed) is the target's.
-func JudgeFault(run *Run, f FaultOutcome) {
+// killed) is the target's. The advice names the settings in w.
+func JudgeFault(run *Run, f FaultOutcome, w Words) {
 	switch {
 	case f.Err != nil:
 		run.Invalidate(validity.FaultFailed, "fault failed: %v", f.Err)
@@ -45,7 +45,7 @@ func JudgeFault(run *Run, f FaultOutcome) {
 	}
 	if rec.Recovered < 0 {
 		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
-		run.Invalidate(validity.FaultNotRecovered, "no recovery within the window (%v after the fault); lengthen -duration",
-			end.Sub(f.At).Round(time.Millisecond))
+		run.Invalidate(validity.FaultNotRecovered, "no recovery within the window (%v after the fault); lengthen %s",
+			end.Sub(f.At).Round(time.Millisecond), w.Say(SettingDuration, ""))
 	}
 }

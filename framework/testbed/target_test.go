@@ -97,7 +97,7 @@ func TestJudgeFault(t *testing.T) {
 		return &Run{Fault: f, Load: &load.Result{Options: load.Options{Duration: 800 * time.Millisecond}, Timeline: tl}}
 	}
 	run := newRun(tl)
-	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)})
+	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)}, nil)
 	assert.Empty(t, run.Invalid)
 	assert.Empty(t, run.Warnings)
 	require.NotNil(t, run.Recovery)
@@ -105,29 +105,32 @@ func TestJudgeFault(t *testing.T) {
 		Recovered: 200 * time.Millisecond}, *run.Recovery)
 
 	run = newRun(tl)
-	JudgeFault(run, FaultOutcome{Fired: true, Err: errors.New("exec: no sh")})
+	JudgeFault(run, FaultOutcome{Fired: true, Err: errors.New("exec: no sh")}, nil)
 	assert.Equal(t, validity.Reasons{{Kind: validity.FaultFailed, Detail: "fault failed: exec: no sh"}}, run.Invalid)
 	assert.Nil(t, run.Recovery)
 
 	run = newRun(tl)
-	JudgeFault(run, FaultOutcome{})
+	JudgeFault(run, FaultOutcome{}, nil)
 	assert.Equal(t, validity.Reasons{{Kind: validity.FaultFailed, Detail: "fault did not happen: kill backend's sidecar after 200ms is not within the 800ms window"}}, run.Invalid)
 
 	run = newRun(nil)
-	JudgeFault(run, FaultOutcome{Fired: true, At: start})
+	JudgeFault(run, FaultOutcome{Fired: true, At: start}, nil)
 	assert.Equal(t, validity.Reasons{{Kind: validity.FaultFailed, Detail: "fault run without a timeline"}}, run.Invalid)
 
 	down := &load.Timeline{Start: start, Bucket: 100 * time.Millisecond, OK: []int64{10, 10, 0, 0}, Failed: []int64{0, 0, 7, 3},
 		LatencySum: make([]float64, 4), LatencyMax: make([]float64, 4)}
 	run = newRun(down)
-	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)})
-	assert.Equal(t, validity.Reasons{{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (200ms after the fault); lengthen -duration"}}, run.Invalid)
+	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)}, nil)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (200ms after the fault); lengthen Duration"}}, run.Invalid)
 	assert.True(t, run.InvalidOnly(validity.FaultNotRecovered))
+	run = newRun(down)
+	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)}, func(s Setting) string { return "the " + s.Name })
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (200ms after the fault); lengthen the Duration"}}, run.Invalid)
 
 	calm := &load.Timeline{Start: start, Bucket: 100 * time.Millisecond, OK: []int64{10, 10, 10, 10}, Failed: make([]int64, 4),
 		LatencySum: make([]float64, 4), LatencyMax: make([]float64, 4)}
 	run = newRun(calm)
-	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)})
+	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)}, nil)
 	assert.Empty(t, run.Invalid)
 	assert.Equal(t, validity.Reasons{{Kind: validity.FaultNoFailures, Detail: "the fault failed no request"}}, run.Warnings)
 	assert.True(t, run.Warnings.Has(validity.FaultNoFailures))

@@ -1,4 +1,4 @@
-// Package testbed is where a benchmark runs (go test's -target): the
+// Package testbed is where a benchmark runs (the run's target): the
 // embedded local target (real processes on loopback with real proxies as
 // sidecars), a kind cluster, or a remote cluster. It is not called target:
 // a global gitignore's target/ pattern, common among Maven and Cargo users,

@@ -343,7 +343,7 @@ func (t *Target) judgeFault(run *testbed.Run, fr *faultRun) {
 			orDefault(t.o.Workloads.Images.Loadgen, manifests.DefaultImages.Loadgen))
 		return
 	}
-	testbed.JudgeFault(run, testbed.FaultOutcome{Fired: fr.fired, At: fr.at, Err: fr.err})
+	testbed.JudgeFault(run, testbed.FaultOutcome{Fired: fr.fired, At: fr.at, Err: fr.err}, t.o.Words)
 }
 
 // killer kills one container of a pod as a crash would, or as near to it

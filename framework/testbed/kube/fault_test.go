@@ -142,7 +142,7 @@ func TestFaultNotRestarted(t *testing.T) {
 	tg.judgeFault(run, fr)
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.FaultNotRecovered, Detail: "mb-sidecar of ns/backend-0 was not running and ready again within 1m0s of the window's end: waiting: CrashLoopBackOff back-off 10s restarting failed container (restarts 2)"},
-		{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (2s after the fault); lengthen -duration"},
+		{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (2s after the fault); lengthen Duration"},
 	}, run.Invalid)
 	assert.Equal(t, validity.Reasons{{Kind: validity.FaultKilled, Detail: "mb-sidecar of ns/backend-0 was killed 1s into the window (SIGKILL): its CPU is not in this run's figures"}}, run.Warnings)
 }

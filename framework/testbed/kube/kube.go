@@ -313,7 +313,7 @@ func (t *Target) preflight(ctx context.Context) error {
 			return err
 		}
 		if _, err := t.agent.fetch(ctx, t.nodes[0].Name); err != nil {
-			return fmt.Errorf("kube target: node CPU agent on node %s: %w\n%s", t.nodes[0].Name, err, agentFallback)
+			return fmt.Errorf("kube target: node CPU agent on node %s: %w\n%s", t.nodes[0].Name, err, agentFallback(t.o.Words))
 		}
 	}
 	if _, err := t.fetch(ctx, t.nodes[0].Name); err != nil {
@@ -483,7 +483,7 @@ func (t *Target) Installed() []meshinstall.Installed {
 // newHelm is the installer of the mesh, with the target's options.
 func (t *Target) newHelm() *meshinstall.Helm {
 	return meshinstall.NewHelm(t.restCfg, t.c, meshinstall.HelmOptions{ChartDir: t.o.ChartDir, Timeout: t.o.InstallTimeout,
-		Grace: t.o.UnschedulableGrace, Logf: t.o.Logf})
+		Grace: t.o.UnschedulableGrace, Logf: t.o.Logf, Words: t.o.Words})
 }
 
 func (t *Target) readNodes(ctx context.Context) ([]NodeInfo, error) {

@@ -56,8 +56,8 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (testbed.Measured, error)
 	wr.Window.Aligned = m.after != nil
 	if wr.Window.Aligned {
 		m.t.alignedSaid.Do(func() {
-			m.t.o.Logf("kube target: CPU from the kubelets' counters: each run keeps its load on until they refresh, before its window (this run: %v, warm-up included) and after it (%v); -node-cpu=agent reads them at the instant",
-				m.warmed.Round(100*time.Millisecond), m.tail.Round(100*time.Millisecond))
+			m.t.o.Logf("kube target: CPU from the kubelets' counters: each run keeps its load on until they refresh, before its window (this run: %v, warm-up included) and after it (%v); %s reads them at the instant",
+				m.warmed.Round(100*time.Millisecond), m.tail.Round(100*time.Millisecond), m.t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
 		})
 	}
 	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)

@@ -16,6 +16,7 @@ import (
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure/cgroups"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Where CPU is read without NodeExec (Options.NodeCPU).
@@ -31,8 +32,12 @@ const (
 // agentCounters names the agent's counters in the environment.
 const agentCounters = "on demand: the mbnodecpu DaemonSet reading each node's cgroup files at the window's ends, through the API server's pod proxy"
 
-// agentFallback says, after the agent failed, what a run can do instead.
-const agentFallback = "without the agent, CPU can be read from the kubelets' cached counters (refreshed every 10-15 s; each run then waits for their refreshes under load: about 27 s longer a run on kind, at most a minute): ask for it with -node-cpu=kubelet"
+// agentFallback says, after the agent failed, what a run can do instead,
+// the setting in w.
+func agentFallback(w testbed.Words) string {
+	return "without the agent, CPU can be read from the kubelets' cached counters (refreshed every 10-15 s; each run then waits for their refreshes under load: about 27 s longer a run on kind, at most a minute): ask for it with " +
+		w.Say(testbed.SettingNodeCPU, NodeCPUKubelet)
+}
 
 // nodeAgent reads the counters of the nodes from the agent's pods.
 type nodeAgent struct {
@@ -67,7 +72,7 @@ func (t *Target) deployNodeAgent(ctx context.Context) error {
 		}},
 	}
 	if err := t.createNamespace(ctx, obj); err != nil {
-		return fmt.Errorf("%w\n%s", err, agentFallback)
+		return fmt.Errorf("%w\n%s", err, agentFallback(t.o.Words))
 	}
 	ds, err := manifests.NodeCPUAgent(manifests.NodeCPUParams{Namespace: ns, Run: t.run, Image: t.o.NodeCPUImage})
 	if err != nil {
@@ -76,13 +81,13 @@ func (t *Target) deployNodeAgent(ctx context.Context) error {
 	if _, err := t.c.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 			return fmt.Errorf("kube target: creating the node CPU agent (DaemonSet %s/%s) was refused (RBAC, or an admission policy: see its name in the API server's answer): %w\n%s",
-				ns, ds.Name, err, agentFallback)
+				ns, ds.Name, err, agentFallback(t.o.Words))
 		}
 		return fmt.Errorf("kube target: create DaemonSet %s/%s: %w", ns, ds.Name, err)
 	}
 	t.o.Logf("kube target: deploying the node CPU agent (%s) on %d nodes in %s", ds.Spec.Template.Spec.Containers[0].Image, len(t.nodes), ns)
 	if err := t.waitReady(ctx, []want{{Namespace: ns, Component: manifests.NodeCPU, Replicas: len(t.nodes)}}); err != nil {
-		return fmt.Errorf("the node CPU agent cannot run: %w\n%s", err, agentFallback)
+		return fmt.Errorf("the node CPU agent cannot run: %w\n%s", err, agentFallback(t.o.Words))
 	}
 	return t.agent.findPods(ctx, ns)
 }

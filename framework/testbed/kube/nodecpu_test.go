@@ -249,7 +249,7 @@ func TestDeployNodeAgentCannotRun(t *testing.T) {
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	assert.True(t, strings.HasPrefix(err.Error(), "the node CPU agent cannot run: kube target: meshbench-nodecpu-0a1b2c/mbnodecpu-aaaaa container mbnodecpu: ErrImagePull: failed to pull image"), err.Error())
-	assert.True(t, strings.HasSuffix(err.Error(), "\n"+agentFallback), err.Error())
+	assert.True(t, strings.HasSuffix(err.Error(), "\n"+agentFallback(nil)), err.Error())
 
 	tg, c := agentTarget(t)
 	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "meshbench-nodecpu-0a1b2c", Name: "mbnodecpu.1"}, Reason: "FailedCreate", Type: corev1.EventTypeWarning,
@@ -264,7 +264,7 @@ func TestDeployNodeAgentCannotRun(t *testing.T) {
 	err = tg.deployNodeAgent(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "FailedCreate: DaemonSet mbnodecpu cannot create pods (5 times): Error creating: admission webhook \"validate.kyverno.svc-fail\" denied the request: policy disallow-host-path")
-	assert.True(t, strings.HasSuffix(err.Error(), "\n"+agentFallback), err.Error())
+	assert.True(t, strings.HasSuffix(err.Error(), "\n"+agentFallback(nil)), err.Error())
 }
 
 func TestCompareReads(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/meshbench/meshbench/framework/arms"
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Placement is where the loadgen runs.
@@ -136,6 +137,10 @@ type Options struct {
 	LoadgenLog io.Writer
 	// Logf prints progress. Default: discard.
 	Logf func(format string, args ...any)
+	// Words say the settings the target's messages advise (e.g.
+	// testbed.SettingNodeCPU) as the user wrote them. Default nil: their
+	// names in Go ("NodeCPU=agent").
+	Words testbed.Words
 }
 
 func (o *Options) normalize() error {

@@ -16,6 +16,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -236,11 +237,11 @@ func (t *Target) diluted(ns []nodeSpan) string {
 	}
 	if t.aligned() {
 		return fmt.Sprintf("CPU diluted: the kubelet's counters span %s, under the %.0f%% needed: per-role CPU is diluted by idle time; "+
-			"the kubelets did not collect them under load within the %v the run waits for them; -node-cpu=agent reads them at the instant",
-			spans, minCoverage*100, t.o.CounterWait)
+			"the kubelets did not collect them under load within the %v the run waits for them; %s reads them at the instant",
+			spans, minCoverage*100, t.o.CounterWait, t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
 	}
 	return fmt.Sprintf("CPU diluted: the kubelet's counters span %s, under the %.0f%% needed: per-role CPU is diluted by idle time; "+
-		"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or -node-cpu=agent", spans, minCoverage*100)
+		"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or %s", spans, minCoverage*100, t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
 }
 
 // containerKey parses kubelet.ContainerKey.String().

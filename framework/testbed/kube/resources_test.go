@@ -175,7 +175,7 @@ func TestResourceWindowWarnings(t *testing.T) {
 	}, rep.Warnings)
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.CPUDiluted, Detail: "CPU diluted: the kubelet's counters span 10s on node n1 (20% under load), under the 90% needed: per-role CPU is diluted by idle time; " +
-			"the kubelets did not collect them under load within the 30s the run waits for them; -node-cpu=agent reads them at the instant"},
+			"the kubelets did not collect them under load within the 30s the run waits for them; NodeCPU=agent reads them at the instant"},
 	}, rep.CPUInvalid)
 
 	stale := f.mk(t1, 6, 0)
@@ -221,7 +221,7 @@ func TestResourceWindowDilutedOnce(t *testing.T) {
 	assert.Empty(t, rep.Warnings)
 	assert.Equal(t, validity.Reasons{
 		{Kind: validity.CPUDiluted, Detail: "CPU diluted: the kubelet's counters span 15s on node n2 (60% under load), 20s on node n3 (40% under load), under the 90% needed: " +
-			"per-role CPU is diluted by idle time; use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or -node-cpu=agent"},
+			"per-role CPU is diluted by idle time; use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or NodeCPU=agent"},
 	}, rep.CPUInvalid, "n1's counters spanned the load exactly")
 }
 

@@ -13,9 +13,10 @@ import (
 	"github.com/meshbench/meshbench/framework/testbed"
 )
 
-// An Istio canary upgrade as an upgrade gate (-candidate=rev=NAME): the
-// reference arm's namespace is injected by the reference revision (the
-// mesh adapter's, -mesh-revision, or the default injector), the candidate
+// An Istio canary upgrade as an upgrade gate (Options.Candidate with a
+// Revision): the reference arm's namespace is injected by the reference
+// revision (the mesh adapter's, mesh.WithRevision, or the default
+// injector), the candidate
 // arm's by revision NAME, both istiods running side by side in the control
 // plane's namespace. Each arm is verified against its own revision.
 
@@ -51,7 +52,7 @@ func (t *Target) detectCandidate(ctx context.Context) error {
 	if cm == nil {
 		return nil
 	}
-	c := t.o.Candidate
+	c, w := t.o.Candidate, t.o.Words
 	info, err := cm.Detect(ctx, t.c)
 	var ni *mesh.NotInstalledError
 	switch {
@@ -59,12 +60,13 @@ func (t *Target) detectCandidate(ctx context.Context) error {
 		info, err = t.installRevision(ctx, cm, ni)
 	case errors.As(err, &ni):
 		ns := cmp.Or(info.Namespace, "istio-system")
-		return fmt.Errorf("kube target: -candidate=%s: %w; the candidate arm's namespace %s would be labelled %s=%s: install that revision first "+
-			"(istioctl install --revision=%s, or helm install istiod-%s istio/istiod -n %s --set revision=%s) or pass -mesh-install",
-			c, err, t.ns(string(testbed.Candidate)), "istio.io/rev", c.Revision, c.Revision, c.Revision, ns, c.Revision)
+		return fmt.Errorf("kube target: %s: %w; the candidate arm's namespace %s would be labelled %s=%s: install that revision first "+
+			"(istioctl install --revision=%s, or helm install istiod-%s istio/istiod -n %s --set revision=%s) or pass %s",
+			w.Say(testbed.SettingCandidate, c.String()), err, t.ns(string(testbed.Candidate)), "istio.io/rev", c.Revision, c.Revision, c.Revision, ns, c.Revision,
+			w.Say(testbed.SettingMeshInstall, ""))
 	}
 	if err != nil {
-		return fmt.Errorf("kube target: -candidate=%s: %w", c, err)
+		return fmt.Errorf("kube target: %s: %w", w.Say(testbed.SettingCandidate, c.String()), err)
 	}
 	t.mu.Lock()
 	t.candInfo = info
@@ -124,7 +126,7 @@ func (t *Target) revisionsApart() error {
 		return nil
 	}
 	return fmt.Errorf("reference arm: the sidecars of pods %s were injected by Istio revision %s, the candidate's: the default injector (istio-injection=enabled) is that revision, "+
-		"so the gate would compare the candidate with itself; name the reference's revision with -mesh-revision", strings.Join(pods, ", "), c.Revision)
+		"so the gate would compare the candidate with itself; name the reference's revision with %s", strings.Join(pods, ", "), c.Revision, t.o.Words.Say(testbed.SettingMeshRevision, ""))
 }
 
 // revisionsConfig describes the arms of a revision gate for the

@@ -165,9 +165,9 @@ func TestKubeCandidateRevisionMissing(t *testing.T) {
 	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &arms.Spec{Revision: "canary"}, Workloads: istioImages})
 	fc.c.ClearActions()
 	err := tg.setUp(ctx)
-	assert.EqualError(t, err, "kube target: -candidate=rev=canary: istio is not installed: no Deployment labelled app=istiod in istio-system with istio.io/rev=canary; "+
+	assert.EqualError(t, err, "kube target: Candidate=rev=canary: istio is not installed: no Deployment labelled app=istiod in istio-system with istio.io/rev=canary; "+
 		"the candidate arm's namespace "+tg.ns("candidate")+" would be labelled istio.io/rev=canary: install that revision first "+
-		"(istioctl install --revision=canary, or helm install istiod-canary istio/istiod -n istio-system --set revision=canary) or pass -mesh-install")
+		"(istioctl install --revision=canary, or helm install istiod-canary istio/istiod -n istio-system --set revision=canary) or pass MeshInstall")
 	for _, a := range fc.c.Actions() {
 		if a.GetNamespace() != "istio-system" { // the fake controller's istiod pods
 			assert.NotEqual(t, "create", a.GetVerb(), "nothing deployed: %s %s/%s", a.GetVerb(), a.GetNamespace(), a.GetResource().Resource)
@@ -198,6 +198,6 @@ func TestKubeCandidateRevisionWrongInjector(t *testing.T) {
 		err := tg.setUp(ctx)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "reference arm: the sidecars of pods backend-0, frontend-0, loadgen-0 were injected by Istio revision canary, the candidate's: "+
-			"the default injector (istio-injection=enabled) is that revision, so the gate would compare the candidate with itself; name the reference's revision with -mesh-revision")
+			"the default injector (istio-injection=enabled) is that revision, so the gate would compare the candidate with itself; name the reference's revision with MeshRevision")
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/meshbench/meshbench/framework/load"
@@ -23,7 +24,7 @@ func (t *Target) workload() testbed.Workload {
 }
 
 // Supports implements testbed.Supporter. The apps are deployed once, from
-// the flags, so a scenario that needs other apps is skipped with what to
+// the target's options, so a scenario that needs other apps is skipped with what to
 // change; the loadgens are deployed where and as many as a scenario asks
 // when it first runs.
 func (t *Target) Supports(w testbed.Workload, f *testbed.Fault) error {
@@ -50,7 +51,7 @@ func (t *Target) workloadUnsupported(w, def testbed.Workload) []string {
 		why = append(why, fmt.Sprintf("path %s: the cluster workloads have one frontend, so at most two hops", w.Path))
 	}
 	if w.ResponseSize != def.ResponseSize {
-		why = append(why, fmt.Sprintf("payload %d B: the backends were deployed with -payload=%d", w.ResponseSize, def.ResponseSize))
+		why = append(why, fmt.Sprintf("payload %d B: the backends were deployed with %s", w.ResponseSize, t.o.Words.Say(testbed.SettingResponseSize, strconv.Itoa(def.ResponseSize))))
 	}
 	if w.Protocol == load.GRPC {
 		why = append(why, "gRPC needs the mbapp backend image on this cluster")

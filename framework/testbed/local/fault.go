@@ -81,8 +81,8 @@ func (fr *faultRun) wait() *faultRun {
 
 // judgeFault puts the fault's outcome on the run (testbed.JudgeFault),
 // with the expected restart of the killed or restarted process taken out
-// of the restarts that would invalidate it.
-func judgeFault(run *testbed.Run, fr *faultRun) {
+// of the restarts that would invalidate it; its advice in w.
+func judgeFault(run *testbed.Run, fr *faultRun, w testbed.Words) {
 	if fr.name == "" {
 		run.Fault = nil // this arm has no such process
 		return
@@ -98,5 +98,5 @@ func judgeFault(run *testbed.Run, fr *faultRun) {
 		}
 		run.Resources.Restarts = restarts
 	}
-	testbed.JudgeFault(run, testbed.FaultOutcome{Fired: fr.fired, At: fr.at, Err: fr.err})
+	testbed.JudgeFault(run, testbed.FaultOutcome{Fired: fr.fired, At: fr.at, Err: fr.err}, w)
 }

@@ -72,6 +72,10 @@ type Options struct {
 	BinDir string
 	// Logf prints progress; default discards.
 	Logf func(format string, args ...any)
+	// Words say the settings the target's messages advise (e.g.
+	// testbed.SettingTarget) as the user wrote them. Default nil: their
+	// names in Go ("Target=kind").
+	Words testbed.Words
 	// StartTimeout bounds each process's start-up. Default 20s.
 	StartTimeout time.Duration
 }
@@ -225,7 +229,7 @@ func (t *Target) Supports(w testbed.Workload, f *testbed.Fault) error {
 	}
 	var why []string
 	if w.Replicas > 1 {
-		why = append(why, fmt.Sprintf("replicas=%d: the local target runs one backend per arm; use -target=kind", w.Replicas))
+		why = append(why, fmt.Sprintf("replicas=%d: the local target runs one backend per arm; use %s", w.Replicas, t.o.Words.Say(testbed.SettingTarget, "kind")))
 	}
 	if w.Placement == testbed.OutOfMesh {
 		for _, m := range t.meshes {
@@ -245,7 +249,8 @@ func (t *Target) Supports(w testbed.Workload, f *testbed.Fault) error {
 		}
 	}
 	if f != nil && f.NodeProxy {
-		why = append(why, "fault on a node proxy: the local target runs a sidecar per workload and no per-node proxy; use -target=kind or a cluster with istio-ambient or cilium")
+		why = append(why, "fault on a node proxy: the local target runs a sidecar per workload and no per-node proxy; use "+
+			t.o.Words.Say(testbed.SettingTarget, "kind")+" or a cluster with istio-ambient or cilium")
 	}
 	if f != nil && f.Workload != "loadgen" && !slices.Contains(testbed.Workloads(w.Path), f.Workload) {
 		why = append(why, fmt.Sprintf("fault on %q: not on the %s path (%s)", f.Workload, w.Path, strings.Join(testbed.Workloads(w.Path), ", ")))
@@ -520,7 +525,7 @@ func (t *Target) window(ctx context.Context, s testbed.Spec, w testbed.Workload,
 	run.Invalid = append(run.Invalid, res.Invalid...)
 	run.Measured(measured)
 	if s.Fault != nil {
-		judgeFault(run, fault)
+		judgeFault(run, fault, t.o.Words)
 	}
 	return run, nil
 }

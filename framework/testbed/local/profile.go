@@ -33,7 +33,7 @@ func (t *Target) CanProfile() error {
 		}
 	}
 	if !t.profiling() {
-		return errors.New("the sidecars' admin endpoints are on only in an upgrade gate (-candidate)")
+		return fmt.Errorf("the sidecars' admin endpoints are on only in an upgrade gate (%s)", t.o.Words.Say(testbed.SettingCandidate, ""))
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func TestCanProfileOnlyGoSidecarsInAGate(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, (&Target{o: Options{Candidate: &arms.Spec{Proxy: "caddy"}}, meshes: []meshArm{{sc: v}}}).CanProfile())
 	assert.EqualError(t, (&Target{meshes: []meshArm{{sc: caddy{}}}}).CanProfile(),
-		"the sidecars' admin endpoints are on only in an upgrade gate (-candidate)")
+		"the sidecars' admin endpoints are on only in an upgrade gate (Candidate)")
 }
 
 // TestCaddyAdminOnlyWithASocket: Caddy's admin endpoint stays off unless

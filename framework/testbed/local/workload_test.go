@@ -172,5 +172,5 @@ func TestWorkloadsPerScenario(t *testing.T) {
 	assert.EqualError(t, tg.Supports(testbed.Workload{}, &testbed.Fault{Action: "pause", Workload: "backend"}),
 		`fault action "pause" is unknown: want kill or restart`)
 	assert.EqualError(t, tg.Supports(testbed.Workload{}, &testbed.Fault{Action: testbed.Kill, Workload: "backend", NodeProxy: true}),
-		"fault on a node proxy: the local target runs a sidecar per workload and no per-node proxy; use -target=kind or a cluster with istio-ambient or cilium")
+		"fault on a node proxy: the local target runs a sidecar per workload and no per-node proxy; use Target=kind or a cluster with istio-ambient or cilium")
 }
