@@ -454,10 +454,10 @@ func TestTargetOnFakeCluster(t *testing.T) {
 	assert.True(t, ev.Verifications[testbed.Meshed].Meshed)
 	assert.Len(t, ev.Verifications[testbed.Meshed].Pods, 4, "backend, frontend and two loadgens")
 
-	o := load.Options{Concurrency: 4, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond}
+	o := testbed.Window{Concurrency: 4, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond}
 	for _, arm := range testbed.Arms {
 		for _, p := range []testbed.Path{testbed.OneHop, testbed.TwoHop} {
-			run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: p}, Load: o})
+			run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: p}, Window: o})
 			require.NoError(t, err, "%s %s", arm, p)
 			assert.Empty(t, run.Invalid, "%s %s", arm, p)
 			assert.Positive(t, run.Load.Requests)
@@ -488,7 +488,7 @@ func TestTargetOnFakeCluster(t *testing.T) {
 
 	// The mesh's telemetry says the traffic was not mutually authenticated.
 	fc.secured.Store(false)
-	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.TwoHop}, Load: o})
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.TwoHop}, Window: o})
 	require.NoError(t, err)
 	assert.Contains(t, strings.Join(run.Invalid.Strings(), "\n"), "mesh not really on")
 
@@ -512,8 +512,8 @@ func TestTargetOutOfMesh(t *testing.T) {
 	assert.Contains(t, nss[2], "-loadgen-")
 	assert.Equal(t, nss[2], tg.arms[testbed.Baseline].loadgenNS, "one loadgen serves both arms")
 
-	o := load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
-	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.TwoHop}, Load: o})
+	o := testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.TwoHop}, Window: o})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid)
 	assert.True(t, run.Warnings.Has(validity.LoadgenOutOfMesh), "%v", run.Warnings)
@@ -611,7 +611,7 @@ func TestPlacementAndOptions(t *testing.T) {
 	assert.Error(t, err)
 	tg, err := newTarget(fake.NewClientset(), Options{})
 	require.NoError(t, err)
-	_, err = tg.Run(context.Background(), testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Load: load.Options{Protocol: load.H2}})
+	_, err = tg.Run(context.Background(), testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop, Protocol: load.H2}})
 	assert.Error(t, err)
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/testbed"
 )
 
@@ -27,10 +26,10 @@ func TestNewConnectionsOnFakeCluster(t *testing.T) {
 		backend.peers.Range(func(any, any) bool { n++; return true })
 		return n
 	}
-	o := load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
+	o := testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
 	for _, fresh := range []bool{false, true} {
 		loads, conns := backend.loads.Load(), peers()
-		run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{NewConnections: fresh}, Load: o})
+		run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{NewConnections: fresh}, Window: o})
 		require.NoError(t, err)
 		assert.Empty(t, run.Invalid, "new connections %v", fresh)
 		assert.Equal(t, fresh, run.Load.Options.NewConnections, "the workload's client is the load's")
