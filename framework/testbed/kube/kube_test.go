@@ -113,6 +113,16 @@ type fakeApp struct {
 	// peers the client addresses they came from: one per TCP connection.
 	loads atomic.Int64
 	peers sync.Map
+	// last is the last load request as it arrived.
+	last atomic.Pointer[received]
+}
+
+// received is a request as a stand-in app got it: its method, the body
+// bytes it read, and its headers.
+type received struct {
+	method string
+	body   int64
+	header http.Header
 }
 
 func newFakeCluster(t *testing.T) *fakeCluster {
@@ -164,6 +174,8 @@ func (fc *fakeCluster) app(ns string, c manifests.Component) *fakeApp {
 		default:
 			a.loads.Add(1)
 			a.peers.Store(r.RemoteAddr, true)
+			n, _ := io.Copy(io.Discard, r.Body)
+			a.last.Store(&received{method: r.Method, body: n, header: r.Header.Clone()})
 			if time.Now().UnixNano() < a.failUntil.Load() {
 				http.Error(w, "sidecar down", http.StatusServiceUnavailable)
 				return
