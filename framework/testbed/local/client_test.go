@@ -24,7 +24,7 @@ func TestClientReachesTheBackend(t *testing.T) {
 		run, err := tg.Run(t.Context(), testbed.Spec{Arm: arm, Workload: w,
 			Window: testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}})
 		require.NoError(t, err)
-		assert.Empty(t, run.Invalid, "%s", arm)
+		assert.Zero(t, run.Load.Errors, "%s", arm) // not run.Invalid: a busy machine is not this test's business
 		assert.Equal(t, 4096, run.Load.Options.RequestSize, "%s: the recorded load", arm)
 		assert.Equal(t, map[string]string{"X-Tenant": "tenant-" + string(arm)}, w.Headers, "%s: the target did not write into the workload", arm)
 
