@@ -95,7 +95,7 @@ type Options struct {
 	// which sends Connection: close), so each request pays a connect on
 	// the client's hop. http1 only (see CheckClient). Default false: one
 	// connection per unit of concurrency, kept alive. The targets set it
-	// from testbed.Workload.NewConnections.
+	// from testbed.Workload.NewConnections (testbed.LoadOptions).
 	NewConnections bool `json:"newConnections,omitempty"`
 	// Timeout is the per-request timeout (a gRPC call's deadline). Default 3s.
 	Timeout time.Duration `json:"timeout"`
@@ -110,7 +110,9 @@ type Options struct {
 	// invalid. Default 0 (any error invalidates the run).
 	MaxErrorRate float64 `json:"maxErrorRate"`
 	// Headers are added to every request, e.g. the caller's name; for grpc
-	// they are sent as metadata (HTTP/2 headers, lower-cased).
+	// they are sent as metadata (HTTP/2 headers, lower-cased). The targets
+	// set them from testbed.Workload.Headers (testbed.LoadOptions), and the
+	// local target adds its source header.
 	Headers map[string]string `json:"headers,omitempty"`
 	// Timeline, when > 0, is the bucket width of a per-request timeline of
 	// the window (Result.Timeline), which faults are judged on. Default 0:

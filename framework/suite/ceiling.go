@@ -4,7 +4,6 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/load/ceiling"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/stats"
@@ -20,7 +19,7 @@ type urlTarget interface {
 // concurrency c against the baseline backend alone, interleaved with wrk's
 // against the same backend, with each loadgen's own CPU: how far the
 // loadgen is from being the bottleneck. fortio runs twice per repeat, with
-// and without HDR recording (load.Options.NoHDR), in alternating order, to
+// and without HDR recording (testbed.Window.NoHDR), in alternating order, to
 // show what recording every latency costs, and a bare Go loop (ceiling.GoFloor)
 // runs beside wrk, to show what any Go loadgen lacks against it.
 // Sub-benchmarks: loadgen=fortio, loadgen=fortio-nohdr, loadgen=go-floor
@@ -41,26 +40,26 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 	var fortio, noHDR, floor, wrks []ceiling.Result
 	for rep := range reps {
 		s.logf("%s: fortio with and without HDR, then wrk at c=%d, repeat %d/%d", b.Name(), c, rep+1, reps)
-		o := s.Config.loadOptions(c)
-		o.QPS = 0
+		win := s.Config.window(c)
+		win.QPS = 0
 		for i := range 2 {
-			o.NoHDR = (rep+i)%2 == 1 // ABBA: neither goes first every time
-			r, err := s.fortioCeiling(tg, o)
+			win.NoHDR = (rep+i)%2 == 1 // ABBA: neither goes first every time
+			r, err := s.fortioCeiling(tg, win)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if o.NoHDR {
+			if win.NoHDR {
 				noHDR = append(noHDR, r)
 			} else {
 				fortio = append(fortio, r)
 			}
 		}
-		w, err := ceiling.Wrk(s.ctx, wrk, url, c, o.Duration)
+		w, err := ceiling.Wrk(s.ctx, wrk, url, c, win.Duration)
 		if err != nil {
 			b.Fatal(err)
 		}
 		wrks = append(wrks, w)
-		g, err := ceiling.GoFloor(s.ctx, url, c, o.Duration)
+		g, err := ceiling.GoFloor(s.ctx, url, c, win.Duration)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -86,8 +85,8 @@ func (s *Suite) LoadgenCeiling(b *testing.B, c int) {
 
 // fortioCeiling runs the in-process fortio loadgen at maximum rate against
 // the baseline one-hop backend and takes its CPU.
-func (s *Suite) fortioCeiling(tg testbed.Target, o load.Options) (ceiling.Result, error) {
-	run, err := tg.Run(s.ctx, testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
+func (s *Suite) fortioCeiling(tg testbed.Target, win testbed.Window) (ceiling.Result, error) {
+	run, err := tg.Run(s.ctx, testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Window: win})
 	if err != nil {
 		return ceiling.Result{}, err
 	}

@@ -564,19 +564,6 @@ func (c *Config) fillPaths(root string) {
 	}
 }
 
-// loadOptions are the load settings of one run at concurrency n.
-func (c *Config) loadOptions(n int) load.Options {
-	return load.Options{
-		Concurrency:   n,
-		QPS:           c.QPS,
-		Duration:      c.Duration,
-		Warmup:        c.Warmup,
-		Protocol:      c.Protocol,
-		RequestSize:   c.RequestSize,
-		RateTolerance: c.RateTolerance,
-	}
-}
-
 // moduleRoot walks up from the working directory to go.mod; "." if none.
 func moduleRoot() string {
 	dir, err := os.Getwd()

@@ -332,12 +332,12 @@ func (s *Suite) gatePoints(sc Scenario, bench string) []gate.Labels {
 			l[labels.Benchmark] = bench
 			l[labels.Concurrency] = strconv.Itoa(c)
 			l[labels.Path] = string(cmp.Or(p.Workload.Path, p.Path, testbed.OneHop))
-			o := s.Config.loadOptions(c)
-			if p.Load != nil {
-				p.Load(&o)
+			win := s.Config.window(c)
+			if p.Window != nil {
+				p.Window(&win)
 			}
 			l["loop"] = "closed"
-			if o.QPS > 0 || p.openLoop {
+			if win.QPS > 0 || p.openLoop {
 				l["loop"] = "open"
 			}
 			out = append(out, l)

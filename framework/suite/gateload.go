@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/testbed"
 )
@@ -35,12 +34,12 @@ func GateLoad(fraction float64) Axis {
 		{Label: "max"},
 		{Label: "open", Apply: func(s *Scenario) {
 			s.openLoop = true // its rate is known only after the max point
-			prev := s.Load
-			s.Load = func(o *load.Options) {
+			prev := s.Window
+			s.Window = func(w *testbed.Window) {
 				if prev != nil {
-					prev(o)
+					prev(w)
 				}
-				o.QPS, o.RateFraction = fraction*capacity, fraction
+				w.QPS, w.RateFraction = fraction*capacity, fraction
 			}
 		}},
 	}}

@@ -38,9 +38,9 @@ func TestGateLoadOpensAtAFractionOfCapacity(t *testing.T) {
 	assert.False(t, stop, why)
 	var sc Scenario
 	ax.Values[1].Apply(&sc)
-	var o load.Options
-	sc.Load(&o)
-	assert.Equal(t, 550.0, o.QPS)
+	var win testbed.Window
+	sc.Window(&win)
+	assert.Equal(t, testbed.Window{QPS: 550, RateFraction: 0.5}, win)
 
 	stop, why = GateLoad(0.5).Stop([]Point{point(testbed.Baseline, 9000)})
 	assert.True(t, stop)

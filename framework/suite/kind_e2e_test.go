@@ -25,7 +25,6 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/labels"
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/measure/nodestats"
 	"github.com/meshbench/meshbench/framework/report"
@@ -157,12 +156,12 @@ func placementAndFault(t *testing.T, s *suite.Suite, cluster string) {
 	start := time.Now()
 	defer func() { t.Logf("e2e stage placement+fault: %.0fs", time.Since(start).Seconds()) }()
 	s.Config.ConcurrencySet = false // the scenarios' own c, not -concurrency's
-	short := func(d, warm time.Duration) func(*load.Options) {
-		return func(o *load.Options) { o.Duration, o.Warmup = d, warm }
+	short := func(d, warm time.Duration) func(*testbed.Window) {
+		return func(w *testbed.Window) { w.Duration, w.Warmup = d, warm }
 	}
 	n := len(s.Records())
 	testing.Benchmark(func(b *testing.B) {
-		s.Sweep(b, suite.Scenario{Name: "BenchmarkPlacement", Load: short(5*time.Second, 2*time.Second), Axes: []suite.Axis{suite.Placements(
+		s.Sweep(b, suite.Scenario{Name: "BenchmarkPlacement", Window: short(5*time.Second, 2*time.Second), Axes: []suite.Axis{suite.Placements(
 			suite.Placement{Where: testbed.InMesh, Loadgens: 1, C: 8},
 			suite.Placement{Where: testbed.OutOfMesh, Loadgens: 1, C: 8},
 			suite.Placement{Where: testbed.InMesh, Loadgens: 2, C: 8},
@@ -176,7 +175,7 @@ func placementAndFault(t *testing.T, s *suite.Suite, cluster string) {
 	fault := &testbed.Fault{Action: testbed.Kill, Workload: "backend", Sidecar: true, After: 2 * time.Second}
 	testing.Benchmark(func(b *testing.B) {
 		s.Sweep(b, suite.Scenario{Name: "BenchmarkProxyKilled", Concurrency: []int{4}, Arms: []testbed.Arm{testbed.Meshed},
-			Fault: fault, Load: short(15*time.Second, 2*time.Second)})
+			Fault: fault, Window: short(15*time.Second, 2*time.Second)})
 	})
 	faulted := s.Records()[n:]
 	require.Len(t, faulted, 1)
@@ -187,7 +186,7 @@ func placementAndFault(t *testing.T, s *suite.Suite, cluster string) {
 	n = len(s.Records())
 	testing.Benchmark(func(b *testing.B) {
 		s.Sweep(b, suite.Scenario{Name: "BenchmarkAfterFault", Concurrency: []int{4}, Arms: []testbed.Arm{testbed.Meshed},
-			Load: short(5*time.Second, time.Second)})
+			Window: short(5*time.Second, time.Second)})
 	})
 	after := s.Records()[n:]
 	require.Len(t, after, 1)
@@ -202,13 +201,13 @@ func placementAndFault(t *testing.T, s *suite.Suite, cluster string) {
 // stops a container, 2 s into a 10 s two-hop window of the meshed arm at
 // c=4 (issue 8). The frontend's, not the killed backend's: the kubelet
 // would restart that one again only after its back-off (10 s).
-func restartRun(t *testing.T, s *suite.Suite, short func(*load.Options)) {
+func restartRun(t *testing.T, s *suite.Suite, short func(*testbed.Window)) {
 	start := time.Now()
 	n := len(s.Records())
 	restart := &testbed.Fault{Action: testbed.Restart, Workload: "frontend", Sidecar: true, After: 2 * time.Second}
 	testing.Benchmark(func(b *testing.B) {
 		s.Sweep(b, suite.Scenario{Name: "BenchmarkProxyRestarted", Path: testbed.TwoHop, Concurrency: []int{4},
-			Arms: []testbed.Arm{testbed.Meshed}, Fault: restart, Load: short})
+			Arms: []testbed.Arm{testbed.Meshed}, Fault: restart, Window: short})
 	})
 	t.Logf("e2e stage restart: %.0fs", time.Since(start).Seconds())
 	restarted := s.Records()[n:]

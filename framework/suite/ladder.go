@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/framework/labels"
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
 )
@@ -67,12 +66,12 @@ func beyondSLO(r *testbed.Run, slo time.Duration) string {
 
 func rateValue(q float64) Value {
 	return Value{Label: strconv.FormatFloat(q, 'f', -1, 64), Apply: func(s *Scenario) {
-		prev := s.Load
-		s.Load = func(o *load.Options) {
+		prev := s.Window
+		s.Window = func(w *testbed.Window) {
 			if prev != nil {
-				prev(o)
+				prev(w)
 			}
-			o.QPS = q
+			w.QPS = q
 		}
 	}}
 }

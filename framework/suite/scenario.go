@@ -30,9 +30,10 @@ type Scenario struct {
 	// users=N rather than c=N, -concurrency and -qps do not apply, and
 	// each step's latency is reported beside the whole flow's.
 	Flow *load.Flow
-	// Load, when set, adjusts each run's load settings (after the flags).
-	// It must not change Concurrency: sweep that with Concurrency.
-	Load func(*load.Options)
+	// Window, when set, adjusts each run's window (after the flags): its
+	// rate, its durations. It must not change Concurrency: sweep that
+	// with Concurrency. What the client sends is the Workload's.
+	Window func(*testbed.Window)
 	// Concurrency is this scenario's default sweep; -concurrency, when
 	// given, wins. Default: -concurrency's default (1, 2, 4, 8, 16, 32).
 	Concurrency []int

@@ -296,32 +296,48 @@ func (s *Suite) measure(b *testing.B, tg testbed.Target, sc Scenario, c int, arm
 	return rec, nil
 }
 
-// spec is one run of arm at concurrency c of sc: the load the flags and
-// the scenario ask for.
+// spec is one run of arm at concurrency c of sc: the workload and the
+// window the flags and the scenario ask for.
 func (s *Suite) spec(sc Scenario, c int, arm testbed.Arm) (testbed.Spec, error) {
-	o := s.Config.loadOptions(c)
+	win := s.Config.window(c)
 	if sc.window > 0 {
-		o.Duration = sc.window // the run's plan shortened it (planScenario)
+		win.Duration = sc.window // the run's plan shortened it (planScenario)
 	}
-	// The workload's protocol is the load's: a Protocols axis or a
-	// scenario's own protocol wins over -protocol.
-	o.Protocol = cmp.Or(sc.Workload.Protocol, o.Protocol)
 	if sc.Workload.Flow != nil {
-		o.QPS = 0 // a flow's rate is its users' and their think time's
+		win.QPS = 0 // a flow's rate is its users' and their think time's
 	}
-	if sc.Load != nil {
-		sc.Load(&o)
+	if sc.Window != nil {
+		sc.Window(&win)
 	}
-	if f := s.Config.GateFraction; f > 0 && o.RateFraction > 0 {
-		o.QPS, o.RateFraction = o.QPS/o.RateFraction*f, f // -gate-fraction
+	if f := s.Config.GateFraction; f > 0 && win.RateFraction > 0 {
+		win.QPS, win.RateFraction = win.QPS/win.RateFraction*f, f // -gate-fraction
 	}
-	if o.Concurrency != c {
-		return testbed.Spec{}, fmt.Errorf("the scenario's Load changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, o.Concurrency, c)
+	if win.Concurrency != c {
+		return testbed.Spec{}, fmt.Errorf("the scenario's Window changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, win.Concurrency, c)
 	}
-	// -request-size is what the client sends unless the scenario sends its
-	// own: the targets take the request from the workload
-	sc.Workload.RequestSize = cmp.Or(sc.Workload.RequestSize, o.RequestSize)
-	return testbed.Spec{Arm: arm, Workload: sc.Workload, Load: o, Fault: sc.Fault}, nil
+	// What the client sends is the workload's: -protocol and
+	// -request-size unless the scenario (or a Protocols axis) sets its own.
+	return testbed.Spec{Arm: arm, Workload: s.Config.client(sc.Workload), Window: win, Fault: sc.Fault}, nil
+}
+
+// window is the plan's default window of one run at concurrency n: the
+// flags' rate, durations and rate tolerance.
+func (c *Config) window(n int) testbed.Window {
+	return testbed.Window{
+		Concurrency:   n,
+		QPS:           c.QPS,
+		Duration:      c.Duration,
+		Warmup:        c.Warmup,
+		RateTolerance: c.RateTolerance,
+	}
+}
+
+// client is the plan's default of what a client sends (-protocol,
+// -request-size): a scenario's own workload fields win.
+func (c *Config) client(w testbed.Workload) testbed.Workload {
+	w.Protocol = cmp.Or(w.Protocol, c.Protocol)
+	w.RequestSize = cmp.Or(w.RequestSize, c.RequestSize)
+	return w
 }
 
 // report is a leaf sub-benchmark: its i-th call with b.N == 1 (one per

@@ -104,7 +104,7 @@ func TestExplainCPUProfilesAFailedPoint(t *testing.T) {
 	for i, arm := range []testbed.Arm{testbed.Reference, testbed.Candidate} {
 		assert.Equal(t, arm, tg.specs[i].Arm)
 		assert.True(t, tg.specs[i].CPUProfile)
-		assert.Equal(t, 4, tg.specs[i].Load.Concurrency)
+		assert.Equal(t, 4, tg.specs[i].Window.Concurrency)
 	}
 	assert.Len(t, s.Records(), 0, "the profiled round is not scored")
 	require.Len(t, s.why.Points, 1)

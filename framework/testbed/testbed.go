@@ -84,9 +84,10 @@ type Target interface {
 	Name() string
 	// Environment describes where the numbers come from.
 	Environment() Environment
-	// Run runs one warm-up plus measured window of one arm of a workload
-	// with the spec's load settings (Options.URL, Protocol and RequestSize
-	// are filled in by the target from the workload).
+	// Run runs one warm-up plus measured window of one arm of a workload:
+	// the loadgen's options are LoadOptions(s.Workload, s.Window), to
+	// which the target adds only its URL (and a fault's timeline). It
+	// reads the spec and writes into neither.
 	Run(ctx context.Context, s Spec) (*Run, error)
 	// Close stops and deletes everything the target started.
 	Close(ctx context.Context) error

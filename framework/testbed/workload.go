@@ -75,6 +75,13 @@ type Workload struct {
 	// them is pooled as before. http1 only, and not with a Flow.
 	// Default false: keep-alive.
 	NewConnections bool `json:"newConnections,omitempty"`
+	// Headers are added to every request the client sends, name to value,
+	// e.g. a tenant or an authorization header that a mesh's policy
+	// reads; for grpc they are gRPC metadata (lower-cased). Names are
+	// HTTP tokens, and none is one of the path proof's own headers
+	// (workload.SourceHeader, PeerHeader, ProtoHeader), which would forge
+	// it. Default none.
+	Headers map[string]string `json:"headers,omitempty"`
 	// ServiceTime is how long the backend takes per request, in every arm:
 	// a realistic call instead of an echo.
 	ServiceTime time.Duration `json:"serviceTime,omitempty"`
@@ -133,20 +140,12 @@ func (w *Workload) Normalize(def Workload) error {
 	if w.Flow != nil {
 		errs = append(errs, w.normalizeFlow()...)
 	}
-	client := load.Options{Flow: w.Flow}
-	w.SetClient(&client)
+	errs = append(errs, w.normalizeHeaders(def.Headers)...)
+	client := LoadOptions(*w, Window{})
 	if err := client.CheckClient(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// SetClient copies what a client sends from w into the load's options:
-// the protocol, the request size and whether every request opens a new
-// connection. Both targets call it, so a new client setting is a field of
-// Workload and of load.Options, and a line here.
-func (w Workload) SetClient(o *load.Options) {
-	o.Protocol, o.RequestSize, o.NewConnections = w.Protocol, w.RequestSize, w.NewConnections
 }
 
 // normalizeFlow replaces w.Flow with a normalized copy and checks that
@@ -284,14 +283,17 @@ func (f Fault) Check() error {
 	return f.Action.Validate()
 }
 
-// Spec is one run: an arm, the workload, the load and an optional fault.
+// Spec is one run: an arm, the workload, the window and an optional
+// fault.
 type Spec struct {
 	// Arm is the arm to run.
 	Arm Arm `json:"arm"`
 	// Workload is what to run; the target fills in its defaults.
 	Workload Workload `json:"workload"`
-	// Load is the load's settings for the window.
-	Load load.Options `json:"-"`
+	// Window is how the run drives the workload: connections, rate and
+	// durations. The target builds the loadgen's options from Workload
+	// and Window with LoadOptions, and writes into neither.
+	Window Window `json:"-"`
 	// Fault, when set, happens during the window of this arm.
 	Fault *Fault `json:"fault,omitempty"`
 	// CPUProfile asks a Profiler for a CPU profile of each of the arm's

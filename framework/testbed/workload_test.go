@@ -34,9 +34,8 @@ func TestWorkloadFlow(t *testing.T) {
 func TestWorkloadNewConnections(t *testing.T) {
 	w := Workload{RequestSize: 64, NewConnections: true}
 	require.NoError(t, w.Normalize(Workload{}))
-	o := load.Options{URL: "http://x:1/", Protocol: load.H2, Concurrency: 8}
-	w.SetClient(&o)
-	assert.Equal(t, load.Options{URL: "http://x:1/", Protocol: load.HTTP1, RequestSize: 64, NewConnections: true, Concurrency: 8}, o)
+	o := LoadOptions(w, Window{Concurrency: 8})
+	assert.Equal(t, load.Options{Protocol: load.HTTP1, RequestSize: 64, NewConnections: true, Concurrency: 8}, o)
 	kept := Workload{}
 	require.NoError(t, kept.Normalize(Workload{}))
 	assert.Equal(t, kept.Deployment(), w.Deployment(), "the client's connections deploy nothing")
@@ -48,6 +47,49 @@ func TestWorkloadNewConnections(t *testing.T) {
 	assert.EqualError(t, w.Normalize(Workload{}), "new connections: protocol grpc multiplexes requests over one connection; a new connection per request is http1 only")
 	w = Workload{NewConnections: true, Flow: &load.Flow{Steps: []load.Step{{Name: "home"}}}}
 	assert.EqualError(t, w.Normalize(Workload{}), "new connections: a flow's users keep their connections alive; a new connection per request drives connections, not a flow")
+}
+
+// TestLoadOptions: the loadgen's options are the workload's client and
+// the window's timing, every field, and the headers are a copy.
+func TestLoadOptions(t *testing.T) {
+	f := &load.Flow{Users: 2, Steps: []load.Step{{Name: "home"}}}
+	w := Workload{Protocol: load.H2, RequestSize: 512, NewConnections: true, Headers: map[string]string{"X-Tenant": "a"}, Flow: f,
+		ResponseSize: 1024, Replicas: 3, Loadgens: 2}
+	win := Window{Concurrency: 4, QPS: 100, RateFraction: 0.25, Duration: 2 * time.Second, Warmup: -1, RateTolerance: 0.3, NoHDR: true}
+	o := LoadOptions(w, win)
+	assert.Equal(t, load.Options{Concurrency: 4, QPS: 100, RateFraction: 0.25, Duration: 2 * time.Second, Warmup: -1, RateTolerance: 0.3, NoHDR: true,
+		Protocol: load.H2, RequestSize: 512, NewConnections: true, Headers: map[string]string{"X-Tenant": "a"}, Flow: f}, o)
+	o.Headers["X-Meshbench-Src"] = "loadgen"
+	assert.Equal(t, map[string]string{"X-Tenant": "a"}, w.Headers, "the workload's map is not written to")
+}
+
+// TestWorkloadHeaders: headers are the scenario's (or the target's
+// default), copied, and refused with the field's name when they are not
+// header names, would forge the path proof, or hold a line break.
+func TestWorkloadHeaders(t *testing.T) {
+	mine := map[string]string{"X-Tenant": "a", "authorization": "Bearer t"}
+	w := Workload{Headers: mine}
+	require.NoError(t, w.Normalize(Workload{Headers: map[string]string{"X-Default": "1"}}))
+	assert.Equal(t, mine, w.Headers)
+	w.Headers["X-Tenant"] = "b"
+	assert.Equal(t, "a", mine["X-Tenant"], "the scenario's map is not written to")
+	w = Workload{}
+	require.NoError(t, w.Normalize(Workload{Headers: map[string]string{"X-Default": "1"}}))
+	assert.Equal(t, map[string]string{"X-Default": "1"}, w.Headers, "the target's default")
+
+	for h, want := range map[string]string{
+		"x-meshbench-src":  "headers: x-meshbench-src is the path proof's own header (X-Meshbench-Src, X-Meshbench-Peer, X-Meshbench-Proto); a client that sent it would forge the proof",
+		"X-Meshbench-Peer": "headers: X-Meshbench-Peer is the path proof's own header (X-Meshbench-Src, X-Meshbench-Peer, X-Meshbench-Proto); a client that sent it would forge the proof",
+		"x tenant":         `headers: "x tenant" is not a header name (an HTTP token: letters, digits and !#$%&'*+-.^_` + "`|~)",
+		"":                 `headers: "" is not a header name (an HTTP token: letters, digits and !#$%&'*+-.^_` + "`|~)",
+	} {
+		w = Workload{Headers: map[string]string{h: "v"}}
+		assert.EqualError(t, w.Normalize(Workload{}), want)
+	}
+	w = Workload{Headers: map[string]string{"X-Tenant": "a\r\nX-Evil: 1"}}
+	assert.EqualError(t, w.Normalize(Workload{}), `headers: X-Tenant: value "a\r\nX-Evil: 1" has a control character`)
+	w = Workload{Headers: map[string]string{"X-Tenant": "a", "x-tenant": "b"}}
+	assert.EqualError(t, w.Normalize(Workload{}), "headers: X-Tenant and x-tenant are one header (names are case-insensitive)")
 }
 
 // TestFaultActions: a fault reads like the scenario, whatever it does;

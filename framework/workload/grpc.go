@@ -19,7 +19,7 @@ import (
 //
 // It is served by net/http's HTTP/2 server (cleartext with prior
 // knowledge, see Server) through grpc-go's ServeHTTP, so that one listener
-// also answers StatsPath over HTTP/1.1; that costs more CPU per call than
+// also answers StatsPath (and FirstPath) over HTTP/1.1; that costs more CPU per call than
 // grpc-go's own transport, the same in every arm. Callers are counted from
 // their HTTP/2 headers exactly as the HTTP backend counts them:
 // SourceHeader is the loadgen's gRPC metadata, PeerHeader and ProtoHeader
@@ -32,8 +32,7 @@ func GRPCEcho(o EchoOptions) http.Handler {
 	hs.SetServingStatus(fgrpc.DefaultHealthServiceName, grpc_health_v1.HealthCheckResponse_SERVING)
 	grpc_health_v1.RegisterHealthServer(srv, hs)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == StatsPath {
-			c.serveStats(w)
+		if c.serveOwn(w, r) {
 			return
 		}
 		c.count(r)

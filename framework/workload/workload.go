@@ -10,14 +10,17 @@ package workload
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +61,14 @@ const Unknown = "unknown"
 // StatsPath serves a Stats document; it is not counted as a request.
 const StatsPath = "/meshbench/stats"
 
+// FirstPath serves, as JSON, the first request the app served from each
+// caller (a list of First); it is not counted as a request.
+const FirstPath = "/meshbench/first"
+
+// ownPrefix starts the paths an app answers itself (StatsPath,
+// FirstPath): one comparison per request tells them from the load's.
+const ownPrefix = "/meshbench/"
+
 // Direct is the peer name under which requests without PeerHeader are
 // counted: they reached the app without passing an inbound sidecar.
 const Direct = "direct"
@@ -97,6 +108,25 @@ type Caller struct {
 	Connections int64 `json:"connections,omitempty"`
 }
 
+// First is the first request an app served from one caller, as it
+// arrived there: what the client and the proxies on its path sent, for a
+// test to assert at the backend. It is kept once per caller, when the
+// caller is first seen, so it costs no request anything.
+type First struct {
+	// Source, Peer and Proto name the caller, as in Caller.
+	Source string `json:"source"`
+	Peer   string `json:"peer"`
+	Proto  string `json:"proto,omitempty"`
+	// Method is the request's method: POST when the client sends a body.
+	Method string `json:"method"`
+	// ContentLength is the request body's declared length in bytes; -1
+	// when unknown (chunked), 0 for none.
+	ContentLength int64 `json:"contentLength"`
+	// Header is every header the request arrived with (for gRPC, its
+	// metadata).
+	Header http.Header `json:"header"`
+}
+
 type callerKey struct{ source, peer, proto string }
 
 // callerCount is one caller's requests and connections.
@@ -118,18 +148,20 @@ type connKey struct {
 const maxConnKeys = 4096
 
 // counter counts requests and connections per caller, with atomics per
-// known caller and the connections seen since the last stats read.
+// known caller and the connections seen since the last stats read, and
+// keeps the first request of each.
 type counter struct {
 	role    string
 	total   atomic.Int64
 	mu      sync.RWMutex
 	callers map[callerKey]*callerCount
+	firsts  map[callerKey]First
 	conns   sync.Map // connKey → struct{}, since the last read
 	nconns  atomic.Int64
 }
 
 func newCounter(role string) *counter {
-	return &counter{role: role, callers: map[callerKey]*callerCount{}}
+	return &counter{role: role, callers: map[callerKey]*callerCount{}, firsts: map[callerKey]First{}}
 }
 
 func (c *counter) count(r *http.Request) {
@@ -150,6 +182,7 @@ func (c *counter) count(r *http.Request) {
 		if n, ok = c.callers[k]; !ok {
 			n = new(callerCount)
 			c.callers[k] = n
+			c.firsts[k] = First{Source: k.source, Peer: k.peer, Proto: k.proto, Method: r.Method, ContentLength: r.ContentLength, Header: r.Header.Clone()}
 		}
 		c.mu.Unlock()
 	}
@@ -211,6 +244,36 @@ func (c *counter) serveStats(w http.ResponseWriter) {
 	_ = json.NewEncoder(w).Encode(s)
 }
 
+// serveOwn answers the app's own paths (StatsPath, FirstPath), and
+// reports whether r was one of them.
+func (c *counter) serveOwn(w http.ResponseWriter, r *http.Request) bool {
+	if !strings.HasPrefix(r.URL.Path, ownPrefix) {
+		return false
+	}
+	switch r.URL.Path {
+	case StatsPath:
+		c.serveStats(w)
+	case FirstPath:
+		c.serveFirsts(w)
+	default:
+		return false
+	}
+	return true
+}
+
+// serveFirsts writes the first request of each caller, in the order of
+// Stats.Callers.
+func (c *counter) serveFirsts(w http.ResponseWriter) {
+	c.mu.RLock()
+	out := slices.Collect(maps.Values(c.firsts))
+	c.mu.RUnlock()
+	slices.SortFunc(out, func(a, b First) int {
+		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Peer, b.Peer), cmp.Compare(a.Proto, b.Proto))
+	})
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
 // PeerName normalises what a sidecar puts in PeerHeader to a workload name:
 // a DNS SAN "loadgen.meshbench.local", a subject DN "CN=loadgen,O=meshbench"
 // or a bare name all give "loadgen"; empty gives Direct.
@@ -247,8 +310,7 @@ func Echo(o EchoOptions) http.Handler {
 		body[i] = 'a' + byte(i%26)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == StatsPath {
-			c.serveStats(w)
+		if c.serveOwn(w, r) {
 			return
 		}
 		c.count(r)
@@ -320,8 +382,7 @@ func Proxy(o ProxyOptions) http.Handler {
 	}
 	fo := &fanOut{upstream: o.Upstream, name: o.Name, client: &http.Client{Transport: tr}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == StatsPath {
-			c.serveStats(w)
+		if c.serveOwn(w, r) {
 			return
 		}
 		c.count(r)

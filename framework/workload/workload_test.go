@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -182,4 +183,41 @@ func TestConnectionsCounted(t *testing.T) {
 	get(kept, "kept", "")
 	want.Requests, want.Callers[1].Requests, want.Callers[1].Connections = 12, 5, 2
 	assert.Equal(t, want, stats(t, be.URL), "the kept connection, used after a read, is counted again, once")
+}
+
+// TestFirstRequestOfEachCaller: the backend keeps the first request of
+// each caller as it arrived, method, body length and headers, and not the
+// later ones; its own paths are not requests.
+func TestFirstRequestOfEachCaller(t *testing.T) {
+	be := httptest.NewServer(Echo(EchoOptions{Size: 1}))
+	defer be.Close()
+	send := func(method, src, tenant, body string) {
+		req, err := http.NewRequest(method, be.URL+"/", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set(SourceHeader, src)
+		req.Header.Set("X-Tenant", tenant)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	send(http.MethodPost, "loadgen", "a", "0123456789")
+	send(http.MethodGet, "loadgen", "b", "")
+	send(http.MethodGet, "probe", "c", "")
+	resp, err := http.Get(be.URL + FirstPath)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var firsts []First
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&firsts))
+	require.Len(t, firsts, 2)
+	assert.Equal(t, First{Source: "loadgen", Peer: Direct, Proto: "HTTP/1.1", Method: http.MethodPost, ContentLength: 10}, withoutHeader(firsts[0]))
+	assert.Equal(t, "a", firsts[0].Header.Get("X-Tenant"), "the first request's, not the second's")
+	assert.Equal(t, First{Source: "probe", Peer: Direct, Proto: "HTTP/1.1", Method: http.MethodGet}, withoutHeader(firsts[1]))
+	assert.Equal(t, "c", firsts[1].Header.Get("X-Tenant"))
+	assert.EqualValues(t, 3, stats(t, be.URL).Requests, "its own paths are not counted")
+}
+
+func withoutHeader(f First) First {
+	f.Header = nil
+	return f
 }

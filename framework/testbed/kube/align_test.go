@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/testbed"
 )
@@ -61,10 +60,10 @@ func TestWindowsAlignToKubeletRefreshes(t *testing.T) {
 	require.NoError(t, tg.setUp(ctx))
 	t.Cleanup(func() { _ = tg.Close(context.Background()) })
 
-	o := load.Options{Concurrency: 2, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond}
+	o := testbed.Window{Concurrency: 2, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond}
 	for _, arm := range testbed.Arms {
 		start := time.Now()
-		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
+		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
 		require.NoError(t, err, arm)
 		took := time.Since(start)
 		assert.Empty(t, run.Invalid, arm)
@@ -86,7 +85,7 @@ func TestWindowsAlignToKubeletRefreshes(t *testing.T) {
 	tg.o.CounterWait = -1
 	found := false
 	for i := 0; i < 3 && !found; i++ {
-		run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
+		run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
 		require.NoError(t, err)
 		found = len(run.CPUInvalid) > 0 || len(run.Warnings) > 0
 		assert.False(t, run.Resources.Aligned)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/arms"
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/testbed"
@@ -143,9 +142,9 @@ func TestKubeCandidateImageOnFakeCluster(t *testing.T) {
 		assert.True(t, ev.Verifications[arm].Meshed, arm)
 	}
 
-	o := load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond}
+	o := testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond}
 	for _, arm := range testbed.UpgradeArms {
-		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.TwoHop}, Load: o})
+		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.TwoHop}, Window: o})
 		require.NoError(t, err, arm)
 		assert.Equal(t, arm, run.Arm)
 		assert.Empty(t, run.Invalid, "%s: the path proof holds", arm)
@@ -159,7 +158,7 @@ func TestKubeCandidateImageOnFakeCluster(t *testing.T) {
 			assert.True(t, strings.HasPrefix(u.Name, tg.arms[arm].ns+"/"), "%s: only its own containers: %s", arm, u.Name)
 		}
 	}
-	_, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
+	_, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
 	assert.ErrorContains(t, err, `unknown arm "meshed"`)
 }
 

@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/testbed/kube"
@@ -42,7 +41,7 @@ func Example() {
 	}
 	defer tg.Close(context.WithoutCancel(ctx))
 	for _, arm := range testbed.Arms {
-		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.TwoHop}, Load: load.Options{Concurrency: 32, Duration: 30 * time.Second, Warmup: 15 * time.Second}})
+		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.TwoHop}, Window: testbed.Window{Concurrency: 32, Duration: 30 * time.Second, Warmup: 15 * time.Second}})
 		if err != nil {
 			panic(err)
 		}

@@ -84,7 +84,7 @@ func TestTargetFaultOnFakeCluster(t *testing.T) {
 	w := testbed.Workload{Path: testbed.OneHop}
 	// Open loop: the rate before and after the fault is the same, whatever
 	// else this machine runs.
-	o := load.Options{Concurrency: 2, QPS: 200, RateTolerance: 0.3, Duration: 1500 * time.Millisecond, Warmup: -1}
+	o := testbed.Window{Concurrency: 2, QPS: 200, RateTolerance: 0.3, Duration: 1500 * time.Millisecond, Warmup: -1}
 	backend := tg.arms[testbed.Meshed].ns + "/backend-0"
 	for i, tc := range []struct {
 		action    testbed.Action
@@ -92,7 +92,7 @@ func TestTargetFaultOnFakeCluster(t *testing.T) {
 	}{{testbed.Kill, "killed", "KILL"}, {testbed.Restart, "restarted", "TERM"}} {
 		f := &testbed.Fault{Action: tc.action, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}
 		require.NoError(t, tg.Supports(w, f))
-		run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: w, Load: o, Fault: f})
+		run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: w, Window: o, Fault: f})
 		require.NoError(t, err, f)
 		assert.Empty(t, run.Invalid, f)
 		assert.Equal(t, f, run.Fault)
@@ -113,7 +113,7 @@ func TestTargetFaultOnFakeCluster(t *testing.T) {
 		assert.True(t, run.Load.Options.ExpectErrors)
 		assert.Equal(t, `1 loadgen log lines: 1× "fake logs"`, load.Summary(tally.Drain(), 3), "%s: the loadgen's log of a run that failed requests", f)
 
-		run, err = tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: w, Load: o})
+		run, err = tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: w, Window: o})
 		require.NoError(t, err)
 		assert.Empty(t, run.Invalid, "the run after the %s finds the arm whole", tc.action)
 		assert.Empty(t, run.Warnings)
@@ -121,7 +121,7 @@ func TestTargetFaultOnFakeCluster(t *testing.T) {
 	}
 
 	f := &testbed.Fault{Action: testbed.Restart, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}
-	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Baseline, Workload: w, Load: o, Fault: f})
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Baseline, Workload: w, Window: o, Fault: f})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid, "the baseline has no sidecar to restart")
 	assert.Nil(t, run.Fault)

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/testbed"
@@ -85,10 +84,10 @@ func TestKubeTargetOnCluster(t *testing.T) {
 		conc = append(conc, n)
 	}
 	for _, c := range conc {
-		o := load.Options{Concurrency: c, Duration: 5 * time.Second, Warmup: 2 * time.Second}
+		o := testbed.Window{Concurrency: c, Duration: 5 * time.Second, Warmup: 2 * time.Second}
 		for _, arm := range testbed.Arms {
 			for _, p := range []testbed.Path{testbed.OneHop, testbed.TwoHop} {
-				run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: p}, Load: o})
+				run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: p}, Window: o})
 				require.NoError(t, err, "%s %s c=%d", arm, p, c)
 				var b strings.Builder
 				fmt.Fprintf(&b, "c=%d %s %s: %.0f req/s, p50 %.3f ms, p99 %.3f ms, %d requests over %d shards\n", c, arm, p,

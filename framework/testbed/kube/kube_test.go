@@ -113,6 +113,16 @@ type fakeApp struct {
 	// peers the client addresses they came from: one per TCP connection.
 	loads atomic.Int64
 	peers sync.Map
+	// last is the last load request as it arrived.
+	last atomic.Pointer[received]
+}
+
+// received is a request as a stand-in app got it: its method, the body
+// bytes it read, and its headers.
+type received struct {
+	method string
+	body   int64
+	header http.Header
 }
 
 func newFakeCluster(t *testing.T) *fakeCluster {
@@ -164,6 +174,8 @@ func (fc *fakeCluster) app(ns string, c manifests.Component) *fakeApp {
 		default:
 			a.loads.Add(1)
 			a.peers.Store(r.RemoteAddr, true)
+			n, _ := io.Copy(io.Discard, r.Body)
+			a.last.Store(&received{method: r.Method, body: n, header: r.Header.Clone()})
 			if time.Now().UnixNano() < a.failUntil.Load() {
 				http.Error(w, "sidecar down", http.StatusServiceUnavailable)
 				return
@@ -454,10 +466,10 @@ func TestTargetOnFakeCluster(t *testing.T) {
 	assert.True(t, ev.Verifications[testbed.Meshed].Meshed)
 	assert.Len(t, ev.Verifications[testbed.Meshed].Pods, 4, "backend, frontend and two loadgens")
 
-	o := load.Options{Concurrency: 4, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond}
+	o := testbed.Window{Concurrency: 4, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond}
 	for _, arm := range testbed.Arms {
 		for _, p := range []testbed.Path{testbed.OneHop, testbed.TwoHop} {
-			run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: p}, Load: o})
+			run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: p}, Window: o})
 			require.NoError(t, err, "%s %s", arm, p)
 			assert.Empty(t, run.Invalid, "%s %s", arm, p)
 			assert.Positive(t, run.Load.Requests)
@@ -488,7 +500,7 @@ func TestTargetOnFakeCluster(t *testing.T) {
 
 	// The mesh's telemetry says the traffic was not mutually authenticated.
 	fc.secured.Store(false)
-	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.TwoHop}, Load: o})
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.TwoHop}, Window: o})
 	require.NoError(t, err)
 	assert.Contains(t, strings.Join(run.Invalid.Strings(), "\n"), "mesh not really on")
 
@@ -512,8 +524,8 @@ func TestTargetOutOfMesh(t *testing.T) {
 	assert.Contains(t, nss[2], "-loadgen-")
 	assert.Equal(t, nss[2], tg.arms[testbed.Baseline].loadgenNS, "one loadgen serves both arms")
 
-	o := load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
-	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.TwoHop}, Load: o})
+	o := testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.TwoHop}, Window: o})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid)
 	assert.True(t, run.Warnings.Has(validity.LoadgenOutOfMesh), "%v", run.Warnings)
@@ -611,7 +623,7 @@ func TestPlacementAndOptions(t *testing.T) {
 	assert.Error(t, err)
 	tg, err := newTarget(fake.NewClientset(), Options{})
 	require.NoError(t, err)
-	_, err = tg.Run(context.Background(), testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Load: load.Options{Protocol: load.H2}})
+	_, err = tg.Run(context.Background(), testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop, Protocol: load.H2}})
 	assert.Error(t, err)
 }
 

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
@@ -26,11 +25,11 @@ func TestTargetPlacements(t *testing.T) {
 	require.NoError(t, tg.setUp(ctx))
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
 	require.Len(t, tg.Namespaces(), 2)
-	o := load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
+	o := testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
 
 	out := testbed.Workload{Path: testbed.OneHop, Placement: testbed.OutOfMesh}
 	require.NoError(t, tg.Supports(out, nil))
-	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: out, Load: o})
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: out, Window: o})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid)
 	nss := tg.Namespaces()
@@ -46,7 +45,7 @@ func TestTargetPlacements(t *testing.T) {
 
 	four := testbed.Workload{Path: testbed.OneHop, Loadgens: 2}
 	for _, arm := range testbed.Arms {
-		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: four, Load: o})
+		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: four, Window: o})
 		require.NoError(t, err)
 		assert.Empty(t, run.Invalid, arm)
 		require.Len(t, run.Shards, 2, arm)
@@ -58,7 +57,7 @@ func TestTargetPlacements(t *testing.T) {
 		assert.Equal(t, int32(2), *d.Spec.Replicas, "%s scaled with the other arm", a.name)
 	}
 
-	run, err = tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
+	run, err = tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid)
 	assert.Empty(t, run.Shards)
@@ -80,7 +79,7 @@ func TestTargetPlacements(t *testing.T) {
 	p.Spec.NodeName = "meshbench-worker2"
 	_, err = fc.c.CoreV1().Pods(meshed).Update(ctx, p, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	run, err = tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
+	run, err = tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid, "a warning, not a reason to drop the run")
 	assert.Equal(t, []string{"placed apart from the baseline arm: backend on meshbench-worker2, the baseline arm's on meshbench-worker; " +

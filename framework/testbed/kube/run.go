@@ -129,8 +129,7 @@ func (t *Target) prepare(ctx context.Context, s testbed.Spec) (*runState, error)
 	if err := t.ensureLoadgens(ctx, w); err != nil {
 		return nil, err
 	}
-	rs := &runState{s: s, w: w, o: s.Load, a: t.runArm(base, w)}
-	w.SetClient(&rs.o)
+	rs := &runState{s: s, w: w, o: testbed.LoadOptions(w, s.Window), a: t.runArm(base, w)}
 	rs.o.URL = rs.a.url(w.Path, rs.o.Protocol)
 	fr, err := t.planFault(ctx, rs.a, s.Fault)
 	if err != nil {

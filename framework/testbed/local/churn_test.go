@@ -12,13 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/arms"
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/testbed/local"
 )
 
 // churnLoad is a short window for the connection counts: two users.
-var churnLoad = load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond}
+var churnLoad = testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond}
 
 // TestPathProofCountsConnections runs a client that keeps its connections
 // alive and one that opens a new connection per request, in both arms over
@@ -43,7 +42,7 @@ func TestPathProofCountsConnections(t *testing.T) {
 			for _, churn := range []bool{false, true} {
 				for _, arm := range testbed.Arms {
 					w := testbed.Workload{Path: testbed.TwoHop, NewConnections: churn}
-					run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: w, Load: churnLoad})
+					run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: w, Window: churnLoad})
 					require.NoError(t, err)
 					logEdges(t, proxy, arm, churn, run)
 					require.Len(t, run.Edges, 2)
@@ -75,7 +74,7 @@ func TestNoKeepAliveChurnsTheMTLSHop(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
 	for _, arm := range []testbed.Arm{testbed.Reference, testbed.Candidate} {
-		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Load: churnLoad})
+		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Window: churnLoad})
 		require.NoError(t, err)
 		logEdges(t, "caddy", arm, false, run)
 		require.Len(t, run.Edges, 1)

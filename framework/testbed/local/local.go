@@ -403,9 +403,6 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) 
 		return nil, fmt.Errorf("local target: %w", err)
 	}
 	_ = w.Normalize(t.def) // checked by Supports
-	if s.Load.Protocol != "" && s.Load.Protocol != w.Protocol {
-		return nil, fmt.Errorf("local target: load protocol %s differs from the workload's %s: set Workload.Protocol", s.Load.Protocol, w.Protocol)
-	}
 	dep, err := t.deploy(ctx, w.Deployment())
 	if err != nil {
 		return nil, err
@@ -448,15 +445,13 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) 
 	return run, nil
 }
 
-// shards splits the spec's load over the workload's loadgens, each to its
-// own URL (its own outbound sidecar in the mesh).
+// shards splits the load of w in the spec's window over the workload's
+// loadgens, each to its own URL (its own outbound sidecar in the mesh).
 func (t *Target) shards(s testbed.Spec, w testbed.Workload, ar *arm) []load.Options {
-	o := s.Load
-	w.SetClient(&o)
-	o.Flow = w.Flow
-	// the scenario's own headers go on the wire too; the source header
-	// says the request came from the loadgen (the path proof reads it)
-	o.Headers = maps.Clone(o.Headers)
+	o := testbed.LoadOptions(w, s.Window)
+	// the workload's own headers go on the wire (o's copy of them); the
+	// source header says the request came from the loadgen (the path
+	// proof reads it)
 	if o.Headers == nil {
 		o.Headers = map[string]string{}
 	}
@@ -500,7 +495,7 @@ func (t *Target) window(ctx context.Context, s testbed.Spec, w testbed.Workload,
 	}
 	profiles := func() ([]testbed.CPUProfile, error) { return nil, nil }
 	if s.CPUProfile {
-		profiles = profileSidecars(ctx, ar.procs[w.Path], profileSeconds(s.Load.Duration))
+		profiles = profileSidecars(ctx, ar.procs[w.Path], profileSeconds(s.Window.Duration))
 	}
 	results, err := sess.Measure(ctx)
 	fault.wait()
@@ -513,7 +508,7 @@ func (t *Target) window(ctx context.Context, s testbed.Spec, w testbed.Workload,
 		return nil, err
 	}
 	o := shards[0]
-	o.Concurrency, o.QPS, o.URL, o.Labels, o.Flow = s.Load.Concurrency, s.Load.QPS, "", s.Load.Labels, w.Flow
+	o.Concurrency, o.QPS, o.URL, o.Labels, o.Flow = s.Window.Concurrency, s.Window.QPS, "", "", w.Flow
 	res, err := load.Merge(o, results, shardNames(len(results)))
 	if err != nil {
 		return nil, err

@@ -48,13 +48,9 @@ func TestLocalTargetLifecycle(t *testing.T) {
 			assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "pid %d survived Close", pid)
 		}
 	}()
-	// The processes were started for HTTP/1.1: an h2 load is refused, not
-	// run against listeners that cannot take it.
-	_, err = tg.Run(ctx, testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Load: load.Options{Protocol: load.H2, Duration: time.Second}})
-	assert.EqualError(t, err, "local target: load protocol h2 differs from the workload's http1: set Workload.Protocol")
 	for _, path := range []testbed.Path{testbed.OneHop, testbed.TwoHop} {
 		for _, arm := range testbed.Arms {
-			run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: path}, Load: load.Options{Concurrency: 4, Duration: time.Second, Warmup: 200 * time.Millisecond}})
+			run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: path}, Window: testbed.Window{Concurrency: 4, Duration: time.Second, Warmup: 200 * time.Millisecond}})
 			require.NoError(t, err)
 			var edges bytes.Buffer
 			testbed.PrintEdges(&edges, run.Edges)
@@ -107,7 +103,7 @@ func TestOtherSidecars(t *testing.T) {
 			assert.Equal(t, "sidecar/"+sc.name, tg.Environment().Mesh.Name)
 			assert.NotEqual(t, "unknown", tg.Environment().Mesh.Version)
 			for _, path := range []testbed.Path{testbed.OneHop, testbed.TwoHop} {
-				run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: path}, Load: load.Options{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}})
+				run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: path}, Window: testbed.Window{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}})
 				require.NoError(t, err)
 				assert.Empty(t, run.Invalid, "%s %s", sc.name, path)
 				sidecar, ok := run.Resources.Role(measure.RoleSidecar)
@@ -135,7 +131,7 @@ func TestLocalProtocols(t *testing.T) {
 		for _, path := range []testbed.Path{testbed.OneHop, testbed.TwoHop} {
 			for _, arm := range testbed.Arms {
 				w := testbed.Workload{Path: path, Protocol: proto, ResponseSize: 512}
-				run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: w, Load: load.Options{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}})
+				run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: w, Window: testbed.Window{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}})
 				require.NoError(t, err)
 				var edges bytes.Buffer
 				testbed.PrintEdges(&edges, run.Edges)
@@ -158,7 +154,7 @@ func TestLocalProtocols(t *testing.T) {
 	// Out of the mesh, gRPC enters the frontend's sidecar in h2c, plain,
 	// and goes on over mTLS.
 	w := testbed.Workload{Path: testbed.TwoHop, Protocol: load.GRPC, Placement: testbed.OutOfMesh}
-	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: w, Load: load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond}})
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: w, Window: testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond}})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid)
 	require.Len(t, run.Edges, 2)
@@ -192,8 +188,8 @@ func TestAccessLogVariant(t *testing.T) {
 	assert.Empty(t, logs(testbed.Reference))
 	before := logs(testbed.Candidate) // the set-up's path probes
 	require.Len(t, before, 3, "the loadgen's, the backend's and the frontend's sidecars")
-	o := load.Options{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
-	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Candidate, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
+	o := testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: -1}
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Candidate, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
 	require.NoError(t, err)
 	require.Empty(t, run.Invalid)
 	after := logs(testbed.Candidate)
@@ -228,8 +224,8 @@ func TestBusyMachineInvalidatesRun(t *testing.T) {
 		require.NoError(t, hog.Start())
 		defer func() { cancel(); _ = hog.Wait() }()
 	}
-	o := load.Options{Concurrency: 1, QPS: 100, Duration: 1200 * time.Millisecond, Warmup: -1}
-	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
+	o := testbed.Window{Concurrency: 1, QPS: 100, Duration: 1200 * time.Millisecond, Warmup: -1}
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
 	require.NoError(t, err)
 	assert.Regexp(t, `^busy machine: processes outside the run used \d+m of \d+ cores during the window \(the run's own \d+m\), over 10 % of the machine`,
 		run.Invalid.Of(validity.BusyMachine).String(), "%d busy loops", hogs)
@@ -250,14 +246,14 @@ func TestCPUProfileOfCaddySidecars(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
 	require.NoError(t, tg.CanProfile())
-	o := load.Options{Concurrency: 4, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond}
-	plain, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Candidate, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o})
+	o := testbed.Window{Concurrency: 4, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond}
+	plain, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Candidate, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
 	require.NoError(t, err)
 	assert.Empty(t, plain.CPUProfiles)
 	merged := map[testbed.Arm]*profile.Profile{}
 	requests := map[testbed.Arm]int64{}
 	for _, arm := range []testbed.Arm{testbed.Reference, testbed.Candidate} {
-		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Load: o, CPUProfile: true})
+		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o, CPUProfile: true})
 		require.NoError(t, err)
 		assert.Zero(t, run.Load.Errors)
 		requests[arm] = run.Load.Requests

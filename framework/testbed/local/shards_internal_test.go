@@ -12,11 +12,12 @@ import (
 )
 
 // What a client sends reaches every loadgen shard: the workload's request
-// size and protocol, and the scenario's own headers beside the source
-// header the path proof reads; the spec's headers are not changed.
+// size and protocol, and its own headers beside the source header the
+// path proof reads; the workload's headers are not changed.
 func TestShardsKeepWhatTheClientSends(t *testing.T) {
-	spec := testbed.Spec{Arm: testbed.Meshed, Load: load.Options{Concurrency: 4, Headers: map[string]string{"x-tenant": "a", "authorization": "Bearer t"}}}
-	w := testbed.Workload{Path: testbed.OneHop, Protocol: "http1", RequestSize: 4096, Loadgens: 2}
+	w := testbed.Workload{Path: testbed.OneHop, Protocol: "http1", RequestSize: 4096, Loadgens: 2,
+		Headers: map[string]string{"x-tenant": "a", "authorization": "Bearer t"}}
+	spec := testbed.Spec{Arm: testbed.Meshed, Workload: w, Window: testbed.Window{Concurrency: 4}}
 	ar := &arm{urls: map[testbed.Path][]string{testbed.OneHop: {"http://127.0.0.1:1/", "http://127.0.0.1:2/"}}}
 	shards := (&Target{}).shards(spec, w, ar)
 	require.Len(t, shards, 2)
@@ -26,7 +27,7 @@ func TestShardsKeepWhatTheClientSends(t *testing.T) {
 		assert.Equal(t, map[string]string{"x-tenant": "a", "authorization": "Bearer t", workload.SourceHeader: "loadgen"}, o.Headers)
 		assert.Equal(t, ar.urls[testbed.OneHop][i], o.URL)
 	}
-	assert.Equal(t, map[string]string{"x-tenant": "a", "authorization": "Bearer t"}, spec.Load.Headers, "the spec's own map is not written to")
+	assert.Equal(t, map[string]string{"x-tenant": "a", "authorization": "Bearer t"}, spec.Workload.Headers, "the spec's own map is not written to")
 }
 
 // Local sidecars register by name, once: a second proxy of the same name

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/testbed/local"
 	"github.com/meshbench/meshbench/framework/validity"
@@ -33,14 +32,14 @@ func newTarget(t *testing.T) *local.Target {
 	return tg
 }
 
-var short = load.Options{Concurrency: 2, Duration: 1500 * time.Millisecond, Warmup: 200 * time.Millisecond}
+var short = testbed.Window{Concurrency: 2, Duration: 1500 * time.Millisecond, Warmup: 200 * time.Millisecond}
 
 // faulted is the load of a fault run: open loop, so that the rate before
 // the fault, which recovery is judged against (back within 10 %), is the
 // same as after it whatever else the machine runs. Closed loop under `go
 // test ./...` measured 2097 req/s in the 300 ms before a restart and did
 // not get back within 10 % of it in the 1.2 s left.
-var faulted = load.Options{Concurrency: 2, QPS: 200, RateTolerance: 0.3, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond}
+var faulted = testbed.Window{Concurrency: 2, QPS: 200, RateTolerance: 0.3, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond}
 
 // TestKilledSidecarIsRestarted kills the meshed backend's sidecar 300 ms
 // into the window: the failed requests are measured (the run stays valid),
@@ -50,7 +49,7 @@ func TestKilledSidecarIsRestarted(t *testing.T) {
 	tg := newTarget(t)
 	before := tg.PIDs()
 	fault := &testbed.Fault{Action: testbed.Kill, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}
-	run, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Load: faulted, Fault: fault})
+	run, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Window: faulted, Fault: fault})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid)
 	require.NotNil(t, run.Recovery)
@@ -67,13 +66,13 @@ func TestKilledSidecarIsRestarted(t *testing.T) {
 	assert.Len(t, after, len(before))
 	assert.Len(t, slices.DeleteFunc(slices.Clone(after), func(p int) bool { return slices.Contains(before, p) }), 1, "one new pid")
 
-	next, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Load: short})
+	next, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Window: short})
 	require.NoError(t, err)
 	assert.Empty(t, next.Invalid, "the run after the restart")
 	assert.Nil(t, next.Recovery)
 
 	// The baseline has no sidecar: the same fault leaves it alone.
-	base, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Load: short, Fault: fault})
+	base, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Window: short, Fault: fault})
 	require.NoError(t, err)
 	assert.Nil(t, base.Fault)
 	assert.Zero(t, base.Load.Errors)
@@ -90,7 +89,7 @@ func TestRestartedSidecarComesBack(t *testing.T) {
 	before := tg.PIDs()
 	fault := &testbed.Fault{Action: testbed.Restart, Workload: "backend", Sidecar: true, After: 300 * time.Millisecond}
 	require.NoError(t, tg.Supports(testbed.Workload{}, fault))
-	run, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Load: faulted, Fault: fault})
+	run, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Window: faulted, Fault: fault})
 	require.NoError(t, err)
 	assert.Empty(t, run.Invalid)
 	assert.Equal(t, fault, run.Fault)
@@ -105,7 +104,7 @@ func TestRestartedSidecarComesBack(t *testing.T) {
 	require.True(t, run.Warnings.Has(validity.FaultKilled), "%v", run.Warnings)
 	assert.Contains(t, run.Warnings.Of(validity.FaultKilled)[0].Detail, "meshed/backend-sidecar was restarted")
 
-	next, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Load: short})
+	next, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Window: short})
 	require.NoError(t, err)
 	assert.Empty(t, next.Invalid, "the run after the restart")
 	assert.Nil(t, next.Recovery)
@@ -114,7 +113,7 @@ func TestRestartedSidecarComesBack(t *testing.T) {
 	assert.Len(t, after, len(before))
 	assert.Len(t, slices.DeleteFunc(slices.Clone(after), func(p int) bool { return slices.Contains(before, p) }), 1, "one new pid")
 
-	base, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Load: short})
+	base, err := tg.Run(t.Context(), testbed.Spec{Arm: testbed.Baseline, Workload: testbed.Workload{Path: testbed.OneHop}, Window: short})
 	require.NoError(t, err)
 	assert.Empty(t, base.Invalid, "the baseline after the restart")
 	assert.Equal(t, map[string]int{"meshed/backend-sidecar": 1}, tg.Restarts(), "nothing else restarted")
@@ -141,7 +140,7 @@ func TestWorkloadsPerScenario(t *testing.T) {
 	for _, tc := range cases {
 		o := short
 		o.Concurrency = 4
-		run, err := tg.Run(t.Context(), testbed.Spec{Arm: tc.arm, Workload: tc.w, Load: o})
+		run, err := tg.Run(t.Context(), testbed.Spec{Arm: tc.arm, Workload: tc.w, Window: o})
 		require.NoError(t, err, tc.name)
 		assert.Empty(t, run.Invalid, tc.name)
 		var got []testbed.Hop

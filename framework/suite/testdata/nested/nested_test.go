@@ -8,8 +8,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/suite"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 var mb = suite.New()
@@ -20,8 +20,8 @@ func BenchmarkNested(b *testing.B) {
 	for _, qps := range []float64{50, 100} {
 		b.Run(fmt.Sprintf("qps=%g", qps), func(b *testing.B) {
 			mb.Sweep(b, suite.Scenario{
-				Load: func(o *load.Options) { o.QPS = qps },
-				Axes: []suite.Axis{suite.Payloads(128, 1<<10)},
+				Window: func(w *testbed.Window) { w.QPS = qps },
+				Axes:   []suite.Axis{suite.Payloads(128, 1<<10)},
 			})
 		})
 	}
