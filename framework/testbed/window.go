@@ -11,8 +11,8 @@ import (
 // what rate, for how long. What each request is (protocol, sizes,
 // headers, keep-alive) is the Workload's. The zero value of every field is
 // the loadgen's documented default (load.Options.Normalize); the suite's
-// default window comes from its flags (-concurrency, -qps, -duration,
-// -warmup, -rate-tolerance).
+// default window comes from its plan (suite.Config: Concurrency, QPS,
+// Duration, Warmup, RateTolerance).
 type Window struct {
 	// Concurrency is the number of connections, each with one request in
 	// flight, or a flow's users. Default 1.
