@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"context"
 	"flag"
 	"maps"
 	"slices"
@@ -33,6 +34,11 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 	saved := mb
 	mb = suite.NewWithConfig(cfg)
 	defer func() { mb = saved }()
+	// go test without -bench: this binary's TestMain set nothing up, and a
+	// benchmark never sets up a target itself.
+	own := mb
+	t.Cleanup(func() { _, _ = own.TearDown(context.Background(), nil) })
+	require.NoError(t, own.SetUp(context.Background()))
 	scenarios := map[string]func(*testing.B){
 		"BenchmarkOneHop": BenchmarkOneHop, "BenchmarkTwoHop": BenchmarkTwoHop, "BenchmarkPlacement": BenchmarkPlacement,
 		"BenchmarkProxyThreads": BenchmarkProxyThreads, "BenchmarkServiceTime": BenchmarkServiceTime,

@@ -39,6 +39,7 @@ func TestCiliumE2E(t *testing.T) {
 	require.NoError(t, err)
 	s, cfg := kindSuite(t, "-kind-cluster", name, "-kind-config", kindConfig, "-mesh", "cilium", "-mesh-install",
 		"-cilium-encryption", encryption, "-mesh-charts", charts, "-mesh-registry", "meshbench", "-thresholds", "none")
+	setUp(t, s)
 	for _, r := range sweepBothPaths(t, s) {
 		name := r.Name()
 		require.NotNil(t, r.Encryption, "%s: the nodes' XFRM counters were read", name)

@@ -1,7 +1,9 @@
 package suite
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"sync/atomic"
 	"testing"
@@ -36,7 +38,7 @@ func TestInterruptDuringSetUpWaitsForItsCleanUp(t *testing.T) {
 		cleaned.Store(true)
 		return nil, ctx.Err()
 	}
-	go func() { _, _ = s.target() }()
+	go func() { _ = s.setUpTarget(context.Background()) }()
 	<-started
 	interrupt()
 	require.NoError(t, s.close())
@@ -70,13 +72,15 @@ func TestFinishFailsOnInvalidRuns(t *testing.T) {
 	assert.NotContains(t, err.Error(), "c=2")
 }
 
-// closeCounter is a target whose Close is counted; nothing else is called.
+// closeCounter is a target whose Close is counted, and fails with err;
+// nothing else is called.
 type closeCounter struct {
 	testbed.Target
 	closed atomic.Int32
+	err    error
 }
 
-func (c *closeCounter) Close(context.Context) error { c.closed.Add(1); return nil }
+func (c *closeCounter) Close(context.Context) error { c.closed.Add(1); return c.err }
 func (c *closeCounter) Name() string                { return "counted" }
 
 // finishless is an e2e-framework environment whose Finish funcs did not
@@ -89,14 +93,42 @@ func (finishless) Run(*testing.M) int { return 1 }
 // Finish's funcs after one fails, so a TestMain listing Report and
 // TearDown in one Finish skipped the teardown whenever the verdict failed
 // (every failed or inconclusive gate left its run directory behind). Run
-// tears down itself, once, whatever the Finish funcs did.
+// tears down when TearDown did not run, saying so, once.
 func TestRunTearsDownWhenFinishDidNot(t *testing.T) {
 	s := NewWithConfig(&Config{Target: "local"})
-	s.Log, s.ctx, s.stop, s.done = io.Discard, context.Background(), func() {}, make(chan struct{})
+	var log bytes.Buffer
+	s.Log, s.ctx, s.stop, s.done = &log, context.Background(), func() {}, make(chan struct{})
 	tg := &closeCounter{}
 	s.tg = tg
 	assert.Equal(t, 1, s.Run(finishless{}, nil))
 	assert.Equal(t, int32(1), tg.closed.Load(), "Run did not tear the target down")
+	assert.Contains(t, log.String(), "# meshbench: TearDown did not run (it is not in the environment's Finish, or a func before it in its Finish failed): tearing down now\n")
 	require.NoError(t, s.close())
 	assert.Equal(t, int32(1), tg.closed.Load(), "a second close tore down again")
+}
+
+// tornDownEnv is an e2e-framework environment whose Finish funcs ran,
+// TearDown among them.
+type tornDownEnv struct {
+	env.Environment
+	s *Suite
+}
+
+func (e tornDownEnv) Run(*testing.M) int {
+	_, _ = e.s.TearDown(context.Background(), nil)
+	return 0
+}
+
+// After TearDown, Run does not tear down again, nor say it does; a
+// teardown's error, which e2e-framework only logs at -v 2, still fails
+// the exit code.
+func TestRunAfterTearDownDoesNotTearDownAgain(t *testing.T) {
+	s := NewWithConfig(&Config{Target: "local"})
+	var log bytes.Buffer
+	s.Log, s.ctx, s.stop, s.done = &log, context.Background(), func() {}, make(chan struct{})
+	tg := &closeCounter{err: errors.New("namespace stuck")}
+	s.tg = tg
+	assert.Equal(t, 1, s.Run(tornDownEnv{s: s}, nil))
+	assert.Equal(t, int32(1), tg.closed.Load())
+	assert.NotContains(t, log.String(), "TearDown did not run")
 }

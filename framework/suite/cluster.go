@@ -23,8 +23,9 @@ import (
 type clusterState struct {
 	kind          kind.Cluster
 	deleteCluster bool
-	imagesLoaded  bool
-	rest          *rest.Config
+	// imagesLoaded is set once LoadImages has run for the cluster.
+	imagesLoaded bool
+	rest         *rest.Config
 	// base is the baseline's cluster, for a mesh that is on for a whole
 	// cluster (clusterwide.go); empty otherwise.
 	base struct {
@@ -36,7 +37,9 @@ type clusterState struct {
 }
 
 // createCluster creates or reuses the kind cluster of -kind-config, or
-// reads the remote cluster of -kubeconfig; once.
+// reads the remote cluster of -kubeconfig, with the baseline's cluster
+// first for a mesh on a whole cluster; once (listed twice, the second
+// call keeps the first's record of whether this run created the cluster).
 func (s *Suite) createCluster(ctx context.Context) error {
 	c := s.Config
 	if s.cl.rest != nil || c.Target == "local" {
@@ -80,6 +83,11 @@ func (s *Suite) createCluster(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("kubeconfig %s (context %q): %w", c.Kubeconfig, c.KubeContext, err)
 		}
+		if m, _ := c.clusterWide(); m != nil {
+			if err := s.createBaselineCluster(ctx); err != nil {
+				return err
+			}
+		}
 		s.cl.rest = rc
 	default:
 		return fmt.Errorf("-target=%s is not a Kubernetes target", c.Target)
@@ -89,9 +97,12 @@ func (s *Suite) createCluster(ctx context.Context) error {
 
 // loadImages imports the workload images found in the local Docker into
 // the kind cluster's nodes (a registry, when reachable, serves the
-// others); once.
+// others), and into the baseline's cluster when there is one; once.
 func (s *Suite) loadImages(ctx context.Context) error {
-	return s.loadImagesInto(ctx, s.cl.kind, &s.cl.imagesLoaded)
+	if err := s.loadImagesInto(ctx, s.cl.kind, &s.cl.imagesLoaded); err != nil {
+		return err
+	}
+	return s.loadImagesInto(ctx, s.cl.base.kind, &s.cl.base.imagesLoaded)
 }
 
 // loadImagesInto loads the workload images into cl's nodes, once.
@@ -112,13 +123,11 @@ func (s *Suite) loadImagesInto(ctx context.Context, cl kind.Cluster, loaded *boo
 	return cl.LoadImages(ctx, local...)
 }
 
-// kubeTarget deploys both arms on the cluster, installing the mesh when
-// asked; the cluster is created or read first when no Setup step did it.
+// kubeTarget deploys both arms on the cluster CreateCluster made or read,
+// into whose nodes LoadImages loaded the images, installing the mesh when
+// asked.
 func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...any)) (testbed.Target, error) {
-	if err := s.createCluster(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.loadImages(ctx); err != nil {
+	if err := s.clusterReady(); err != nil {
 		return nil, err
 	}
 	o, err := s.kubeOptions(c, logf)
@@ -139,6 +148,26 @@ func (s *Suite) kubeTarget(ctx context.Context, c *Config, logf func(string, ...
 		return nil, errors.Join(err, tg.Close(context.WithoutCancel(ctx)))
 	}
 	return split, nil
+}
+
+// clusterReady checks that the Setup steps before SetUpTarget ran for a
+// Kubernetes target: CreateCluster made or read its clusters (the
+// baseline's too, for a mesh on a whole cluster), and LoadImages loaded
+// the images into their kind nodes. SetUpTarget never runs them itself.
+func (s *Suite) clusterReady() error {
+	const order = "list CheckFixtures, CreateCluster, LoadImages and SetUpTarget in the environment's Setup, in that order"
+	if cw, _ := s.Config.clusterWide(); s.cl.rest == nil || cw != nil && s.cl.base.rest == nil {
+		return fmt.Errorf("-target=%s: no cluster: CreateCluster did not run before SetUpTarget; %s", s.Config.Target, order)
+	}
+	for _, cl := range []struct {
+		kind   kind.Cluster
+		loaded bool
+	}{{s.cl.kind, s.cl.imagesLoaded}, {s.cl.base.kind, s.cl.base.imagesLoaded}} {
+		if cl.kind != nil && !cl.loaded {
+			return fmt.Errorf("kind %s: the images are not loaded: LoadImages did not run before SetUpTarget; %s", cl.kind.Name(), order)
+		}
+	}
+	return nil
 }
 
 // kubeOptions are the kube target's options from c: the mesh, the

@@ -76,7 +76,8 @@ func (mc meshCNI) InstallCNI(ctx context.Context, cl kind.Cluster) error {
 }
 
 // createBaselineCluster creates or reuses <kind-cluster>-baseline, or
-// reads -baseline-kubeconfig; once.
+// reads -baseline-kubeconfig; CreateCluster calls it before the run's own
+// cluster.
 func (s *Suite) createBaselineCluster(ctx context.Context) error {
 	c := s.Config
 	if s.cl.base.rest != nil {
@@ -117,14 +118,9 @@ func (s *Suite) createBaselineCluster(ctx context.Context) error {
 }
 
 // splitTarget is the meshed target on the run's cluster and a baseline
-// target (mesh none) on the baseline cluster.
+// target (mesh none) on the baseline cluster, which CreateCluster made or
+// read and LoadImages loaded.
 func (s *Suite) splitTarget(ctx context.Context, meshed *kube.Target, o kube.Options) (testbed.Target, error) {
-	if err := s.createBaselineCluster(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.loadImagesInto(ctx, s.cl.base.kind, &s.cl.base.imagesLoaded); err != nil {
-		return nil, err
-	}
 	none, err := mesh.New("none")
 	if err != nil {
 		return nil, err

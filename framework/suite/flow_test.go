@@ -29,6 +29,7 @@ func TestUserFlowOnLocalTarget(t *testing.T) {
 		{Name: "home", Path: "/"},
 		{Name: "cart", Path: "/cart", Fanout: 3},
 	}}
+	setUp(t, s)
 	testing.Benchmark(func(b *testing.B) {
 		s.Sweep(b, suite.Scenario{Name: "BenchmarkUserFlow", Path: testbed.TwoHop, Flow: flow})
 	})

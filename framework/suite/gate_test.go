@@ -32,6 +32,7 @@ func gateRun(t *testing.T, candidate string, maxCount int, axes ...suite.Axis) *
 		"-max-count", strconv.Itoa(maxCount))
 	s.Config.Repeats = 3
 	require.NoError(t, s.LoadGate())
+	setUp(t, s)
 	testing.Benchmark(func(b *testing.B) {
 		s.Sweep(b, suite.Scenario{Name: "BenchmarkGate", Path: testbed.OneHop, Axes: axes, Arms: s.GateArms()})
 	})

@@ -60,6 +60,7 @@ func TestKindE2E(t *testing.T) {
 	agentLog := &syncBuffer{}
 	s.Log = io.MultiWriter(testWriter{t}, agentLog)
 	defer agentAgrees(t, agentLog)
+	setUp(t, s)
 	for _, r := range sweepBothPaths(t, s) {
 		name := r.Name()
 		require.NotEmpty(t, r.Edges, name)

@@ -102,6 +102,7 @@ func kindGateRun(t *testing.T, cluster, candidate string, axes ...suite.Axis) *g
 		"-gate", fixture, "-thresholds", "none", "-concurrency", "8", "-max-count", fmt.Sprint(kindGateMaxRounds))
 	s.Config.Repeats = kindGateRounds
 	require.NoError(t, s.LoadGate())
+	setUp(t, s)
 	testing.Benchmark(func(b *testing.B) {
 		s.Sweep(b, suite.Scenario{Name: "BenchmarkGate", Path: testbed.OneHop, Axes: axes})
 	})

@@ -27,6 +27,7 @@ import (
 func kubeletAlignedOnCluster(t *testing.T, cluster string) {
 	window := []string{"-concurrency", "8", "-duration", "3s", "-warmup", "1s", "-thresholds", "none", "-mesh", "sidecar"}
 	s, _ := kindSuite(t, append([]string{"-kind-cluster", cluster, "-keep-cluster"}, window...)...)
+	setUp(t, s)
 	sweep(s, testbed.OneHop)
 	node := sidecarCPUPer1k(t, s.Records())
 	require.NoError(t, s.Finish())
@@ -44,6 +45,7 @@ func kubeletAlignedOnCluster(t *testing.T, cluster string) {
 	remote.Log = testWriter{t}
 	remote.Config.Repeats = 1
 	start := time.Now()
+	setUp(t, remote)
 	sweep(remote, testbed.OneHop)
 	t.Logf("kubelet mode: 2 runs of 3 s windows in %.0fs", time.Since(start).Seconds())
 	recs := remote.Records()

@@ -104,11 +104,15 @@ func (s *Suite) Run(testenv env.Environment, m *testing.M) int {
 	defer close(s.done)
 	s.planRun(m)
 	code := testenv.Run(m)
-	// The teardown, whatever the Finish funcs did: e2e-framework skips the
-	// funcs of a Finish after the first that fails, so a TestMain that
-	// lists Report and TearDown in one Finish would otherwise leave the
-	// processes' directory, the namespaces, or a created cluster behind
-	// whenever the verdict failed. A second close is a no-op.
+	// e2e-framework skips the funcs of a Finish after the first that
+	// fails: a TestMain that lists Report and TearDown in one Finish would
+	// leave the processes' directory, the namespaces, or a created cluster
+	// behind whenever the verdict failed. Run tears down then, saying so.
+	if !s.tearingDown() {
+		s.logf("TearDown did not run (it is not in the environment's Finish, or a func before it in its Finish failed): tearing down now")
+	}
+	// The teardown's error fails the run: e2e-framework logs a Finish
+	// func's error only at -v 2. After TearDown, close only returns it.
 	if err := s.close(); err != nil {
 		fmt.Fprintln(os.Stderr, "meshbench: teardown:", err)
 		code = max(code, 1)
@@ -202,14 +206,34 @@ func (s *Suite) LoadImages(ctx context.Context, _ *envconf.Config) (context.Cont
 
 // SetUpTarget deploys the baseline and meshed arms, installing the mesh
 // first when -mesh-install asks (on the local target: builds and starts
-// the processes). Without -bench there is nothing to measure, and nothing
-// is set up.
+// the processes), on the cluster CreateCluster made, with the images
+// LoadImages loaded: a Kubernetes target without them fails here, naming
+// the env func that did not run. The benchmarks run on this target; none
+// sets one up itself. Without -bench there is nothing to measure, and
+// nothing is set up.
 func (s *Suite) SetUpTarget(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 	if !benchmarking() {
+		s.mu.Lock()
+		s.setUpSkipped = true
+		s.mu.Unlock()
 		return ctx, nil
 	}
-	_, err := s.target()
-	return ctx, err
+	return ctx, s.setUpTarget(ctx)
+}
+
+// SetUp creates the cluster, loads the images and sets up the target, as
+// CreateCluster, LoadImages and SetUpTarget do in that order, whether or
+// not go test runs benchmarks: for a test that drives a Suite without
+// TestMain (NewWithConfig, then testing.Benchmark). Checking fixtures is
+// the test's (CheckFixtures, LoadGate); tearing down is Finish's.
+func (s *Suite) SetUp(ctx context.Context) error {
+	if err := s.createCluster(ctx); err != nil {
+		return err
+	}
+	if err := s.loadImages(ctx); err != nil {
+		return err
+	}
+	return s.setUpTarget(ctx)
 }
 
 // Report prints the summary, writes the results file and checks the

@@ -82,7 +82,7 @@ type Suite struct {
 	sumOnce    sync.Once
 	sumErr     error
 
-	once  sync.Once
+	// tg is the target SetUpTarget built, or tgErr why it could not.
 	tg    testbed.Target
 	tgErr error
 	mu    sync.Mutex
@@ -117,10 +117,16 @@ type Suite struct {
 	// cpuNoted is done once a run whose CPU figures are not valid has
 	// said so (noteCPU).
 	cpuNoted sync.Once
-	// settingUp is closed when the target's set-up has returned, having
-	// deleted what it created when it failed (or was interrupted).
+	// settingUp is made when the target's set-up starts, and closed when
+	// it has returned, having deleted what it created when it failed (or
+	// was interrupted); nil until SetUpTarget (or SetUp) runs.
 	settingUp chan struct{}
-	closeErr  error
+	// setUpSkipped is set when SetUpTarget ran without -bench, and set
+	// nothing up.
+	setUpSkipped bool
+	// tornDown is set when the teardown has started (close).
+	tornDown bool
+	closeErr error
 }
 
 // New registers meshbench's flags on flag.CommandLine and returns the suite.
@@ -187,46 +193,83 @@ func repeats() int {
 	return 1
 }
 
-// target starts the target on first use.
+// errNoSetUp is a benchmark's error on a suite whose target was never
+// set up: SetUpTarget is not in the environment's Setup, or a test drives
+// the suite without TestMain and did not call SetUp.
+var errNoSetUp = errors.New("no target: SetUpTarget did not run; list CheckFixtures, CreateCluster, LoadImages and SetUpTarget " +
+	"in the environment's Setup, in that order, as benchmarks/main_test.go does (a test that drives a Suite without TestMain calls Suite.SetUp first)")
+
+// errSetUpSkipped is a benchmark's error when SetUpTarget ran in a binary
+// that go test started without -bench: testing.Benchmark called from a
+// test, on the package's suite.
+var errSetUpSkipped = errors.New("no target: go test ran without -bench, so SetUpTarget set nothing up; " +
+	"a test that runs benchmarks itself (testing.Benchmark) drives a Suite of its own (NewWithConfig) and calls its SetUp first")
+
+// target is the target SetUpTarget (or SetUp) built, or why there is
+// none. A benchmark never sets one up itself.
 func (s *Suite) target() (testbed.Target, error) {
-	s.once.Do(func() {
-		mk := s.NewTarget
-		if mk == nil {
-			mk = s.defaultTarget
-		}
-		if s.ctx == nil {
-			s.ctx, s.cancel = context.WithCancelCause(context.Background())
-			s.started = time.Now()
-		}
-		start := time.Now()
-		s.logf("setting up the %s target", s.Config.Target)
-		done := make(chan struct{})
-		s.mu.Lock()
-		s.settingUp = done
-		s.mu.Unlock()
-		tg, err := mk(s.ctx, s.Config, s.logf)
-		if err == nil {
-			// Cores and nodes, before anything is measured.
-			err = s.noteRefusal(s.checkReferenceEnv(tg.Environment()))
-		}
-		s.mu.Lock()
-		s.tg, s.tgErr = tg, err
-		s.mu.Unlock()
-		close(done)
-		if err == nil {
-			env := tg.Environment()
-			// A journal recovered after a kill says what was measured on.
-			if jerr := s.journal.Environment(env); jerr != nil {
-				s.abort(fmt.Errorf("the journal cannot be written, so nothing is measured (%w)", jerr))
-			}
-			s.logf("target %s ready in %v: %s %s, %d cores, %s", tg.Name(), time.Since(start).Round(time.Millisecond),
-				env.Mesh.Name, env.Mesh.Version, env.Cores, env.CPUModel)
-			if env.Baseline != "" {
-				s.logf("the baseline arm runs on %s", env.Baseline)
-			}
-		}
-	})
+	s.mu.Lock()
+	setup, skipped := s.settingUp, s.setUpSkipped
+	s.mu.Unlock()
+	switch {
+	case setup == nil && skipped:
+		return nil, errSetUpSkipped
+	case setup == nil:
+		return nil, errNoSetUp
+	}
+	<-setup // closed once the set-up returned
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.tg, s.tgErr
+}
+
+// setUpTarget builds the target (on a cluster, on the cluster
+// CreateCluster made, with the images LoadImages loaded), and checks it
+// against a stored reference. A second call builds nothing and returns
+// the first's outcome.
+func (s *Suite) setUpTarget(ctx context.Context) error {
+	s.mu.Lock()
+	if s.settingUp != nil {
+		s.mu.Unlock()
+		_, err := s.target()
+		return err
+	}
+	done := make(chan struct{})
+	s.settingUp = done
+	if s.ctx == nil { // a Suite driven without Environment
+		s.ctx, s.cancel = context.WithCancelCause(ctx)
+		s.started = time.Now()
+	}
+	s.mu.Unlock()
+	mk := s.NewTarget
+	if mk == nil {
+		mk = s.defaultTarget
+	}
+	start := time.Now()
+	s.logf("setting up the %s target", s.Config.Target)
+	tg, err := mk(s.ctx, s.Config, s.logf)
+	if err == nil {
+		// Cores and nodes, before anything is measured.
+		err = s.noteRefusal(s.checkReferenceEnv(tg.Environment()))
+	}
+	s.mu.Lock()
+	s.tg, s.tgErr = tg, err
+	s.mu.Unlock()
+	close(done)
+	if err != nil {
+		return err
+	}
+	env := tg.Environment()
+	// A journal recovered after a kill says what was measured on.
+	if jerr := s.journal.Environment(env); jerr != nil {
+		s.abort(fmt.Errorf("the journal cannot be written, so nothing is measured (%w)", jerr))
+	}
+	s.logf("target %s ready in %v: %s %s, %d cores, %s", tg.Name(), time.Since(start).Round(time.Millisecond),
+		env.Mesh.Name, env.Mesh.Version, env.Cores, env.CPUModel)
+	if env.Baseline != "" {
+		s.logf("the baseline arm runs on %s", env.Baseline)
+	}
+	return nil
 }
 
 func (s *Suite) defaultTarget(ctx context.Context, c *Config, logf func(string, ...any)) (testbed.Target, error) {
@@ -472,6 +515,13 @@ func (s *Suite) checkThresholds(cs []report.Comparison, res *report.Results) err
 	return v.Err()
 }
 
+// tearingDown reports whether the teardown (close) has started.
+func (s *Suite) tearingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tornDown
+}
+
 // close tears the target down once. A second caller (Finish racing the
 // Ctrl-C handler) waits for the first teardown to end, so the process never
 // exits while a cluster is half deleted.
@@ -479,6 +529,7 @@ func (s *Suite) close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		setup := s.settingUp
+		s.tornDown = true
 		s.mu.Unlock()
 		if setup != nil {
 			// Interrupted while the target was being set up: the set-up sees

@@ -48,6 +48,15 @@ func newSuite(t *testing.T, args ...string) (*suite.Suite, **local.Target) {
 	return s, &tg
 }
 
+// setUp sets s up as TestMain's Setup would (Suite.SetUp: the cluster,
+// the images, the target), and tears it down when the test ends unless
+// the test's Finish did.
+func setUp(t *testing.T, s *suite.Suite) {
+	t.Helper()
+	t.Cleanup(func() { _, _ = s.TearDown(context.Background(), nil) })
+	require.NoError(t, s.SetUp(context.Background()))
+}
+
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
@@ -71,6 +80,7 @@ func TestShortLocalSweep(t *testing.T) {
 	require.NoError(t, err)
 	s, tg := newSuite(t, "-concurrency", "1,4", "-duration", "2s", "-warmup", "500ms", "-thresholds", fixture)
 	s.Config.Repeats = 2
+	setUp(t, s)
 	sweep(s, testbed.OneHop, testbed.TwoHop)
 	require.NotNil(t, *tg, "the target was started")
 	pids := (*tg).PIDs()
@@ -142,6 +152,7 @@ func TestProtocolsSweep(t *testing.T) {
 	}
 	s, _ := newSuite(t, "-concurrency", "2", "-duration", "500ms", "-warmup", "200ms", "-thresholds", "none")
 	s.Config.Repeats = 1
+	setUp(t, s)
 	testing.Benchmark(func(b *testing.B) {
 		s.Sweep(b, suite.Scenario{Name: "BenchmarkProtocols", Axes: []suite.Axis{suite.Protocols(load.H2, load.GRPC)}})
 	})
@@ -168,6 +179,7 @@ func TestFixtureTripsOnSlowedMeshedPath(t *testing.T) {
 	s, _ := newSuite(t, "-concurrency", "1", "-duration", "1500ms", "-warmup", "300ms", "-thresholds", fixture)
 	s.Config.Repeats = 2
 	s.Config.MeshedBackendDelay = 4 * time.Millisecond
+	setUp(t, s)
 	sweep(s, testbed.OneHop)
 	err = s.Finish()
 	require.Error(t, err)
