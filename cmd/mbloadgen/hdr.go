@@ -169,6 +169,12 @@ type bufferedResponse struct {
 	body   bytes.Buffer
 }
 
-func (b *bufferedResponse) Header() http.Header         { return b.header }
+// Header is the buffered answer's header map (http.ResponseWriter).
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+// Write appends p to the buffered body (http.ResponseWriter).
 func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
-func (b *bufferedResponse) WriteHeader(code int)        { b.code = code }
+
+// WriteHeader records the status code; the real answer gets it once the
+// records are added to the body (http.ResponseWriter).
+func (b *bufferedResponse) WriteHeader(code int) { b.code = code }

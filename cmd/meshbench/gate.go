@@ -26,7 +26,10 @@ type exitError struct {
 	err  error
 }
 
+// Error is the wrapped error's message (error).
 func (e *exitError) Error() string { return e.err.Error() }
+
+// Unwrap is the wrapped error, for errors.Is and errors.As.
 func (e *exitError) Unwrap() error { return e.err }
 
 // gateResults is what `meshbench verdict` reads of a results file.

@@ -554,6 +554,8 @@ func runFortio(ctx context.Context, o Options, d time.Duration, tl *timeline, hd
 // (the HDR recorder, then the timeline).
 type accessLoggers []periodic.AccessLogger
 
+// Start calls every logger's Start in order, each given the context the
+// previous one returned (periodic.AccessLogger).
 func (ls accessLoggers) Start(ctx context.Context, id periodic.ThreadID, iter int64, t time.Time) context.Context {
 	for _, l := range ls {
 		ctx = l.Start(ctx, id, iter, t)
@@ -561,12 +563,16 @@ func (ls accessLoggers) Start(ctx context.Context, id periodic.ThreadID, iter in
 	return ctx
 }
 
+// Report hands the finished request to every logger in order
+// (periodic.AccessLogger).
 func (ls accessLoggers) Report(ctx context.Context, id periodic.ThreadID, iter int64, t time.Time, latency float64, ok bool, details string) {
 	for _, l := range ls {
 		l.Report(ctx, id, iter, t, latency, ok, details)
 	}
 }
 
+// Info calls every logger's Info, in order (the recorder's marks the
+// schedule's start), and joins them with ", " (periodic.AccessLogger).
 func (ls accessLoggers) Info() string {
 	infos := make([]string, len(ls))
 	for i, l := range ls {

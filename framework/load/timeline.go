@@ -45,6 +45,8 @@ func newTimeline(start time.Time, bucket, span time.Duration, threads int) *time
 
 var _ periodic.AccessLogger = (*timeline)(nil)
 
+// Start does nothing: requests are counted when they complete, in Report
+// (periodic.AccessLogger).
 func (t *timeline) Start(ctx context.Context, _ periodic.ThreadID, _ int64, _ time.Time) context.Context {
 	return ctx
 }
@@ -69,6 +71,7 @@ func (t *timeline) Report(_ context.Context, id periodic.ThreadID, _ int64, star
 	th.LatencyMax[b] = max(th.LatencyMax[b], latency)
 }
 
+// Info is "meshbench timeline" (periodic.AccessLogger).
 func (t *timeline) Info() string { return "meshbench timeline" }
 
 // sum adds every thread's buckets into one Timeline, trimmed after the

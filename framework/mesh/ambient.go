@@ -52,6 +52,7 @@ func newAmbient(cfg config) *ambient {
 	return &ambient{ns: ns, waypoint: cfg.waypoint, zns: ns, cniNS: ns, crdDir: cfg.gatewayAPICRDs}
 }
 
+// Name is "istio-ambient" (Mesh).
 func (a *ambient) Name() string { return "istio-ambient" }
 
 // nodeAgentNamespaces are where the node agents (ztunnel, istio-cni) are
@@ -208,6 +209,8 @@ func (a *ambient) Enable(ctx context.Context, c kubernetes.Interface, namespace 
 	return setNamespaceMeta(ctx, c, namespace, labels, nil)
 }
 
+// Roles are ztunnel as the node proxy, the Istio-managed waypoints in any
+// namespace, and istiod and istio-cni-node as the control plane (Mesh).
 func (a *ambient) Roles() Roles {
 	return Roles{
 		NodeProxies: []Workload{{Namespace: a.zns, Labels: map[string]string{"app": "ztunnel"}}},

@@ -46,6 +46,7 @@ func newCilium(cfg config) *cilium {
 	return &cilium{ns: cmp.Or(cfg.namespace, "kube-system"), encryption: cmp.Or(cfg.encryption, "ipsec"), words: cfg.words}
 }
 
+// Name is "cilium" (Mesh).
 func (ci *cilium) Name() string { return "cilium" }
 
 // Detect finds the cilium and cilium-envoy DaemonSets and reads cilium-config.
@@ -125,6 +126,8 @@ func envoyConcurrency(args []string) Threads {
 // switched on by policies, which this adapter does not write.
 func (ci *cilium) Enable(context.Context, kubernetes.Interface, string) error { return nil }
 
+// Roles are the cilium agent and cilium-envoy as node proxies and the
+// cilium operator as the control plane; Cilium has no sidecars (Mesh).
 func (ci *cilium) Roles() Roles {
 	return Roles{
 		NodeProxies: []Workload{

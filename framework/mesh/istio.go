@@ -68,6 +68,7 @@ func newIstio(cfg config) *istio {
 	return i
 }
 
+// Name is "istio" (Mesh).
 func (i *istio) Name() string { return "istio" }
 
 // Revisioned is a mesh whose control plane runs in revisions side by side
@@ -266,6 +267,8 @@ func (i *istio) Enable(ctx context.Context, c kubernetes.Interface, namespace st
 	return setNamespaceMeta(ctx, c, namespace, map[string]*string{istioRev: ptr(i.rev), istioInjection: nil}, nil)
 }
 
+// Roles are the istio-proxy sidecar and istiod as the control plane
+// (Mesh).
 func (i *istio) Roles() Roles {
 	return Roles{
 		Sidecars:     []string{istioProxy},
@@ -273,6 +276,10 @@ func (i *istio) Roles() Roles {
 	}
 }
 
+// Verify, for the meshed arm, checks that every pod runs a ready
+// istio-proxy, is not opted out and was injected by the adapter's
+// revision, noting where a sidecar differs from what Inject asked; for
+// the baseline, that no pod runs a mesh's data plane (Mesh).
 func (i *istio) Verify(ctx context.Context, c kubernetes.Interface, namespace string, meshed bool) (Verification, error) {
 	if !meshed {
 		return verifyBaseline(ctx, c, "istio", namespace)

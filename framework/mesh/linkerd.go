@@ -39,6 +39,7 @@ func newLinkerd(cfg config) *linkerd {
 	return &linkerd{ns: cmp.Or(cfg.namespace, "linkerd")}
 }
 
+// Name is "linkerd" (Mesh).
 func (l *linkerd) Name() string { return "linkerd" }
 
 // linkerdValues is the part of linkerd-config's "values" document that
@@ -141,6 +142,8 @@ func (l *linkerd) Enable(ctx context.Context, c kubernetes.Interface, namespace 
 	return setNamespaceMeta(ctx, c, namespace, nil, map[string]*string{linkerdInject: ptr("enabled")})
 }
 
+// Roles are the linkerd-proxy sidecar and the pods labelled
+// linkerd.io/control-plane-ns as the control plane (Mesh).
 func (l *linkerd) Roles() Roles {
 	return Roles{
 		Sidecars:     []string{linkerdProxy},
@@ -148,6 +151,10 @@ func (l *linkerd) Roles() Roles {
 	}
 }
 
+// Verify, for the meshed arm, checks that every pod runs a ready
+// linkerd-proxy and is not annotated linkerd.io/inject=disabled, reading
+// the proxy's threads from LINKERD2_PROXY_CORES; for the baseline, that no
+// pod runs a mesh's data plane (Mesh).
 func (l *linkerd) Verify(ctx context.Context, c kubernetes.Interface, namespace string, meshed bool) (Verification, error) {
 	if !meshed {
 		return verifyBaseline(ctx, c, "linkerd", namespace)

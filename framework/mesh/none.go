@@ -14,8 +14,10 @@ func init() {
 // an A/A run, which measures how much two identical arms drift apart.
 type none struct{}
 
+// Name is "none" (Mesh).
 func (none) Name() string { return "none" }
 
+// Detect always finds "none" installed, with no proxy threads (Mesh).
 func (none) Detect(context.Context, kubernetes.Interface) (Info, error) {
 	return Info{Mesh: "none", Installed: true, Threads: Threads{Mode: "unknown", Source: "no proxy"}}, nil
 }
@@ -23,6 +25,7 @@ func (none) Detect(context.Context, kubernetes.Interface) (Info, error) {
 // Enable does nothing: there is nothing to inject.
 func (none) Enable(context.Context, kubernetes.Interface, string) error { return nil }
 
+// Roles are empty: no container or pod counts as the mesh's (Mesh).
 func (none) Roles() Roles { return Roles{} }
 
 // Verify checks, for both arms, that no pod runs any mesh's proxy.

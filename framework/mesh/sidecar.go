@@ -50,8 +50,11 @@ func newSidecar(cfg config) *sidecar {
 	return &sidecar{name: name, image: cfg.sidecarImage, args: cfg.sidecarArgs, evidence: cfg.evidence}
 }
 
+// Name is "sidecar", whatever the proxy container is called (Mesh).
 func (s *sidecar) Name() string { return "sidecar" }
 
+// Detect always finds the sidecar installed: its version is the image's
+// tag, its config the container name and image (Mesh).
 func (s *sidecar) Detect(context.Context, kubernetes.Interface) (Info, error) {
 	return Info{
 		Mesh:      "sidecar",
@@ -67,8 +70,13 @@ func (s *sidecar) Enable(ctx context.Context, c kubernetes.Interface, namespace 
 	return setNamespaceMeta(ctx, c, namespace, map[string]*string{sidecarLabel: ptr("enabled")}, nil)
 }
 
+// Roles are the proxy container as the sidecar; there is no control
+// plane (Mesh).
 func (s *sidecar) Roles() Roles { return Roles{Sidecars: []string{s.name}} }
 
+// Verify, for the meshed arm, checks that every pod runs the proxy
+// container, ready; for the baseline, that no pod runs it or any mesh's
+// data plane (Mesh).
 func (s *sidecar) Verify(ctx context.Context, c kubernetes.Interface, namespace string, meshed bool) (Verification, error) {
 	if !meshed {
 		return verifyBaseline(ctx, c, "sidecar", namespace, s.name)

@@ -440,6 +440,8 @@ type object struct {
 	Keep bool
 }
 
+// String is "Kind namespace/name", or "Kind name" for a cluster-scoped
+// object (fmt.Stringer).
 func (o object) String() string {
 	if o.Namespace == "" {
 		return o.Kind + " " + o.Name
@@ -788,8 +790,13 @@ type restGetter struct {
 	namespace string
 }
 
+// ToRESTConfig is a copy of the run's rest.Config
+// (genericclioptions.RESTClientGetter, what Helm's action.Configuration
+// is initialised with).
 func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
 
+// ToDiscoveryClient is a discovery client for the run's rest.Config,
+// cached in memory (genericclioptions.RESTClientGetter).
 func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(g.cfg))
 	if err != nil {
@@ -798,6 +805,8 @@ func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, er
 	return memory.NewMemCacheClient(dc), nil
 }
 
+// ToRESTMapper maps kinds to resources through the discovery client,
+// short names expanded (genericclioptions.RESTClientGetter).
 func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) {
 	dc, err := g.ToDiscoveryClient()
 	if err != nil {
@@ -807,6 +816,8 @@ func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) {
 	return restmapper.NewShortcutExpander(m, dc, func(string) {}), nil
 }
 
+// ToRawKubeConfigLoader is an empty kubeconfig whose context has only the
+// namespace, so Helm defaults to it (genericclioptions.RESTClientGetter).
 func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), &clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: g.namespace}})
 }

@@ -167,10 +167,18 @@ func (c Chart) scaleY(p *plot.Plot) {
 // xys adapts points to gonum's XYer and YErrorer.
 type xys []Point
 
-func (p xys) Len() int                        { return len(p) }
-func (p xys) XY(i int) (float64, float64)     { return p[i].X, p[i].Y }
+// Len is the number of points (plotter.XYer and plotter.Valuer).
+func (p xys) Len() int { return len(p) }
+
+// XY is point i's X and Y, in the chart's units (plotter.XYer).
+func (p xys) XY(i int) (float64, float64) { return p[i].X, p[i].Y }
+
+// YError is how far point i's interval reaches below and above Y, in Y's
+// unit (plotter.YErrorer).
 func (p xys) YError(i int) (float64, float64) { return p[i].Y - p[i].Lo, p[i].Hi - p[i].Y }
-func (p xys) Value(i int) float64             { return p[i].Y }
+
+// Value is point i's Y, a bar's height (plotter.Valuer).
+func (p xys) Value(i int) float64 { return p[i].Y }
 
 func labelsOf(ps []Point) []string {
 	out := make([]string, len(ps))
@@ -380,6 +388,9 @@ func tickAt(vs []float64, format string) []plot.Tick {
 // 99.99 are evenly spaced.
 type nines struct{}
 
+// Normalize places percentile x between lo and hi on the nines scale, 0 at
+// lo and 1 at hi; percentiles above 99.9999 count as 99.9999
+// (plot.Normalizer).
 func (nines) Normalize(lo, hi, x float64) float64 {
 	f := func(p float64) float64 { return -math.Log10(1 - math.Min(p, 99.9999)/100) }
 	return (f(x) - f(lo)) / (f(hi) - f(lo))

@@ -55,8 +55,13 @@ type meshCNI struct {
 	logf func(string, ...any)
 }
 
+// Name is the mesh's name with " (Helm, as the mesh)", for the kind step's
+// log line (kind.CNIInstaller).
 func (mc meshCNI) Name() string { return mc.m.Name() + " (Helm, as the mesh)" }
 
+// InstallCNI loads those of the mesh's images that the local Docker has
+// into the nodes, then installs its Helm charts as the cluster's CNI
+// (kind.CNIInstaller).
 func (mc meshCNI) InstallCNI(ctx context.Context, cl kind.Cluster) error {
 	io := mc.c.installOptions()
 	if im, ok := mc.m.(interface {

@@ -142,6 +142,7 @@ type Config struct {
 // intList is a flag of comma-separated positive integers.
 type intList struct{ v *[]int }
 
+// String is the list joined by commas, "" when unbound (flag.Value).
 func (l intList) String() string {
 	if l.v == nil {
 		return ""
@@ -153,6 +154,8 @@ func (l intList) String() string {
 	return strings.Join(s, ",")
 }
 
+// Set replaces the list with s's comma-separated integers, each at least
+// 1 (flag.Value).
 func (l intList) Set(s string) error {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -168,6 +171,7 @@ func (l intList) Set(s string) error {
 
 type protocolFlag struct{ v *load.Protocol }
 
+// String is the protocol, "" when unbound (flag.Value).
 func (p protocolFlag) String() string {
 	if p.v == nil {
 		return ""
@@ -175,6 +179,8 @@ func (p protocolFlag) String() string {
 	return string(*p.v)
 }
 
+// Set parses s with load.ParseProtocol: http1, h2 or grpc, or an alias
+// such as h2c (flag.Value).
 func (p protocolFlag) Set(s string) error {
 	v, err := load.ParseProtocol(s)
 	if err != nil {

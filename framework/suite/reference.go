@@ -85,6 +85,8 @@ func (r *storedRef) refuse(err error) error {
 // run: no decision, exit code gate.ExitError.
 type refusedError struct{ error }
 
+// Unwrap is the wrapped error, whose chain holds the differences, for
+// errors.Is and errors.As.
 func (e *refusedError) Unwrap() error { return e.error }
 
 // referenceArm is the stored arm that stands for the reference: the

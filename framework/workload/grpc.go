@@ -47,6 +47,9 @@ type pinger struct {
 	delay   time.Duration
 }
 
+// Ping answers after the configured delay with the request's Seq, the
+// time in Unix nanoseconds and the fixed payload; it returns the context's
+// error if cancelled first (fgrpc.PingServerServer).
 func (p *pinger) Ping(ctx context.Context, in *fgrpc.PingMessage) (*fgrpc.PingMessage, error) {
 	if p.delay > 0 {
 		t := time.NewTimer(p.delay)

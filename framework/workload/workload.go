@@ -425,6 +425,9 @@ type fanOut struct {
 	client   *http.Client
 }
 
+// ServeHTTP answers r with k parallel calls to the upstream (r's method,
+// body, path and query, fanout removed) and their bodies in order; a
+// failed call fails it with 502. Its k makes it no http.Handler.
 func (f *fanOut) ServeHTTP(w http.ResponseWriter, r *http.Request, k int) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

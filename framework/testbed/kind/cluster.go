@@ -83,8 +83,11 @@ func Down(ctx context.Context, name string, opts ...Option) error {
 	return newCluster(name, opts).Delete(ctx)
 }
 
+// Name is the kind cluster name (Cluster).
 func (c *cluster) Name() string { return c.name }
 
+// ExportLogs collects every node's logs under dir with kind's CollectLogs,
+// logged as one step (Cluster).
 func (c *cluster) ExportLogs(ctx context.Context, dir string) error {
 	return c.step("export logs to "+dir, func() error {
 		if err := ctx.Err(); err != nil {
@@ -93,6 +96,8 @@ func (c *cluster) ExportLogs(ctx context.Context, dir string) error {
 		return c.provider.CollectLogs(c.name, dir)
 	})
 }
+
+// Kubeconfig is the path of the cluster's kubeconfig file (Cluster).
 func (c *cluster) Kubeconfig() string { return c.opts.kubeconfig }
 
 // RESTConfig returns the client configuration, or nil when the cluster's
@@ -389,10 +394,22 @@ func (c *cluster) Delete(ctx context.Context) error {
 // verbosity 0) to a Logger.
 type kindLogger struct{ l Logger }
 
-func (k kindLogger) Warn(m string)                        { k.l.Logf("kind: warning: %s", m) }
-func (k kindLogger) Warnf(f string, a ...any)             { k.l.Logf("kind: warning: "+f, a...) }
-func (k kindLogger) Error(m string)                       { k.l.Logf("kind: error: %s", m) }
-func (k kindLogger) Errorf(f string, a ...any)            { k.l.Logf("kind: error: "+f, a...) }
+// Warn logs m as "kind: warning: m" (kindlog.Logger).
+func (k kindLogger) Warn(m string) { k.l.Logf("kind: warning: %s", m) }
+
+// Warnf logs a formatted warning, prefixed "kind: warning: "
+// (kindlog.Logger).
+func (k kindLogger) Warnf(f string, a ...any) { k.l.Logf("kind: warning: "+f, a...) }
+
+// Error logs m as "kind: error: m" (kindlog.Logger).
+func (k kindLogger) Error(m string) { k.l.Logf("kind: error: %s", m) }
+
+// Errorf logs a formatted error, prefixed "kind: error: "
+// (kindlog.Logger).
+func (k kindLogger) Errorf(f string, a ...any) { k.l.Logf("kind: error: "+f, a...) }
+
+// V is the info logger for verbosity v: on at 0 and below, silent above
+// (kindlog.Logger).
 func (k kindLogger) V(v kindlog.Level) kindlog.InfoLogger { return kindInfo{l: k.l, on: v <= 0} }
 
 type kindInfo struct {
@@ -400,16 +417,22 @@ type kindInfo struct {
 	on bool
 }
 
+// Info logs m, trimmed, as "kind: m" when the level is on
+// (kindlog.InfoLogger).
 func (k kindInfo) Info(m string) {
 	if k.on {
 		k.l.Logf("kind: %s", strings.TrimSpace(m))
 	}
 }
 
+// Infof logs a formatted message, prefixed "kind: ", when the level is on
+// (kindlog.InfoLogger).
 func (k kindInfo) Infof(f string, a ...any) {
 	if k.on {
 		k.l.Logf("kind: "+strings.TrimSpace(f), a...)
 	}
 }
 
+// Enabled reports whether the level is logged: verbosity 0 and below
+// (kindlog.InfoLogger).
 func (k kindInfo) Enabled() bool { return k.on }

@@ -19,6 +19,7 @@ func (f LoggerFunc) Logf(format string, args ...any) { f(format, args...) }
 
 type nopLogger struct{}
 
+// Logf discards the line (Logger).
 func (nopLogger) Logf(string, ...any) {}
 
 // Option configures a cluster.

@@ -80,11 +80,14 @@ func (p *provider) cluster() *cluster {
 	return p.c
 }
 
+// WithName sets the kind cluster name (support.E2EClusterProvider).
 func (p *provider) WithName(name string) support.E2EClusterProvider {
 	p.name = name
 	return p
 }
 
+// WithVersion selects the node image by Kubernetes version, as the
+// WithVersion option does (support.E2EClusterProvider).
 func (p *provider) WithVersion(version string) support.E2EClusterProvider {
 	p.opts = append(p.opts, WithVersion(version))
 	p.c = nil
@@ -94,6 +97,8 @@ func (p *provider) WithVersion(version string) support.E2EClusterProvider {
 // WithPath is accepted for the interface and ignored: kind runs as a library.
 func (p *provider) WithPath(string) support.E2EClusterProvider { return p }
 
+// WithOpts applies e2e-framework's cluster options to the provider
+// (support.E2EClusterProvider).
 func (p *provider) WithOpts(opts ...support.ClusterOpts) support.E2EClusterProvider {
 	for _, o := range opts {
 		o(p)
@@ -101,6 +106,8 @@ func (p *provider) WithOpts(opts ...support.ClusterOpts) support.E2EClusterProvi
 	return p
 }
 
+// SetDefaults names the cluster DefaultName when it has no name
+// (support.E2EClusterProvider).
 func (p *provider) SetDefaults() support.E2EClusterProvider {
 	if p.name == "" {
 		p.name = DefaultName
@@ -108,6 +115,9 @@ func (p *provider) SetDefaults() support.E2EClusterProvider {
 	return p
 }
 
+// Create creates or reuses the cluster from the kind config path in
+// args[0] ("" without one) and returns its kubeconfig path
+// (support.E2EClusterProvider).
 func (p *provider) Create(ctx context.Context, args ...string) (string, error) {
 	configPath := ""
 	if len(args) > 0 {
@@ -116,6 +126,9 @@ func (p *provider) Create(ctx context.Context, args ...string) (string, error) {
 	return p.CreateWithConfig(ctx, configPath)
 }
 
+// CreateWithConfig creates or reuses the cluster from the kind config at
+// configFile, as Up does, and returns its kubeconfig path
+// (support.E2EClusterProvider).
 func (p *provider) CreateWithConfig(ctx context.Context, configFile string) (string, error) {
 	c := p.cluster()
 	if err := c.up(ctx, configFile); err != nil {
@@ -124,6 +137,8 @@ func (p *provider) CreateWithConfig(ctx context.Context, configFile string) (str
 	return c.Kubeconfig(), nil
 }
 
+// GetKubeconfig is the path of the cluster's kubeconfig file
+// (support.E2EClusterProvider).
 func (p *provider) GetKubeconfig() string { return p.cluster().Kubeconfig() }
 
 // GenerateKubeconfig writes a new kubeconfig file for the cluster and returns
@@ -142,13 +157,19 @@ func (p *provider) GenerateKubeconfig(args ...string) (string, error) {
 	return f.Name(), errors.Join(werr, f.Close())
 }
 
+// GetKubectlContext is kind's context name, "kind-<name>"
+// (support.E2EClusterProvider).
 func (p *provider) GetKubectlContext() string { return "kind-" + p.name }
 
+// ExportLogs collects every node's logs under dest with kind's
+// CollectLogs, logged as one step (support.E2EClusterProvider).
 func (p *provider) ExportLogs(ctx context.Context, dest string) error {
 	c := p.cluster()
 	return c.step("export logs to "+dest, func() error { return c.provider.CollectLogs(c.name, dest) })
 }
 
+// Destroy deletes the cluster, as Cluster.Delete does
+// (support.E2EClusterProvider).
 func (p *provider) Destroy(ctx context.Context) error { return p.cluster().Delete(ctx) }
 
 // WaitForControlPlane waits until every kube-system pod runs and is Ready.
@@ -161,12 +182,19 @@ func (p *provider) WaitForControlPlane(ctx context.Context, client klient.Client
 	return c.step("wait for control plane", func() error { return waitSystemPods(ctx, cs, c.opts.readyTimeout) })
 }
 
+// KubernetesRestConfig is the cluster's client configuration, nil when
+// its kubeconfig cannot be read (support.E2EClusterProvider).
 func (p *provider) KubernetesRestConfig() *rest.Config { return p.cluster().RESTConfig() }
 
+// LoadImage imports the local Docker image into every node's containerd;
+// extra arguments are ignored (support.E2EClusterProviderWithImageLoader).
 func (p *provider) LoadImage(ctx context.Context, image string, _ ...string) error {
 	return p.cluster().LoadImages(ctx, image)
 }
 
+// LoadImageArchive imports the image archive at archivePath into every
+// node; extra arguments are ignored
+// (support.E2EClusterProviderWithImageLoader).
 func (p *provider) LoadImageArchive(ctx context.Context, archivePath string, _ ...string) error {
 	c := p.cluster()
 	return c.step("load image archive "+archivePath, func() error { return c.loadArchive(archivePath) })

@@ -96,6 +96,8 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
+// Write writes p to the underlying writer under the lock, so that
+// concurrent writers do not interleave (io.Writer).
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -18,6 +18,7 @@ type caddy struct{}
 
 const caddyPkg = "github.com/caddyserver/caddy/v2/cmd/caddy"
 
+// Name is "caddy" (Sidecar).
 func (caddy) Name() string { return "caddy" }
 
 // permissive: Caddy's inbound side can also take plain text.
@@ -33,6 +34,8 @@ func (caddy) pprofEndpoint() {}
 // trailers included, so it carries h2 and gRPC end to end.
 func (caddy) h2Upstream() {}
 
+// Binary builds Caddy from this module's go.mod tool dependency into the
+// binary cache and returns its path (Sidecar).
 func (caddy) Binary(ctx context.Context, b *builder) (string, error) {
 	return b.build(ctx, "caddy", caddyPkg)
 }
@@ -55,6 +58,9 @@ func (caddy) Version(_ context.Context, bin string) string {
 	return "unknown"
 }
 
+// Command is `caddy run --config path`, with Caddy's data, config and home
+// directories in the run directory and GOMAXPROCS set to the threads when
+// they are fixed (Sidecar).
 func (caddy) Command(bin, path string, s SidecarSpec) (argv, env []string) {
 	env = []string{"XDG_DATA_HOME=" + s.Dir, "XDG_CONFIG_HOME=" + s.Dir, "HOME=" + s.Dir}
 	if s.Threads > 0 {

@@ -20,8 +20,10 @@ func init() { registerSidecar("envoy", func() Sidecar { return envoy{} }) }
 // and Cilium's proxies are configured, minus xDS.
 type envoy struct{}
 
+// Name is "envoy" (Sidecar).
 func (envoy) Name() string { return "envoy" }
 
+// Binary is envoy's path on PATH; it is never built (Sidecar).
 func (envoy) Binary(context.Context, *builder) (string, error) {
 	return onPath("envoy", "install Envoy from https://www.envoyproxy.io/docs/envoy/latest/start/install")
 }
@@ -29,6 +31,8 @@ func (envoy) Binary(context.Context, *builder) (string, error) {
 // envoyVersion matches "envoy  version: <sha>/1.31.2/Clean/RELEASE/BoringSSL".
 var envoyVersion = regexp.MustCompile(`version: [0-9a-f]+/([0-9]+\.[0-9]+\.[0-9]+[^/]*)/`)
 
+// Version is the release in `envoy --version`, e.g. "1.31.2", or
+// "unknown" (Sidecar).
 func (envoy) Version(ctx context.Context, bin string) string {
 	out, _ := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
 	if m := envoyVersion.FindSubmatch(out); m != nil {

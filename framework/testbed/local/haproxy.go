@@ -17,14 +17,17 @@ func init() { registerSidecar("haproxy", func() Sidecar { return haproxy{} }) }
 // haproxy). Connections to peers and apps are reused (http-reuse always).
 type haproxy struct{}
 
+// Name is "haproxy" (Sidecar).
 func (haproxy) Name() string { return "haproxy" }
 
+// Binary is haproxy's path on PATH; it is never built (Sidecar).
 func (haproxy) Binary(context.Context, *builder) (string, error) {
 	return onPath("haproxy", "Debian: apt-get install haproxy")
 }
 
 var haproxyVersion = regexp.MustCompile(`(?i)HA-?Proxy version (\S+)`)
 
+// Version is the version in `haproxy -v`, or "unknown" (Sidecar).
 func (haproxy) Version(ctx context.Context, bin string) string {
 	out, _ := exec.CommandContext(ctx, bin, "-v").CombinedOutput()
 	if m := haproxyVersion.FindSubmatch(out); m != nil {
@@ -33,6 +36,8 @@ func (haproxy) Version(ctx context.Context, bin string) string {
 	return "unknown"
 }
 
+// Command is `haproxy -db -f path`: in the foreground, with the config at
+// path (Sidecar).
 func (haproxy) Command(bin, path string, _ SidecarSpec) (argv, env []string) {
 	return []string{bin, "-db", "-f", path}, nil
 }

@@ -19,14 +19,17 @@ func init() { registerSidecar("nginx", func() Sidecar { return nginx{} }) }
 // nginx-light). Upstream connections are kept alive on both sides.
 type nginx struct{}
 
+// Name is "nginx" (Sidecar).
 func (nginx) Name() string { return "nginx" }
 
+// Binary is nginx's path on PATH; it is never built (Sidecar).
 func (nginx) Binary(context.Context, *builder) (string, error) {
 	return onPath("nginx", "Debian: apt-get install nginx-light")
 }
 
 var nginxVersion = regexp.MustCompile(`nginx/(\S+)`)
 
+// Version is the version in `nginx -v`, or "unknown" (Sidecar).
 func (nginx) Version(ctx context.Context, bin string) string {
 	out, _ := exec.CommandContext(ctx, bin, "-v").CombinedOutput()
 	if m := nginxVersion.FindSubmatch(out); m != nil {
@@ -35,6 +38,8 @@ func (nginx) Version(ctx context.Context, bin string) string {
 	return "unknown"
 }
 
+// Command is nginx with the run directory as its prefix, errors to stderr
+// and the config at path (Sidecar).
 func (nginx) Command(bin, path string, s SidecarSpec) (argv, env []string) {
 	return []string{bin, "-p", s.Dir, "-e", "stderr", "-c", path}, nil
 }

@@ -76,6 +76,7 @@ type versioned struct {
 	module, pkg string
 }
 
+// Name is the reference as written, e.g. "caddy@v2.10.2" (Sidecar).
 func (v versioned) Name() string { return v.ref.String() }
 
 // unwrap is the plain sidecar, for its optional interfaces (permissive,
@@ -90,6 +91,8 @@ func plain(sc Sidecar) Sidecar {
 	return sc
 }
 
+// Binary builds the proxy's module at the reference's version into the
+// binary cache, or reuses that build, and returns its path (Sidecar).
 func (v versioned) Binary(ctx context.Context, b *builder) (string, error) {
 	return b.buildModule(ctx, v.ref.Name, v.module, v.ref.Version, v.pkg)
 }
