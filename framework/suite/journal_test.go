@@ -19,18 +19,24 @@ import (
 )
 
 // nestedBinary builds testdata/nested once for the lifecycle tests below.
-var nestedBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "meshbench-nested-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "nested.test")
-	out, err := exec.Command("go", "test", "-c", "-o", bin, "./testdata/nested").CombinedOutput()
-	if err != nil {
-		return "", errors.New(string(out))
-	}
-	return bin, nil
-})
+var nestedBinary = testBinary("nested")
+
+// testBinary builds the test binary of testdata/name once, on its first
+// call, and returns its path.
+func testBinary(name string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "meshbench-"+name+"-")
+		if err != nil {
+			return "", err
+		}
+		bin := filepath.Join(dir, name+".test")
+		out, err := exec.Command("go", "test", "-c", "-o", bin, "./testdata/"+name).CombinedOutput()
+		if err != nil {
+			return "", errors.New(string(out))
+		}
+		return bin, nil
+	})
+}
 
 // startNested starts the nested benchmark binary on the local target,
 // four points of two arms, with args after the defaults; its output goes

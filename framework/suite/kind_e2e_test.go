@@ -131,10 +131,45 @@ func agentAgrees(t *testing.T, log *syncBuffer) {
 		n++
 		diff, err := strconv.ParseFloat(m[6], 64)
 		require.NoError(t, err, m[0])
-		assert.LessOrEqual(t, math.Abs(diff), 5.0, "the agent within 5 %% of the node read: %s", m[0])
+		cpu, err := cpuApart(m[2], m[3], m[4], m[5])
+		require.NoError(t, err, m[0])
+		assert.True(t, math.Abs(diff) <= 5 || cpu <= 5, "the agent within 5 %% of the node read, by rate or by CPU-seconds (%.1f %% apart): %s", cpu, m[0])
 	}
 	assert.Greater(t, n, 10, "windows compared between the agent and the node reads")
 	t.Logf("node CPU agent: %d window spans compared with the node reads", n)
+}
+
+// cpuApart is how far apart, in percent of the node read's, the CPU-seconds
+// of the two readers are: each reader's millicores times its own span. The
+// readers read the same cgroup counters at instants up to about 0.6 s
+// apart on a slow cluster (a cold CI run: 12.03 s against 11.43 s). A
+// container busy across both spans shows the offset in CPU-seconds and
+// agrees by rate; one idle in the offset (a baseline app while the meshed
+// arm runs) agrees by CPU-seconds exactly (225.2 mc × 12.03 s and 237.1 mc
+// × 11.43 s are both 2.71 CPU-s) and is 5.3 % apart by rate. Disagreeing
+// by both is a reader that is wrong.
+func cpuApart(nodeMC, nodeSpan, agentMC, agentSpan string) (float64, error) {
+	var v [4]float64
+	for i, f := range []string{nodeMC, nodeSpan, agentMC, agentSpan} {
+		if i%2 == 1 {
+			d, err := time.ParseDuration(f)
+			if err != nil {
+				return 0, err
+			}
+			v[i] = d.Seconds()
+			continue
+		}
+		x, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, err
+		}
+		v[i] = x
+	}
+	node, agent := v[0]*v[1], v[2]*v[3]
+	if node == 0 {
+		return math.Inf(1), nil
+	}
+	return 100 * math.Abs(agent-node) / node, nil
 }
 
 func envOr(k, def string) string {

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,18 +12,7 @@ import (
 )
 
 // lifecycleBinary builds testdata/lifecycle once.
-var lifecycleBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "meshbench-lifecycle-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "lifecycle.test")
-	out, err := exec.Command("go", "test", "-c", "-o", bin, "./testdata/lifecycle").CombinedOutput()
-	if err != nil {
-		return "", errors.New(string(out))
-	}
-	return bin, nil
-})
+var lifecycleBinary = testBinary("lifecycle")
 
 // runLifecycle runs the lifecycle binary as go test -bench would, its
 // TestMain's Setup without the env func named without (none when
