@@ -321,13 +321,19 @@ func (s *Suite) spec(sc Scenario, c int, arm testbed.Arm) (testbed.Spec, error) 
 }
 
 // window is the plan's default window of one run at concurrency n: the
-// flags' rate, durations and rate tolerance.
+// flags' rate, durations and rate tolerance. -warmup=0 is no warm-up,
+// which the window says with a negative Warmup (its zero is the loadgen's
+// default, 1 s).
 func (c *Config) window(n int) testbed.Window {
+	warmup := c.Warmup
+	if warmup == 0 {
+		warmup = -1
+	}
 	return testbed.Window{
 		Concurrency:   n,
 		QPS:           c.QPS,
 		Duration:      c.Duration,
-		Warmup:        c.Warmup,
+		Warmup:        warmup,
 		RateTolerance: c.RateTolerance,
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // The window a run measures when -duration is not given: short for the
@@ -29,6 +31,19 @@ func TestDefaultWindows(t *testing.T) {
 		})
 	}
 	assert.Equal(t, time.Second, MainJobWindow)
+}
+
+// -warmup=0 is no warm-up, not the loadgen's default of 1 s: the window
+// says none with a negative Warmup, and keeps any other -warmup.
+func TestNoWarmupIsNone(t *testing.T) {
+	c := Config{Warmup: 0, Duration: time.Second}
+	assert.Equal(t, time.Duration(-1), c.window(2).Warmup)
+	o := testbed.LoadOptions(testbed.Workload{}, c.window(2))
+	o.URL = "http://127.0.0.1:8080/"
+	require.NoError(t, o.Normalize())
+	assert.Zero(t, o.Warmup, "the loadgen runs no warm-up")
+	c.Warmup = 300 * time.Millisecond
+	assert.Equal(t, 300*time.Millisecond, c.window(2).Warmup)
 }
 
 func TestBenchtimeIsTheWindow(t *testing.T) {

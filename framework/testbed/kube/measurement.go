@@ -21,6 +21,9 @@ type kubeletMeasurement struct {
 	// (warmUntilRefreshed, loadPastRefresh), which took warmed and tail.
 	before, after map[string]kubelet.Snapshot
 	warmed, tail  time.Duration
+	// underLoad says that the reads are taken on the nodes at the instant
+	// with the load kept on around them (warmThenRead, readAfterWindow).
+	underLoad bool
 }
 
 // Start reads every node's counters, unless the warm-up has read them
@@ -34,10 +37,25 @@ func (m *kubeletMeasurement) Start(ctx context.Context) error {
 	return err
 }
 
-// Stop reads the counters again, on the nodes at once (from the
-// kubelets, loadPastRefresh has read them as they refreshed), and turns the two reads into the window: a restart other
-// than the fault's, or a throttled proxy or loadgen, invalidates it; a
-// node's counters mostly idle invalidate its CPU figures alone.
+// closeUnderLoad keeps the load on after the window, when the counters
+// are read under load: until the kubelets refreshed (loadPastRefresh),
+// or while the nodes are read (readAfterWindow). It reports whether it
+// did.
+func (m *kubeletMeasurement) closeUnderLoad(ctx context.Context, windowEnd time.Time) (bool, error) {
+	switch {
+	case m.t.aligned():
+		return true, m.loadPastRefresh(ctx, windowEnd)
+	case m.underLoad:
+		return true, m.readAfterWindow(ctx)
+	}
+	return false, nil
+}
+
+// Stop reads the counters again, on the nodes at once, unless
+// closeUnderLoad has read them, and turns the two reads into the window: a
+// restart other than the fault's, or a throttled proxy or loadgen,
+// invalidates it; a node's counters mostly idle invalidate its CPU
+// figures alone.
 func (m *kubeletMeasurement) Stop(ctx context.Context) (testbed.Measured, error) {
 	rs := m.rs
 	after := m.after
@@ -55,11 +73,19 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (testbed.Measured, error)
 	wr := m.t.resourceWindow(roleOf, m.before, after, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
 	wr.Window.Aligned = m.after != nil
 	if wr.Window.Aligned {
-		m.t.alignedSaid.Do(func() {
-			m.t.o.Logf("kube target: CPU from the kubelets' counters: each run keeps its load on until they refresh, before its window (this run: %v, warm-up included) and after it (%v); %s reads them at the instant",
-				m.warmed.Round(100*time.Millisecond), m.tail.Round(100*time.Millisecond), m.t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
-		})
+		m.t.alignedSaid.Do(m.sayCost)
 	}
 	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)
 	return testbed.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid}, nil
+}
+
+// sayCost says, once, what reading the counters under load costs a run.
+func (m *kubeletMeasurement) sayCost() {
+	if m.underLoad {
+		m.t.o.Logf("kube target: CPU read on the nodes under load: each run keeps its load on for %v after its warm-up and after its window while they are read, so that the counters span no idle time",
+			readStretch)
+		return
+	}
+	m.t.o.Logf("kube target: CPU from the kubelets' counters: each run keeps its load on until they refresh, before its window (this run: %v, warm-up included) and after it (%v); %s reads them at the instant",
+		m.warmed.Round(100*time.Millisecond), m.tail.Round(100*time.Millisecond), m.t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
 }

@@ -178,7 +178,9 @@ func (t *Target) connect(ctx context.Context, rs *runState) error {
 }
 
 // warm reads the counters before the run, runs the warm-up, and reads
-// the kubelets at the start of the window.
+// the nodes' counters at the start of the window: under load when they
+// are aligned to the kubelets' refreshes or read on the nodes after a
+// warm-up (warmThenRead).
 func (t *Target) warm(ctx context.Context, rs *runState) error {
 	var err error
 	rs.countStart = t.now()
@@ -198,11 +200,15 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 	rs.loadedFrom = t.now()
 	m := &kubeletMeasurement{t: t, rs: rs}
 	rs.resources = m
-	if t.aligned() {
-		if err := m.warmUntilRefreshed(ctx); err != nil {
-			return err
-		}
-	} else if err := t.warmUp(ctx, rs); err != nil {
+	switch {
+	case t.aligned():
+		err = m.warmUntilRefreshed(ctx)
+	case t.onDemand && rs.o.Warmup > 0:
+		err = m.warmThenRead(ctx)
+	default:
+		err = t.warmUp(ctx, rs)
+	}
+	if err != nil {
 		return err
 	}
 	if err := prime(ctx, rs.lgs); err != nil {
@@ -234,9 +240,9 @@ func (t *Target) warmUp(ctx context.Context, rs *runState) error {
 }
 
 // measure runs the window with the fault on time, keeps the load on
-// until the kubelets refreshed (when they are read), reads the counters
-// again, waits for what the fault killed to be back, and reads the
-// counters after the run.
+// while the counters are read when they are read under load
+// (closeUnderLoad), reads them otherwise, waits for what the fault killed
+// to be back, and reads the apps' counters after the run.
 func (t *Target) measure(ctx context.Context, rs *runState) error {
 	rs.fault.start(ctx, t.now, t.watchRestart)
 	frs, err := runShards(ctx, rs.lgs, rs.shardOpts, rs.o.Duration)
@@ -246,11 +252,14 @@ func (t *Target) measure(ctx context.Context, rs *runState) error {
 	}
 	rs.frs, rs.loadedTo = frs, t.now()
 	rs.failed += failedRequests(frs)
-	if m, ok := rs.resources.(*kubeletMeasurement); ok && t.aligned() {
-		if err := m.loadPastRefresh(ctx, rs.loadedTo); err != nil {
+	if m, ok := rs.resources.(*kubeletMeasurement); ok {
+		loaded, err := m.closeUnderLoad(ctx, rs.loadedTo)
+		if err != nil {
 			return err
 		}
-		rs.loadedTo = t.now()
+		if loaded {
+			rs.loadedTo = t.now()
+		}
 	}
 	if rs.xfrm1, err = t.readXFRM(ctx); err != nil {
 		return err
