@@ -82,8 +82,8 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (testbed.Measured, error)
 // sayCost says, once, what reading the counters under load costs a run.
 func (m *kubeletMeasurement) sayCost() {
 	if m.underLoad {
-		m.t.o.Logf("kube target: CPU read on the nodes under load: each run keeps its load on for %v after its warm-up and after its window while they are read, so that the counters span no idle time",
-			readStretch)
+		m.t.o.Logf("kube target: CPU read on the nodes under load: each run keeps its load on after its warm-up and after its window until they are read (at least %v, at most %v), so that the counters span no idle time",
+			readStretchMin, readStretchMax)
 		return
 	}
 	m.t.o.Logf("kube target: CPU from the kubelets' counters: each run keeps its load on until they refresh, before its window (this run: %v, warm-up included) and after it (%v); %s reads them at the instant",

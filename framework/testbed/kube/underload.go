@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
@@ -18,19 +19,22 @@ import (
 // 90 % the CPU figures need), and as much of the host's own latency was
 // added to every run's counters, diluting them. So a run with a warm-up
 // keeps its load on around both reads: the read that opens the window is
-// asked for as the warm-up ends, with the load kept on for readStretch
-// more, and the read that closes it under readStretch of load after the
-// window. The counters then span the window and parts of those
-// stretches, all at the window's load: their rates stand for the window's
-// (measure.Window.Aligned), whatever the reads' latency up to
-// readStretch. A run without a warm-up reads them idle, around its
-// window, and the coverage judges them (minCoverage).
+// asked for as the warm-up ends, with the load kept on until it is done,
+// and the read that closes it is asked for as the window ends, with the
+// load on again until it is done. The counters then span the window and
+// parts of those stretches, all at the window's load: their rates stand
+// for the window's (measure.Window.Aligned), whatever the reads' latency.
+// A run without a warm-up reads them idle, around its window, and the
+// coverage judges them (minCoverage).
 
-// readStretch is how long the load stays on after the warm-up and after
-// the window while the nodes' counters are read: longer than a read takes
-// to start on a busy host (1.3 s measured), shorter than the refresh
-// stretches of the kubelet mode's waits.
-const readStretch = 2 * time.Second
+// A stretch of load around a read lasts until the read is done, at least
+// readStretchMin, so that every replica has started its run before it is
+// stopped, and at most readStretchMax (a read that takes longer is
+// judged by the coverage).
+const (
+	readStretchMin = 500 * time.Millisecond
+	readStretchMax = 5 * time.Second
+)
 
 // loadRan is what a stretch of load returned.
 type loadRan struct {
@@ -39,26 +43,32 @@ type loadRan struct {
 }
 
 // readUnderLoad runs rs's load outside the measured window (its timeline
-// off) for d and, at readAt into it, reads every node's counters. It
-// returns the read once both are done; the load's failed requests count
-// with the run's.
-func (t *Target) readUnderLoad(ctx context.Context, rs *runState, d, readAt time.Duration) (map[string]kubelet.Snapshot, error) {
+// off), reads every node's counters readAt into it, and stops it once the
+// read is done (readStretchMin, readStretchMax). The load's failed
+// requests count with the run's.
+func (t *Target) readUnderLoad(ctx context.Context, rs *runState, readAt time.Duration) (map[string]kubelet.Snapshot, error) {
 	opts := rs.unmeasured()
 	done := make(chan loadRan, 1)
+	started := time.Now()
 	go func() {
-		frs, err := runShards(ctx, rs.lgs, opts, d)
+		frs, err := runShards(ctx, rs.lgs, opts, readAt+readStretchMax)
 		done <- loadRan{frs, err}
 	}()
-	timer := time.NewTimer(readAt)
-	defer timer.Stop()
 	var snaps map[string]kubelet.Snapshot
 	var readErr error
 	select {
 	case <-ctx.Done():
 		readErr = ctx.Err()
-	case <-timer.C:
+	case r := <-done:
+		return nil, errors.Join(r.err, errors.New("the load ended before the counters were read"))
+	case <-time.After(readAt):
 		snaps, readErr = t.snapshots(ctx)
 	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Until(started.Add(readAt + readStretchMin))):
+	}
+	stopLoadgens(ctx, rs.lgs)
 	r := <-done
 	if err := errors.Join(r.err, readErr); err != nil {
 		return nil, err
@@ -67,11 +77,20 @@ func (t *Target) readUnderLoad(ctx context.Context, rs *runState, d, readAt time
 	return snaps, nil
 }
 
+// stopLoadgens stops the runs of every replica of lgs, concurrently.
+func stopLoadgens(ctx context.Context, lgs []*loadgen) {
+	var wg sync.WaitGroup
+	for _, lg := range lgs {
+		wg.Go(func() { lg.stop(ctx) })
+	}
+	wg.Wait()
+}
+
 // warmThenRead is the warm-up of a run whose counters are read on the
-// nodes at the instant: the warm-up's load, kept on for readStretch more
-// while the read that opens the window is taken.
+// nodes at the instant: the warm-up's load, kept on while the read that
+// opens the window is taken.
 func (m *kubeletMeasurement) warmThenRead(ctx context.Context) error {
-	before, err := m.t.readUnderLoad(ctx, m.rs, m.rs.o.Warmup+readStretch, m.rs.o.Warmup)
+	before, err := m.t.readUnderLoad(ctx, m.rs, m.rs.o.Warmup)
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
@@ -80,10 +99,9 @@ func (m *kubeletMeasurement) warmThenRead(ctx context.Context) error {
 }
 
 // readAfterWindow closes the window of a run that opened it under load
-// (warmThenRead): the load kept on for readStretch while the nodes'
-// counters are read.
+// (warmThenRead): the load on again while the nodes' counters are read.
 func (m *kubeletMeasurement) readAfterWindow(ctx context.Context) error {
-	after, err := m.t.readUnderLoad(ctx, m.rs, readStretch, 0)
+	after, err := m.t.readUnderLoad(ctx, m.rs, 0)
 	if err != nil {
 		return fmt.Errorf("after the window: %w", err)
 	}

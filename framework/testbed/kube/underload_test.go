@@ -90,8 +90,8 @@ func TestNodeReadsTakenUnderLoad(t *testing.T) {
 		assert.Empty(t, run.CPUInvalid, "%s: no idle time in the counters", arm)
 		assert.True(t, run.Resources.Aligned, arm)
 		assert.Greater(t, run.Resources.Elapsed, run.Load.Elapsed, "%s: the counters span the window and some of the load around it", arm)
-		assert.Less(t, run.Resources.Elapsed, run.Load.Elapsed+2*readStretch, arm)
-		assert.Less(t, took, o.Warmup+o.Duration+2*readStretch+3*time.Second, "%s: the reads cost two stretches of load", arm)
+		assert.Less(t, run.Resources.Elapsed, run.Load.Elapsed+2*readStretchMin, arm)
+		assert.Less(t, took, o.Warmup+o.Duration+2*readStretchMin+2*time.Second, "%s: the load is stopped once the reads are done", arm)
 		for _, u := range run.Resources.Usage {
 			assert.InDelta(t, u.MilliCores/run.Load.AchievedQPS*1000, run.CPUPer1k(u.MilliCores), 1e-6,
 				"%s %s: per request, the rate over the window's throughput", arm, u.Name)
