@@ -70,7 +70,7 @@ func TestWindowsAlignToKubeletRefreshes(t *testing.T) {
 		assert.Empty(t, run.CPUInvalid, "%s: the counters were collected under load", arm)
 		assert.Empty(t, run.Warnings, arm)
 		assert.GreaterOrEqual(t, run.Resources.Elapsed, period, "%s: the counters span a refresh interval, longer than the 400 ms window", arm)
-		assert.Less(t, took, 2*period+2*refreshChunk+3*time.Second, "%s: the wait is bounded by the refreshes", arm)
+		assert.Less(t, took, 2*period+2*refreshPoll+3*time.Second, "%s: the wait is bounded by the refreshes", arm)
 		assert.True(t, run.Resources.Aligned, arm)
 		for _, u := range run.Resources.Usage {
 			assert.InDelta(t, 100, u.MilliCores, 1, "%s %s", arm, u.Name)
@@ -91,4 +91,106 @@ func TestWindowsAlignToKubeletRefreshes(t *testing.T) {
 		assert.False(t, run.Resources.Aligned)
 	}
 	assert.True(t, found, "unaligned, a 400 ms window under a 1.5 s refresh leaves the counters diluted or unmoved")
+}
+
+// loadTimeline samples the stand-in apps' load counter every 10 ms and
+// notes when it grew: when the cluster was under load.
+type loadTimeline struct {
+	mu   sync.Mutex
+	busy []time.Time
+}
+
+func watchLoad(ctx context.Context, fc *fakeCluster) *loadTimeline {
+	lt := &loadTimeline{}
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		last := fc.loads()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				if n := fc.loads(); n > last {
+					lt.mu.Lock()
+					lt.busy = append(lt.busy, now)
+					lt.mu.Unlock()
+					last = n
+				}
+			}
+		}
+	}()
+	return lt
+}
+
+// longestIdle is the longest stretch without load between from and to.
+func (lt *loadTimeline) longestIdle(from, to time.Time) time.Duration {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	var longest time.Duration
+	prev := from
+	for _, b := range lt.busy {
+		if b.Before(from) || b.After(to) {
+			continue
+		}
+		longest = max(longest, b.Sub(prev))
+		prev = b
+	}
+	return max(longest, to.Sub(prev))
+}
+
+// slowKubelet is a refreshingKubelet whose every read takes 300 ms, as a
+// kubelet read through a busy API server can.
+type slowKubelet struct{ *refreshingKubelet }
+
+func (k slowKubelet) fetch(ctx context.Context, node string) (kubelet.Snapshot, error) {
+	time.Sleep(300 * time.Millisecond)
+	return k.refreshingKubelet.fetch(ctx, node)
+}
+
+// While a run waits for the kubelets, its load stays on through their
+// reads: the kubelet's counters collected under load, and the load never
+// off for as long as a 300 ms read, from the warm-up's first request to
+// the last request after the window (other than between the warm-up's
+// stretch and the window, and the window and the stretch after it). When
+// the load came in 2 s stretches with the kubelets read between them, the
+// kubelets' CPU per 1k requests read ×0.80-0.93 of the node reads'.
+func TestKubeletWaitKeepsTheLoadOn(t *testing.T) {
+	const period = 3 * time.Second
+	fc, ctx, m := startFakeCluster(t)
+	kl := slowKubelet{&refreshingKubelet{fc: fc, period: period, served: map[string][]time.Time{}}}
+	tg := fc.newTarget(t, Options{Mesh: m, CounterWait: 10 * time.Second})
+	tg.fetch = kl.fetch
+	require.NoError(t, tg.setUp(ctx))
+	t.Cleanup(func() { _ = tg.Close(context.Background()) })
+	lt := watchLoad(ctx, fc)
+
+	o := testbed.Window{Concurrency: 2, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond}
+	for _, arm := range []testbed.Arm{testbed.Baseline, testbed.Meshed} {
+		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
+		require.NoError(t, err, arm)
+		assert.Empty(t, run.CPUInvalid, arm)
+		assert.True(t, run.Resources.Aligned, arm)
+		assert.GreaterOrEqual(t, run.Resources.Elapsed, period, arm)
+		warm := run.Resources.Start
+		window := run.Load.Start
+		end := window.Add(run.Load.Elapsed)
+		last := lastBusy(lt, end.Add(period+readStretchMax))
+		assert.Less(t, lt.longestIdle(warm.Add(50*time.Millisecond), window.Add(-200*time.Millisecond)), 250*time.Millisecond, "%s: the load stays on before the window", arm)
+		assert.Less(t, lt.longestIdle(end.Add(200*time.Millisecond), last), 250*time.Millisecond, "%s: the load stays on after the window", arm)
+		assert.Greater(t, last.Sub(end), 300*time.Millisecond, "%s: the load went on after the window", arm)
+	}
+}
+
+// lastBusy is the last time lt saw load before limit.
+func lastBusy(lt *loadTimeline, limit time.Time) time.Time {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	var last time.Time
+	for _, b := range lt.busy {
+		if b.Before(limit) {
+			last = b
+		}
+	}
+	return last
 }

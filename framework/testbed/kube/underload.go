@@ -29,11 +29,14 @@ import (
 
 // A stretch of load around a read lasts until the read is done, at least
 // readStretchMin, so that every replica has started its run before it is
-// stopped, and at most readStretchMax (a read that takes longer is
-// judged by the coverage).
+// stopped, and at most readStretchMax beyond the read's planned start (a
+// read that takes longer is judged by the coverage). The stop is sent
+// every stopPoll until the runs have answered: one sent before a
+// replica's run began would be lost.
 const (
 	readStretchMin = 500 * time.Millisecond
 	readStretchMax = 5 * time.Second
+	stopPoll       = 200 * time.Millisecond
 )
 
 // loadRan is what a stretch of load returned.
@@ -42,39 +45,67 @@ type loadRan struct {
 	err error
 }
 
-// readUnderLoad runs rs's load outside the measured window (its timeline
-// off), reads every node's counters readAt into it, and stops it once the
-// read is done (readStretchMin, readStretchMax). The load's failed
-// requests count with the run's.
-func (t *Target) readUnderLoad(ctx context.Context, rs *runState, readAt time.Duration) (map[string]kubelet.Snapshot, error) {
+// underLoad runs rs's load outside the measured window (its timeline
+// off) for at most limit, calls read while it runs, and stops it once
+// read returns, not before readStretchMin. ended, read's argument, closes
+// when the load ended on its own. The load's failed requests count with
+// the run's.
+func (t *Target) underLoad(ctx context.Context, rs *runState, limit time.Duration, read func(ended <-chan struct{}) error) error {
 	opts := rs.unmeasured()
 	done := make(chan loadRan, 1)
+	ended := make(chan struct{})
 	started := time.Now()
 	go func() {
-		frs, err := runShards(ctx, rs.lgs, opts, readAt+readStretchMax)
+		frs, err := runShards(ctx, rs.lgs, opts, limit)
 		done <- loadRan{frs, err}
+		close(ended)
 	}()
-	var snaps map[string]kubelet.Snapshot
-	var readErr error
+	readErr := read(ended)
 	select {
 	case <-ctx.Done():
-		readErr = ctx.Err()
-	case r := <-done:
-		return nil, errors.Join(r.err, errors.New("the load ended before the counters were read"))
-	case <-time.After(readAt):
-		snaps, readErr = t.snapshots(ctx)
+	case <-ended:
+	case <-time.After(time.Until(started.Add(readStretchMin))):
 	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(time.Until(started.Add(readAt + readStretchMin))):
-	}
-	stopLoadgens(ctx, rs.lgs)
-	r := <-done
+	r := stopUntilEnded(ctx, rs.lgs, done)
 	if err := errors.Join(r.err, readErr); err != nil {
-		return nil, err
+		return err
 	}
 	rs.failed += failedRequests(r.frs)
-	return snaps, nil
+	return nil
+}
+
+// stopUntilEnded stops the runs of every replica of lgs, every stopPoll
+// until they answered on done, and returns their answer.
+func stopUntilEnded(ctx context.Context, lgs []*loadgen, done <-chan loadRan) loadRan {
+	tick := time.NewTicker(stopPoll)
+	defer tick.Stop()
+	for {
+		stopLoadgens(ctx, lgs)
+		select {
+		case r := <-done:
+			return r
+		case <-tick.C:
+		}
+	}
+}
+
+// readUnderLoad reads every node's counters readAt into a stretch of rs's
+// load (underLoad), which lasts until the read is done.
+func (t *Target) readUnderLoad(ctx context.Context, rs *runState, readAt time.Duration) (map[string]kubelet.Snapshot, error) {
+	var snaps map[string]kubelet.Snapshot
+	err := t.underLoad(ctx, rs, readAt+readStretchMax, func(ended <-chan struct{}) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ended:
+			return errors.New("the load ended before the counters were read")
+		case <-time.After(readAt):
+		}
+		var err error
+		snaps, err = t.snapshots(ctx)
+		return err
+	})
+	return snaps, err
 }
 
 // stopLoadgens stops the runs of every replica of lgs, concurrently.
