@@ -20,9 +20,11 @@ import (
 // ended. The counters then span whole refresh intervals under one load:
 // the same rates as the window's, read over a longer span. The load is
 // one run that the reads do not interrupt, stopped once a read was
-// refreshed: when it came in 2 s stretches with the kubelets read between
-// them, the load was off for each read, and the kubelets' CPU per 1k
-// requests read ×0.80-0.93 of the node reads' on the same kind cluster.
+// refreshed. It used to come in 2 s stretches with the kubelets read
+// between them, the load off for each read, which dilutes the rates: the
+// kubelets' CPU per 1k requests had read ×0.80-0.93 of the node reads'
+// on the same kind cluster in four comparisons, and read ×1.13 in the
+// one comparison since.
 
 // refreshPoll is how often the kubelets are read while the load runs.
 const refreshPoll = time.Second

@@ -152,9 +152,9 @@ func (k slowKubelet) fetch(ctx context.Context, node string) (kubelet.Snapshot, 
 // reads: the kubelet's counters collected under load, and the load never
 // off for as long as a 300 ms read, from the warm-up's first request to
 // the last request after the window (other than between the warm-up's
-// stretch and the window, and the window and the stretch after it). When
-// the load came in 2 s stretches with the kubelets read between them, the
-// kubelets' CPU per 1k requests read ×0.80-0.93 of the node reads'.
+// stretch and the window, and the window and the stretch after it). The
+// old wait, 2 s stretches with the kubelets read between them, leaves
+// 400 ms gaps here.
 func TestKubeletWaitKeepsTheLoadOn(t *testing.T) {
 	const period = 3 * time.Second
 	fc, ctx, m := startFakeCluster(t)
