@@ -87,9 +87,45 @@ var failTerminated = map[string]bool{
 	"ContainerCannotRun": true,
 }
 
+// transientStart are the messages of container starts that failed for a
+// reason a restart cures, which the kubelet does on its own: runc could
+// not freeze the new container's cgroup (v1) on a busy host. A CI run's
+// loadgen failed so ("error setting cgroup config for procHooks process:
+// unable to freeze"), and its next start succeeded. maxTransientRestarts
+// bounds how often they are forgiven.
+var transientStart = []string{"unable to freeze"}
+
+const maxTransientRestarts = 3
+
+// restartCures reports whether s failed to start only for a transient
+// reason (transientStart), fewer than maxTransientRestarts times so far.
+func restartCures(s corev1.ContainerStatus) bool {
+	if s.RestartCount >= maxTransientRestarts {
+		return false
+	}
+	var msgs []string
+	if w := s.State.Waiting; w != nil {
+		msgs = append(msgs, w.Message)
+	}
+	for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
+		if t != nil {
+			msgs = append(msgs, t.Message)
+		}
+	}
+	for _, m := range msgs {
+		for _, cue := range transientStart {
+			if strings.Contains(m, cue) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // PodProblem returns why p can never become ready, or nil. An
 // unschedulable pod fails only after grace: a cluster can be briefly short
-// of a node.
+// of a node. A container whose start failed for a reason a restart cures
+// (restartCures) is waited for.
 func PodProblem(p *corev1.Pod, now time.Time, grace time.Duration) *PodError {
 	if p.DeletionTimestamp != nil {
 		return nil
@@ -101,6 +137,9 @@ func PodProblem(p *corev1.Pod, now time.Time, grace time.Duration) *PodError {
 	}
 	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, s := range statuses {
+		if restartCures(s) {
+			continue
+		}
 		if w := s.State.Waiting; w != nil && failWaiting[w.Reason] {
 			e.Container, e.Reason, e.Message = s.Name, w.Reason, w.Message
 			if t := s.LastTerminationState.Terminated; t != nil {

@@ -30,7 +30,7 @@ var recordedNow = time.Date(2026, 11, 29, 10, 1, 0, 0, time.UTC)
 
 func TestPodProblemOnRecordedStatuses(t *testing.T) {
 	pods := readDocs[corev1.Pod](t, "pods/statuses.yaml")
-	require.Len(t, pods, 14)
+	require.Len(t, pods, 16)
 	for _, p := range pods {
 		want := p.Annotations["meshbench.io/expect"]
 		got := kubewait.PodProblem(&p, recordedNow, 30*time.Second)
