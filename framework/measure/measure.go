@@ -66,13 +66,12 @@ type Window struct {
 	Cores map[string]int `json:"cores"`
 	// Restarts names anything that restarted or vanished in the window.
 	Restarts []string `json:"restarts,omitempty"`
-	// Aligned says that the counters were read under the run's load kept
-	// on before and after its window: from the kubelets, as they
-	// refreshed them, or on the nodes at the instant after a warm-up (kind,
-	// the node agent). They span Elapsed, longer than the window,
-	// at the window's load, so that their rates stand for the window's. A
-	// figure per request then divides a rate by the window's own
-	// throughput, not the CPU time of Elapsed by the window's requests.
+	// Aligned says that the counters were read as the kubelets refreshed
+	// them, under the run's load kept on before and after its window: they
+	// span Elapsed, longer than the window, at the window's load, so that
+	// their rates stand for the window's. A figure per request then divides
+	// a rate by the window's own throughput, not the CPU time of Elapsed by
+	// the window's requests.
 	Aligned bool `json:"aligned,omitempty"`
 }
 

@@ -175,9 +175,9 @@ func (r *Run) InvalidOnly(kinds ...validity.Kind) bool { return r.Invalid.Only(k
 // CPUPer1k turns millicores held over the window into CPU-milliseconds
 // per 1000 requests of the run (millicores × seconds = CPU-ms); 0 when no
 // request completed. Every CPU-per-request figure comes from here. The
-// seconds are the counters' span; for counters read under the load kept
-// on around the window (measure.Window.Aligned), which spanned more than
-// the window at its load, they are the window's own.
+// seconds are the counters' span; for counters aligned to the kubelets'
+// refreshes (measure.Window.Aligned), which spanned more than the window
+// at its load, they are the window's own.
 func (r *Run) CPUPer1k(milliCores float64) float64 {
 	if r.Load == nil || r.Load.Requests == 0 {
 		return 0

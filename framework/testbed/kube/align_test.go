@@ -194,3 +194,14 @@ func lastBusy(lt *loadTimeline, limit time.Time) time.Time {
 	}
 	return last
 }
+
+// loads is how many load requests the stand-in apps have answered.
+func (fc *fakeCluster) loads() int64 {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	var n int64
+	for _, a := range fc.apps {
+		n += a.loads.Load()
+	}
+	return n
+}

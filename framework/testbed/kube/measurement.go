@@ -21,9 +21,6 @@ type kubeletMeasurement struct {
 	// (warmUntilRefreshed, loadPastRefresh), which took warmed and tail.
 	before, after map[string]kubelet.Snapshot
 	warmed, tail  time.Duration
-	// underLoad says that the reads are taken on the nodes at the instant
-	// with the load kept on around them (warmThenRead, readAfterWindow).
-	underLoad bool
 }
 
 // Start reads every node's counters, unless the warm-up has read them
@@ -37,18 +34,14 @@ func (m *kubeletMeasurement) Start(ctx context.Context) error {
 	return err
 }
 
-// closeUnderLoad keeps the load on after the window, when the counters
-// are read under load: until the kubelets refreshed (loadPastRefresh),
-// or while the nodes are read (readAfterWindow). It reports whether it
-// did.
+// closeUnderLoad keeps the load on after the window until the kubelets
+// refreshed (loadPastRefresh), when the counters are aligned to them. It
+// reports whether it did.
 func (m *kubeletMeasurement) closeUnderLoad(ctx context.Context, windowEnd time.Time) (bool, error) {
-	switch {
-	case m.t.aligned():
-		return true, m.loadPastRefresh(ctx, windowEnd)
-	case m.underLoad:
-		return true, m.readAfterWindow(ctx)
+	if !m.t.aligned() {
+		return false, nil
 	}
-	return false, nil
+	return true, m.loadPastRefresh(ctx, windowEnd)
 }
 
 // Stop reads the counters again, on the nodes at once, unless
@@ -79,13 +72,8 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (testbed.Measured, error)
 	return testbed.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid}, nil
 }
 
-// sayCost says, once, what reading the counters under load costs a run.
+// sayCost says, once, what aligning to the kubelets costs a run.
 func (m *kubeletMeasurement) sayCost() {
-	if m.underLoad {
-		m.t.o.Logf("kube target: CPU read on the nodes under load: each run keeps its load on after its warm-up and after its window until they are read (at least %v, at most %v), so that the counters span no idle time",
-			readStretchMin, readStretchMax)
-		return
-	}
 	m.t.o.Logf("kube target: CPU from the kubelets' counters: each run keeps its load on until they refresh, before its window (this run: %v, warm-up included) and after it (%v); %s reads them at the instant",
 		m.warmed.Round(100*time.Millisecond), m.tail.Round(100*time.Millisecond), m.t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
 }

@@ -179,8 +179,7 @@ func (t *Target) connect(ctx context.Context, rs *runState) error {
 
 // warm reads the counters before the run, runs the warm-up, and reads
 // the nodes' counters at the start of the window: under load when they
-// are aligned to the kubelets' refreshes or read on the nodes after a
-// warm-up (warmThenRead).
+// are aligned to the kubelets' refreshes.
 func (t *Target) warm(ctx context.Context, rs *runState) error {
 	var err error
 	rs.countStart = t.now()
@@ -203,8 +202,6 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 	switch {
 	case t.aligned():
 		err = m.warmUntilRefreshed(ctx)
-	case t.onDemand && rs.o.Warmup > 0:
-		err = m.warmThenRead(ctx)
 	default:
 		err = t.warmUp(ctx, rs)
 	}
@@ -240,7 +237,7 @@ func (t *Target) warmUp(ctx context.Context, rs *runState) error {
 }
 
 // measure runs the window with the fault on time, keeps the load on
-// while the counters are read when they are read under load
+// until the kubelets refreshed when they are aligned to them
 // (closeUnderLoad), reads them otherwise, waits for what the fault killed
 // to be back, and reads the apps' counters after the run.
 func (t *Target) measure(ctx context.Context, rs *runState) error {
