@@ -199,10 +199,9 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 	rs.loadedFrom = t.now()
 	m := &kubeletMeasurement{t: t, rs: rs}
 	rs.resources = m
-	switch {
-	case t.aligned():
+	if t.aligned() {
 		err = m.warmUntilRefreshed(ctx)
-	default:
+	} else {
 		err = t.warmUp(ctx, rs)
 	}
 	if err != nil {
