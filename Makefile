@@ -12,48 +12,65 @@ ISTIO_CHARTS ?= istio.io/istio@v0.0.0-20260827124520-eed52ebb66ad
 # (hack/offline/cilium.sh), and its chart is read from it.
 CILIUM_VERSION ?= $(shell sed -n 's/^CILIUM_VERSION=//p' hack/offline/versions.env)
 
-.PHONY: test e2e e2e-cilium unit bench benchstat lint tools clean chart-modules
+.PHONY: test test-unit test-measure e2e e2e-cilium unit bench benchstat lint tools clean chart-modules
 
-## test: build, vet and run every test: unit tests on recorded data, then the
-## lifecycle and short-sweep tests against real local processes, and the
-## caddy@VERSION build a pull request's gate uses (cached in
-## $$MESHBENCH_CACHE; minutes cold). The test
-## binaries are built side by side, then run one package at a time: a
-## local run beside another package's tests is invalid (busy-machine).
-test: tools
+## test: build, vet and run every test: test-unit, then test-measure.
+test: test-unit test-measure
+
+# MEASURING: the packages whose tests measure real processes (a run beside
+# another package's tests or a build is invalid: busy-machine). The other
+# packages' tests assert on recorded data and parse what real programs
+# print; they run side by side, and beside builds.
+MEASURING ?= ./benchmarks ./cmd/meshbench ./framework/report ./framework/suite \
+	./framework/testbed/local ./framework/testbed/kube ./framework/measure ./framework/load/ceiling
+
+## test-unit: build and vet everything, compile every test binary, run the
+## tests of the packages outside MEASURING in parallel, and build the
+## caddy@VERSION sidecars a pull request's gate uses (TestBuildSidecarVersion,
+## cached in $$MESHBENCH_CACHE; minutes cold). Safe beside builds.
+test-unit: tools
 	@start=$$(date +%s); \
 	$(GO) build $(PKGS) && $(GO) vet $(PKGS) && \
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null && \
-	MESHBENCH_BUILD_VERSIONS=1 $(GO) test -p 1 -count=1 -timeout 30m $(PKGS); rc=$$?; \
-	echo "make test: $$(( $$(date +%s) - start ))s"; exit $$rc
+	$(GO) test -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(MEASURING))") && \
+	MESHBENCH_BUILD_VERSIONS=1 $(GO) test -count=1 -timeout 30m -run '^TestBuildSidecarVersion$$' ./framework/testbed/local; rc=$$?; \
+	echo "make test-unit: $$(( $$(date +%s) - start ))s"; exit $$rc
 
-## e2e: the offline kind end-to-end run (needs root): starts dockerd,
-## builds or reuses the kind node, nginx and loadgen images (cold: about
-## 35 minutes on 2 cores; cached in $$MESHBENCH_CACHE after), creates a 3-node
-## cluster, sweeps both paths at c=1 and c=8, baseline against the
+## test-measure: the MEASURING packages' tests (lifecycle and short sweeps
+## against real local processes), one package at a time, on a quiet machine.
+test-measure:
+	@start=$$(date +%s); \
+	MESHBENCH_BUILD_VERSIONS=1 $(GO) test -p 1 -count=1 -timeout 30m $(MEASURING); rc=$$?; \
+	echo "make test-measure: $$(( $$(date +%s) - start ))s"; exit $$rc
+
+## e2e: the offline kind end-to-end run (needs root): starts dockerd and
+## builds or reuses the kind node, nginx, loadgen and node CPU agent images
+## (hack/offline/e2e-images.sh; cached in $$MESHBENCH_CACHE), then runs three
+## tests on one 3-node cluster, made by the first and deleted at the end:
+## TestKindE2E sweeps both paths at c=1 and c=8, baseline against the
 ## bring-your-own sidecar mesh (the node CPU agent reading beside the node
 ## reads, within 5 % of them), then the loadgen placements, the backend's
-## sidecar killed and the frontend's stopped (restart) mid-window, checks
-## fixtures/thresholds/kind.yaml and deletes the cluster; then the upgrade
-## gate on a new 3-node cluster (TestKindCandidateGateE2E: an A/A gate must
-## not fail, a +no-keepalive candidate must fail on sidecar CPU; then the
-## same cluster through its kubeconfig with CPU from the kubelets, each window
-## aligned to their refreshes, within 40 % of the node reads); then, on a
-## one-node cluster, installs and uninstalls a stand-in mesh chart and
-## Istio's own charts with the Helm installer.
+## sidecar killed and the frontend's stopped (restart) mid-window, and
+## checks fixtures/thresholds/kind.yaml; TestKindCandidateGateE2E: an A/A
+## gate must not fail, a +no-keepalive candidate must fail on sidecar CPU,
+## then the same cluster through its kubeconfig with CPU from the kubelets,
+## each window aligned to their refreshes, within 40 % of the node reads;
+## TestMeshInstallOnCluster, through the cluster's kubeconfig, installs and
+## uninstalls a stand-in mesh chart and Istio's own charts with the Helm
+## installer.
 e2e:
 	@start=$$(date +%s); set -e; \
-	hack/offline/docker.sh; \
-	hack/offline/node-image.sh; \
+	hack/offline/e2e-images.sh; \
 	nginx=$$(hack/offline/images.sh nginx | tail -n 1); \
-	hack/offline/images.sh go meshbench/mbloadgen:dev ./cmd/mbloadgen >/dev/null; \
-	hack/offline/images.sh mbnodecpu >/dev/null; \
-	MESHBENCH_KIND_E2E=1 MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev MESHBENCH_NODECPU_IMAGE=meshbench/mbnodecpu:dev \
+	cluster=meshbench-e2e-$$$$; \
+	trap '$(GO) run ./hack/offline/kindcluster down '"$$cluster"' 2>/dev/null || true; echo "make e2e: $$(( $$(date +%s) - '"$$start"' ))s"' EXIT; \
+	MESHBENCH_KIND_E2E=1 MESHBENCH_KIND_CLUSTER=$$cluster MESHBENCH_KIND_KEEP=1 \
+	MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev MESHBENCH_NODECPU_IMAGE=meshbench/mbnodecpu:dev \
 		$(GO) test -count=1 -timeout 60m -run 'TestKindE2E$$|TestKindCandidateGateE2E$$' -v ./framework/suite; \
+	kubeconfig=$$($(GO) run ./hack/offline/kindcluster up $$cluster 2>/dev/null); \
 	charts=$$($(GO) mod download -json $(ISTIO_CHARTS) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/manifests/charts; \
-	MESHBENCH_KUBE_E2E=kind MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_ISTIO_CHARTS=$$charts \
-		$(GO) test -count=1 -timeout 20m -run TestMeshInstallOnCluster -v ./framework/testbed/kube; \
-	echo "make e2e: $$(( $$(date +%s) - start ))s"
+	MESHBENCH_KUBE_E2E=$$kubeconfig MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_ISTIO_CHARTS=$$charts \
+		$(GO) test -count=1 -timeout 20m -run TestMeshInstallOnCluster -v ./framework/testbed/kube
 
 ## e2e-cilium: Cilium's real data plane on kind, built offline (needs
 ## root; not in CI: the build adds ~15 minutes cold, and the CI kernel has

@@ -48,14 +48,13 @@ func TestKindE2E(t *testing.T) {
 	if os.Getenv("MESHBENCH_KIND_E2E") == "" {
 		t.Skip("set MESHBENCH_KIND_E2E=1 and run `make e2e`, which starts dockerd and builds the node, nginx and loadgen images")
 	}
-	name := envOr("MESHBENCH_KIND_CLUSTER", fmt.Sprintf("meshbench-e2e-%d", time.Now().Unix()%100000))
-	deleteClusters(t, name)
+	name, keep := e2eCluster(t, "meshbench-e2e")
 	fixture, err := filepath.Abs("../../fixtures/thresholds/kind.yaml")
 	require.NoError(t, err)
 	// The node CPU agent (issue 18) reads every node beside the node reads
 	// (docker exec), at the same instants: each window's figures must
 	// agree within 5 %.
-	s, cfg := kindSuite(t, "-kind-cluster", name, "-mesh", envOr("MESHBENCH_KIND_MESH", "sidecar"), "-thresholds", fixture,
+	s, cfg := kindSuite(t, "-kind-cluster", name, keep, "-mesh", envOr("MESHBENCH_KIND_MESH", "sidecar"), "-thresholds", fixture,
 		"-node-cpu", "agent", "-nodecpu-image", envOr("MESHBENCH_NODECPU_IMAGE", "meshbench/mbnodecpu:dev"))
 	agentLog := &syncBuffer{}
 	s.Log = io.MultiWriter(testWriter{t}, agentLog)
@@ -347,6 +346,22 @@ func checkRestarted(t *testing.T, cluster string) {
 		assert.Equal(t, exit.code, last.ExitCode, "%s's sidecar's exit code", comp)
 		assert.Equal(t, exit.reason, last.Reason, "%s's sidecar's exit reason", comp)
 	}
+}
+
+// e2eCluster names the test's kind cluster, MESHBENCH_KIND_CLUSTER or
+// PREFIX-<n>, and returns the flag that keeps it past the suite's close.
+// The cluster is deleted at the end of the test, unless MESHBENCH_KIND_KEEP
+// is set: then it outlives the test, for the next test to reuse (`make e2e`
+// shares one cluster between its tests, and deletes it after the last).
+func e2eCluster(t *testing.T, prefix string) (name, keep string) {
+	t.Helper()
+	name = envOr("MESHBENCH_KIND_CLUSTER", fmt.Sprintf("%s-%d", prefix, time.Now().Unix()%100000))
+	if os.Getenv("MESHBENCH_KIND_KEEP") != "" {
+		t.Logf("kind cluster %s is kept after the test (MESHBENCH_KIND_KEEP)", name)
+		return name, "-keep-cluster"
+	}
+	deleteClusters(t, name)
+	return name, "-keep-cluster=false"
 }
 
 // deleteClusters deletes the kind clusters at the end of the test, also

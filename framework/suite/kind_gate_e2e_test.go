@@ -46,8 +46,7 @@ func TestKindCandidateGateE2E(t *testing.T) {
 	if os.Getenv("MESHBENCH_KIND_E2E") == "" {
 		t.Skip("set MESHBENCH_KIND_E2E=1 and build the images as `make e2e` does (see the README's \"Candidate against reference on kind\")")
 	}
-	name := envOr("MESHBENCH_KIND_CLUSTER", fmt.Sprintf("meshbench-gate-%d", time.Now().Unix()%100000))
-	deleteClusters(t, name)
+	name, _ := e2eCluster(t, "meshbench-gate") // kindGateRun keeps it between its gates
 	image := envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9")
 
 	t.Run("A/A", func(t *testing.T) {

@@ -99,7 +99,9 @@ debian_mirror() {
 # repository). Extra replace lines for the wrapper come from the array
 # GO_REPLACES (each "old=new@version"), extra required modules from the array
 # GO_REQUIRES (each "module@version"), and extra flags from GO_BUILD_FLAGS.
-# The build is skipped when OUTDIR's stamp matches the inputs.
+# GO_MAIN_SRC, when set, is the source of a main package written as the
+# wrapper module's own main.go; PKG "." then builds it (a binary named
+# NAME). The build is skipped when OUTDIR's stamp matches the inputs.
 go_module_build() {
 	local name="$1" module="$2" version="$3" outdir="$4" ldflags="$5" cgo="$6"
 	shift 6
@@ -109,6 +111,7 @@ go_module_build() {
 	[ -z "${GO_REPLACES+x}" ] || replaces=("${GO_REPLACES[@]}")
 	[ -z "${GO_REQUIRES+x}" ] || requires=("${GO_REQUIRES[@]}")
 	key="${module}@${version} $(go env GOVERSION) cgo=${cgo} ldflags=${ldflags} flags=${GO_BUILD_FLAGS:-} replaces=${replaces[*]} requires=${requires[*]} pkgs=${pkg_list[*]}"
+	[ -z "${GO_MAIN_SRC:-}" ] || key+=" main=$(sha256sum <<<"${GO_MAIN_SRC}" | cut -c1-16)"
 	if stamp_ok "${outdir}/.stamp" "${key}"; then
 		log "${name}: cached in ${outdir}"
 		return 0
@@ -127,8 +130,9 @@ go_module_build() {
 		for r in "${module}@${version}" "${requires[@]}"; do
 			go mod edit -require="${r}"
 		done
+		[ -z "${GO_MAIN_SRC:-}" ] || printf '%s\n' "${GO_MAIN_SRC}" >main.go
 		for p in "${pkg_list[@]}"; do
-			go mod edit -tool="${p}"
+			[ "${p}" = . ] || go mod edit -tool="${p}"
 		done
 		go mod tidy >&2
 		# tidy must not have moved the modules we asked for (a tool's module

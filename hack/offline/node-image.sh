@@ -66,9 +66,8 @@ build_containerd() {
 }
 
 build_runc() {
-	# runc needs cgo (nsenter) and libseccomp; it links dynamically against
-	# the same Debian release the node rootfs uses.
-	apt_install libseccomp-dev pkg-config gcc
+	# runc needs cgo (nsenter) and libseccomp (main installs libseccomp-dev);
+	# it links dynamically against the same Debian release the node rootfs uses.
 	GO_BUILD_FLAGS="-tags=seccomp,urfave_cli_no_docs" go_module_build runc github.com/opencontainers/runc "${RUNC_VERSION}" \
 		"${BIN}/runc-${RUNC_VERSION}" "-s -w -X main.gitCommit=${RUNC_VERSION}" 1 github.com/opencontainers/runc
 }
@@ -100,9 +99,40 @@ build_etcd() {
 	[ -x "${out}/etcd" ] || die "etcd binary missing in ${out}"
 }
 
+# COREDNS_MAIN: CoreDNS with the plugins kubeadm's Corefile names (errors,
+# health, ready, kubernetes, prometheus, forward, cache, loop, reload,
+# loadbalance) and a few a user's Corefile often adds (log, hosts, rewrite,
+# template, whoami), the way CoreDNS documents a build with chosen plugins:
+# a main that imports them instead of core/plugin's all. The cloud
+# back-ends (route53, azure, clouddns), etcd, nomad, dnstap, geoip, trace
+# and QUIC are left out: they were most of a 316 s cold build.
+COREDNS_MAIN='package main
+
+import (
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/forward"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/hosts"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/metrics"
+	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/reload"
+	_ "github.com/coredns/coredns/plugin/rewrite"
+	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/whoami"
+)
+
+func main() { coremain.Run() }'
+
 build_coredns() {
-	go_module_build coredns github.com/coredns/coredns "${COREDNS_VERSION}" "${BIN}/coredns-${COREDNS_VERSION}" "-s -w" 0 \
-		github.com/coredns/coredns
+	GO_MAIN_SRC="${COREDNS_MAIN}" go_module_build coredns github.com/coredns/coredns "${COREDNS_VERSION}" \
+		"${BIN}/coredns-${COREDNS_VERSION}" "-s -w -X github.com/coredns/coredns/coremain.GitCommit=${COREDNS_VERSION}" 0 .
 }
 
 build_pause() {
@@ -120,14 +150,34 @@ build_pause() {
 }
 
 stage_binaries() {
-	timed build-kubernetes build_kubernetes
-	timed build-containerd build_containerd
-	timed build-runc build_runc
-	timed build-crictl build_crictl
-	timed build-cni-plugins build_cni
-	timed build-etcd build_etcd
-	timed build-coredns build_coredns
-	timed build-pause build_pause
+	# Three jobs at once on 2 cores: one go build leaves a core idle while
+	# it downloads modules, links, and compiles its last packages, so
+	# Kubernetes (the longest) builds beside the runtime's builds, and the
+	# two debootstraps (network and dpkg) beside both.
+	local pids=() names=(kubernetes runtime rootfs) i
+	timed build-kubernetes build_kubernetes &
+	pids+=($!)
+	(
+		timed build-containerd build_containerd
+		timed build-runc build_runc
+		timed build-crictl build_crictl
+		timed build-cni-plugins build_cni
+		timed build-etcd build_etcd
+		timed build-coredns build_coredns
+		timed build-pause build_pause
+	) &
+	pids+=($!)
+	timed debootstrap stage_debootstrap &
+	pids+=($!)
+	for i in "${!pids[@]}"; do
+		wait "${pids[${i}]}" || die "the ${names[${i}]} job failed (its log is above)"
+	done
+}
+
+# stage_debootstrap: the Debian roots the images use, cached (debian_rootfs).
+stage_debootstrap() {
+	debian_rootfs node "${NODE_PACKAGES}" >/dev/null
+	debian_rootfs kube-proxy "${KUBE_PROXY_PACKAGES}" >/dev/null
 }
 
 # ---------------------------------------------------------- component images
@@ -181,7 +231,7 @@ stage_images() {
 
 build_kube_proxy_image() {
 	local tag="registry.k8s.io/kube-proxy:${KUBERNETES_VERSION}" root t
-	root=$(debian_rootfs kube-proxy iptables,conntrack,ipset,kmod)
+	root=$(debian_rootfs kube-proxy "${KUBE_PROXY_PACKAGES}")
 	[ -d "${root}/usr" ] || die "no kube-proxy rootfs at '${root}'"
 	local dir
 	dir=$(mktemp -d "${MESHBENCH_CACHE}/tmp.XXXXXX")
@@ -198,6 +248,7 @@ build_kube_proxy_image() {
 
 # ---------------------------------------------------------------- node rootfs
 
+KUBE_PROXY_PACKAGES=iptables,conntrack,ipset,kmod
 NODE_PACKAGES=systemd,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,e2fsprogs,iputils-ping
 
 stage_rootfs() {
@@ -333,7 +384,7 @@ main() {
 		return 0
 	fi
 	mkdir -p "${MESHBENCH_CACHE}"
-	apt_install debootstrap gcc libc6-dev jq
+	apt_install debootstrap gcc libc6-dev jq libseccomp-dev pkg-config
 	docker info >/dev/null 2>&1 || die "no Docker engine: run hack/offline/docker.sh first"
 	case "${what}" in
 	binaries) stage_binaries ;;
