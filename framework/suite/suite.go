@@ -174,7 +174,7 @@ func (s *Suite) defaultRepeats() {
 // they set -count, or when one run would do.
 func (c *Config) defaultCount(set map[string]bool) int {
 	n := c.DefaultRepeats
-	if c.Reference != "" {
+	if c.Reference != "" || c.StoreReference {
 		n = max(n, GateRepeats)
 	}
 	if set["test.count"] || n <= 1 {
