@@ -15,9 +15,9 @@ import (
 // bad input in seconds rather than after compiling the benchmarks. -count
 // is go test's, checked against -max-count. It prints nothing and exits 0
 // when the flags would run, else 2 with the flag and why.
-func checkCmd(args []string, stderr io.Writer) error {
+func checkCmd(args []string) error {
 	fs := flag.NewFlagSet("meshbench check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // the error names the flag; the usage would bury it
 	cfg := suite.RegisterFlags(fs)
 	count := fs.Int("count", 0, "go test's -count, checked against -max-count (0: not given)")
 	if err := fs.Parse(args); err != nil {

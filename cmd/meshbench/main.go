@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "verdict":
 		return verdictCmd(args[1:], stdout, stderr)
 	case "check":
-		return checkCmd(args[1:], stderr)
+		return checkCmd(args[1:])
 	case "pin":
 		return pinCmd(args[1:], stdout)
 	case "pins":
