@@ -53,7 +53,8 @@ check_inconclusive inconclusive "${ON_INCONCLUSIVE:-warn}"
 common=(-target=kind -loadgen-image=meshbench/mbloadgen:dev -gate-fraction=0.2 -warmup=3s)
 if [ "${pin}" = kind-sidecar ]; then
 	[ -n "${base_nginx}" ] || bad_input BASE_NGINX "" "empty: kind-images.sh sets it for kind-sidecar"
-	check_flags candidate "${cand} (${head_nginx})" "${common[@]}" -mesh=sidecar -nginx-image="${base_nginx}" -candidate="${head_nginx}" -max-count="${max_count}"
+	check_flags candidate "${cand} (${head_nginx})" "${common[@]}" -mesh=sidecar -nginx-image="${base_nginx}" -candidate="${head_nginx}"
+	check_flags max-count "${max_count}" "${common[@]}" -mesh=sidecar -nginx-image="${base_nginx}" -candidate="${head_nginx}" -max-count="${max_count}"
 	# both sidecars in one cluster, interleaved
 	reference_run=()
 	gate_run=(gate -results "${results}" -timeout "${gate_timeout}" "${common[@]}" -mesh=sidecar
@@ -62,8 +63,9 @@ else
 	check_flags pin "${pin}" "${common[@]}" -mesh="${pin}"
 	store=("${common[@]}" -nginx-image="${head_nginx}" -mesh="${pin}" -mesh-install -mesh-version="${ref}" -store-reference)
 	check_flags reference "${ref}" "${store[@]}" -count="${count}"
-	against=("${common[@]}" -nginx-image="${head_nginx}" -mesh="${pin}" -mesh-install -mesh-version="${cand}" -count="${count}" -max-count="${max_count}")
+	against=("${common[@]}" -nginx-image="${head_nginx}" -mesh="${pin}" -mesh-install -mesh-version="${cand}")
 	check_flags candidate "${cand}" "${against[@]}" -reference="${refdir}/stored.json"
+	against+=(-count="${count}" -max-count="${max_count}")
 	check_flags max-count "${max_count}" "${against[@]}" -reference="${refdir}/stored.json"
 	reference_run=(go test ./benchmarks -run '^$' -bench '^BenchmarkUpgradeGate$' -count="${count}" -timeout="${ref_timeout}"
 		-results="${refdir}" -thresholds=none "${store[@]}")

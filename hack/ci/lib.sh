@@ -61,7 +61,8 @@ check_flags() {
 	local name=$1 value=$2 out
 	shift 2
 	if ! out=$(meshbench check "$@" 2>&1); then
-		bad_input "${name}" "${value}" "$(echo "${out}" | sed 's/^meshbench: check: //' | tr '\n' ' ')"
+		out=$(echo "${out}" | sed 's/^meshbench: check: //' | tr '\n' ' ')
+		bad_input "${name}" "${value}" "${out% }"
 	fi
 }
 

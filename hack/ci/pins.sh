@@ -49,7 +49,11 @@ else
 	[[ ${sha} =~ ^[0-9a-f]{7,40}$ ]] || bad_input base.sha "${sha}" "not a commit id"
 	git cat-file -e "${sha}^{commit}" 2>/dev/null ||
 		{ error "pins" "base commit ${sha} is not in this clone (checkout with fetch-depth: 0)"; exit 1; }
-	base="${work}/base"
+	# One path for the base's tree, whatever the commit: go's build cache
+	# is keyed by it, so a second base reuses what the first built.
+	base="${RUNNER_TEMP:-/tmp}/meshbench-pins-base"
+	git worktree remove --force "${base}" >/dev/null 2>&1 || rm -rf "${base}"
+	git worktree prune
 	git worktree add -q --detach "${base}" "${sha}"
 	# The base's own tree prints the base's pins.
 	if ! (cd "${base}" && go run ./cmd/meshbench pins) >"${work}/base.pins" 2>"${work}/base.err"; then
