@@ -104,7 +104,7 @@ give_back() {
 	[ "$(id -u)" = 0 ] && return 0 # root owns what root runs
 	local d
 	for d in "$@"; do
-		[ -e "${d}" ] && sudo -n chown -R "$(id -u):$(id -g)" "${d}"
+		[ -e "${d}" ] && { sudo -n chown -R "$(id -u):$(id -g)" "${d}" 2>/dev/null || warning "give back" "could not hand ${d} back to $(id -un)"; }
 	done
 	return 0
 }
