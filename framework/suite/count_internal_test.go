@@ -30,3 +30,10 @@ func TestDefaultCount(t *testing.T) {
 		})
 	}
 }
+
+// DefaultCount is the rounds a run gets without -count: never fewer than one.
+func TestDefaultCountExported(t *testing.T) {
+	assert.Equal(t, 3, (&Config{DefaultRepeats: 3}).DefaultCount())
+	assert.Equal(t, 6, (&Config{DefaultRepeats: 3, StoreReference: true}).DefaultCount())
+	assert.Equal(t, 1, (&Config{DefaultRepeats: 1}).DefaultCount())
+}

@@ -314,6 +314,8 @@ func TestBadInputsAreRefusedNamingTheInput(t *testing.T) {
 			`input max-count="3x": want a whole number of at least 1`},
 		{"max-count zero", "hack/ci/pins.sh", dispatch("caddy@v2.10.2", "caddy@v2.11.9", "0", "fail"),
 			`input max-count="0": want a whole number of at least 1`},
+		{"max-count below the gate's rounds", "hack/ci/pins.sh", dispatch("caddy@v2.10.2", "caddy@v2.11.9", "2", "fail"),
+			`input max-count="2": -max-count=2: must be at least -count (3), or 0`},
 		{"inconclusive", "hack/ci/pins.sh", dispatch("caddy@v2.10.2", "caddy@v2.11.9", "30", "maybe"),
 			`input inconclusive="maybe": want fail or warn`},
 		{"reference not a version", "hack/ci/pins.sh", dispatch("caddy@latest", "caddy@v2.11.9", "30", "fail"),
