@@ -5,6 +5,14 @@ PKGS      ?= ./...
 BENCHFLAGS ?=
 BENCHSTAT ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# actionlint checks the workflows, and the shell of their run: steps with
+# shellcheck (Debian's package shellcheck, which .ci/run installs; actionlint
+# skips that part without it on PATH, so lint requires it).
+ACTIONLINT ?= github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+SHELLCHECK ?= shellcheck
+# Every script of hack/ and CI's entry point; -x -P SCRIPTDIR follows what
+# they source (lib.sh, versions.env) beside them.
+SCRIPTS   = $(wildcard hack/*.sh hack/offline/*.sh hack/ci/*.sh) .ci/run
 # Istio's Helm charts, read from its Go module (the module proxy serves it
 # where no chart repository is reachable), for the mesh-install e2e test.
 ISTIO_CHARTS ?= istio.io/istio@v0.0.0-20260827124520-eed52ebb66ad
@@ -116,11 +124,15 @@ chart-modules:
 benchstat:
 	$(GO) run $(BENCHSTAT) -col /arm results/bench.txt
 
-## lint: gofmt, go vet and staticcheck.
+## lint: gofmt, go vet, staticcheck; shellcheck over every script of hack/
+## and .ci/run; actionlint (with shellcheck) over .github/workflows.
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	@command -v $(SHELLCHECK) >/dev/null || { echo "lint: $(SHELLCHECK) is not on PATH (Debian package shellcheck)"; exit 1; }
+	$(SHELLCHECK) -x -P SCRIPTDIR $(SCRIPTS)
+	$(GO) run $(ACTIONLINT) -shellcheck=$(SHELLCHECK)
 
 clean:
 	rm -rf results

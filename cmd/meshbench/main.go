@@ -3,6 +3,7 @@
 //
 //	meshbench gate -candidate caddy+access-log          # exit 0 pass, 1 fail, 3 inconclusive, 2 no decision
 //	meshbench verdict results/20261201T170000Z-local.json
+//	meshbench check -sidecar caddy@v2.10.2 -candidate caddy@v2.11.9 -max-count 30   # exit 0, or 2 naming the flag
 //	meshbench pin go.mod                                # caddy@v2.11.9
 //	meshbench report results/20261130T170000Z-local.json
 //	meshbench report -o out -format md -prices my-prices.yaml base.json candidate.json
@@ -57,6 +58,8 @@ const usage = `usage:
       runs the upgrade gate (e.g. -candidate caddy+access-log) and exits 0 pass, 1 fail, 3 inconclusive, 2 no decision
   meshbench verdict [-summary FILE] RESULTS.json
       the verdict a gated run stored, as Markdown, with the same exit code
+  meshbench check [-count N] BENCHMARK-FLAGS...
+      checks benchmark flags as a run does before it builds anything: exit 0, or 2 naming the flag
   meshbench pin [GO.MOD]
       the local sidecar a go.mod pins, as -sidecar takes it (caddy@v2.11.9)
   meshbench pins [-base FILE]
@@ -79,6 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return gateCmd(ctx, args[1:], stdout, stderr)
 	case "verdict":
 		return verdictCmd(args[1:], stdout, stderr)
+	case "check":
+		return checkCmd(args[1:])
 	case "pin":
 		return pinCmd(args[1:], stdout)
 	case "pins":

@@ -84,6 +84,11 @@ type Config struct {
 	// is gated against (stored-reference mode, for meshes that cannot run
 	// two versions at once), with the fixture of Gate.
 	Reference string `json:"reference,omitempty"`
+	// StoreReference measures a gate's scenario with the baseline and
+	// meshed arms and decides nothing, for its results file to be a later
+	// run's Reference: window and repeats are a gate's (LocalGateWindow,
+	// GateRepeats), so that the two runs are comparable.
+	StoreReference bool `json:"storeReference,omitempty"`
 	// SidecarThreads is every sidecar's worker threads (-sidecar-threads;
 	// 0: the proxy's default).
 	SidecarThreads int `json:"sidecarThreads"`
@@ -250,6 +255,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Candidate, "candidate", "", "an upgrade gate's candidate sidecar; arms baseline, reference, candidate. local: written like -sidecar, which is then the reference (caddy@v2.11.9, caddy+no-keepalive, caddy+access-log); kind/remote: with -mesh=sidecar, IMAGE, IMAGE+no-keepalive, or +no-keepalive for the reference's image (-nginx-image) with keep-alive between sidecars off; with -mesh=istio, rev=NAME: the Istio revision that injects the candidate arm (the reference's is -mesh-revision, or the default injector)")
 	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate or -reference (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
 	fs.StringVar(&c.Reference, "reference", "", "a stored results file (results/<run>.json) to gate this run's meshed arm against, for meshes that cannot run two versions at once; judged with -gate's fixture")
+	fs.BoolVar(&c.StoreReference, "store-reference", false, "measure an upgrade-gate scenario (BenchmarkUpgradeGate) without a candidate, baseline and meshed arms, deciding nothing, with a gate's window and repeats, so that its results file can be a later run's -reference (a mesh release measured before the upgrade)")
 	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate or -reference: add rounds at a point while its gate is undecided, up to this many in all, at least -count (0: with -candidate, 30 (looked at after every round); with -reference, -count only); against a stored reference the rounds add repeats of this run only")
 	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")
 	fs.StringVar(&c.Mesh, "mesh", "", "kind/remote: the meshed arm's mesh: "+strings.Join(mesh.Names(), ", ")+" (default sidecar on kind; required on remote)")
@@ -319,10 +325,13 @@ func (c *Config) defaultMaxCount(count int) {
 	}
 }
 
-// checkReference checks -reference against the other gate flags; the file
-// itself is read and checked by CheckFixtures.
+// checkReference checks -reference and -store-reference against the other
+// gate flags; the -reference file itself is read and checked by
+// CheckFixtures.
 func (c *Config) checkReference() error {
 	switch {
+	case c.StoreReference && (c.Candidate != "" || c.Reference != ""):
+		return errors.New("-store-reference: not with -candidate or -reference: it measures the run a later -reference is gated against")
 	case c.Reference == "":
 		return nil
 	case c.Candidate != "":
@@ -462,7 +471,7 @@ func (c *Config) defaultWindow() time.Duration {
 	switch {
 	case c.Target != "local":
 		return ClusterWindow
-	case c.Candidate != "" || c.Reference != "":
+	case c.Candidate != "" || c.Reference != "" || c.StoreReference:
 		return LocalGateWindow
 	}
 	return MainJobWindow

@@ -96,16 +96,17 @@ func (s *Suite) GateArms() []testbed.Arm {
 }
 
 // UpgradeGateRun requires a run that gates an upgrade: a candidate arm
-// (-candidate), or a stored reference (-reference). The gate's scenario is
-// not part of an ordinary overhead sweep.
+// (-candidate), or a stored reference (-reference), or one that stores
+// the reference a later run is gated against (-store-reference). The
+// gate's scenario is not part of an ordinary overhead sweep.
 func (s *Suite) UpgradeGateRun() Requirement {
 	return RequireFunc(func(tg testbed.Target) error {
-		if s.Config.Reference != "" {
+		if s.Config.Reference != "" || s.Config.StoreReference {
 			return nil
 		}
 		if a, ok := tg.(testbed.Armed); ok && slices.Contains(a.Arms(), testbed.Candidate) {
 			return nil
 		}
-		return fmt.Errorf("an upgrade-gate scenario: run it with -candidate (e.g. -sidecar=caddy@v2.10.2 -candidate=caddy@v2.11.9; on kind -candidate=IMAGE or -candidate=+no-keepalive, with -mesh=istio -candidate=rev=NAME) or -reference results/<file>.json")
+		return fmt.Errorf("an upgrade-gate scenario: run it with -candidate (e.g. -sidecar=caddy@v2.10.2 -candidate=caddy@v2.11.9; on kind -candidate=IMAGE or -candidate=+no-keepalive, with -mesh=istio -candidate=rev=NAME) or -reference results/<file>.json, or with -store-reference to store such a file")
 	})
 }

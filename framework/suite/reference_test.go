@@ -83,6 +83,30 @@ func TestReferenceFlag(t *testing.T) {
 	assert.EqualError(t, err, "-reference=r.json: needs a gate fixture (-gate), and there is none for target local; pass -gate FILE")
 }
 
+// -store-reference measures the gate's scenario to be stored: with a
+// gate's window, deciding nothing, and never with a candidate or a stored
+// reference; the upgrade gate's scenario runs with it alone.
+func TestStoreReferenceFlag(t *testing.T) {
+	cfg, err := normalize(t, "-store-reference")
+	require.NoError(t, err)
+	assert.True(t, cfg.StoreReference)
+	assert.Equal(t, suite.LocalGateWindow, cfg.Duration, "a gate's window, as the run gated against it")
+	assert.Empty(t, cfg.Gate, "no gate fixture: it decides nothing")
+	assert.NoError(t, suite.NewWithConfig(cfg).UpgradeGateRun().Check(nil), "BenchmarkUpgradeGate runs")
+
+	cfg, err = normalize(t)
+	require.NoError(t, err)
+	assert.ErrorContains(t, suite.NewWithConfig(cfg).UpgradeGateRun().Check(nil), "or with -store-reference to store such a file",
+		"not in an ordinary sweep")
+
+	for _, args := range [][]string{{"-candidate", "caddy+access-log"}, {"-reference", "r.json"}} {
+		_, err = normalize(t, append(args, "-store-reference")...)
+		assert.EqualError(t, err, "-store-reference: not with -candidate or -reference: it measures the run a later -reference is gated against", "%v", args)
+	}
+	_, err = normalize(t, "-store-reference", "-max-count", "12")
+	assert.EqualError(t, err, "-max-count=12: a number of rounds, only with -candidate or -reference")
+}
+
 // -max-count adds rounds to an upgrade gate, in this run or against a
 // stored one, and its budget includes -count's rounds.
 func TestMaxCountFlag(t *testing.T) {

@@ -170,11 +170,16 @@ func (s *Suite) defaultRepeats() {
 	}
 }
 
+// DefaultCount is the rounds every point gets when go test's -count is
+// not given: GateRepeats against a stored reference or to store one, else
+// DefaultRepeats.
+func (c *Config) DefaultCount() int { return max(1, c.defaultCount(nil)) }
+
 // defaultCount is the -count to set, given the flags the user set: 0 when
 // they set -count, or when one run would do.
 func (c *Config) defaultCount(set map[string]bool) int {
 	n := c.DefaultRepeats
-	if c.Reference != "" {
+	if c.Reference != "" || c.StoreReference {
 		n = max(n, GateRepeats)
 	}
 	if set["test.count"] || n <= 1 {

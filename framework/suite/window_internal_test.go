@@ -23,6 +23,7 @@ func TestDefaultWindows(t *testing.T) {
 		{"local main job", Config{Target: "local"}, MainJobWindow},
 		{"local gate with a candidate", Config{Target: "local", Candidate: "caddy+access-log"}, LocalGateWindow},
 		{"local gate against a stored run", Config{Target: "local", Reference: "r.json"}, LocalGateWindow},
+		{"local run stored as a gate's reference", Config{Target: "local", StoreReference: true}, LocalGateWindow},
 		{"kind", Config{Target: "kind"}, ClusterWindow},
 		{"remote", Config{Target: "remote"}, ClusterWindow},
 	} {

@@ -114,7 +114,9 @@ cilium_agent_root() {
 
 cilium_images() {
 	local key src dir
-	[ -f "${CILIUM_BIN}/agent/.stamp" ] && [ -f "${CILIUM_BIN}/operator/.stamp" ] || cilium_binaries
+	if [ ! -f "${CILIUM_BIN}/agent/.stamp" ] || [ ! -f "${CILIUM_BIN}/operator/.stamp" ]; then
+		cilium_binaries
+	fi
 	[ -x "${MESHBENCH_CACHE}/bin/cni-plugins-${CNI_PLUGINS_VERSION}/loopback" ] ||
 		"${OFFLINE_DIR}/node-image.sh" binaries
 	key=$(cilium_cache_key)
