@@ -2,9 +2,13 @@ package benchmarks
 
 import (
 	"context"
+	"errors"
 	"flag"
-	"maps"
-	"slices"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,54 +16,134 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/report"
-	"github.com/meshbench/meshbench/framework/suite"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
-// TestEveryScenarioRunsLocally runs every shipped scenario on the local
-// target with a short window, one round and c=2, through testing.Benchmark
-// as go test -bench would, and checks that each recorded what its name
-// says.
+// TestEveryScenarioRunsLocally runs every benchmark of this package, as
+// the test binary itself lists them (-test.list), on the local target with
+// a short window, one round and c=2: the binary runs them as go test -bench
+// would, in a child, and the test reads the results file the child wrote.
+// Each benchmark recorded what its name says, or skipped with the reason
+// the child printed.
 func TestEveryScenarioRunsLocally(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every scenario against real processes")
 	}
 	skipInMainJob(t)
-	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
-	cfg := suite.RegisterFlags(fs)
-	require.NoError(t, fs.Parse([]string{"-target", "local", "-concurrency", "2", "-duration", "2s", "-warmup", "100ms",
-		"-results", t.TempDir(), "-thresholds", "none"}))
-	require.NoError(t, cfg.Normalize())
-	cfg.Repeats, cfg.ConcurrencySet = 1, true
-	saved := mb
-	mb = suite.NewWithConfig(cfg)
-	defer func() { mb = saved }()
-	// go test without -bench: this binary's TestMain set nothing up, and a
-	// benchmark never sets up a target itself.
-	own := mb
-	t.Cleanup(func() { _, _ = own.TearDown(context.Background(), nil) })
-	require.NoError(t, own.SetUp(context.Background()))
-	scenarios := map[string]func(*testing.B){
-		"BenchmarkOneHop": BenchmarkOneHop, "BenchmarkTwoHop": BenchmarkTwoHop, "BenchmarkPlacement": BenchmarkPlacement,
-		"BenchmarkProxyThreads": BenchmarkProxyThreads, "BenchmarkServiceTime": BenchmarkServiceTime,
-		"BenchmarkPayload": BenchmarkPayload, "BenchmarkRateLadder": BenchmarkRateLadder, "BenchmarkProxyKilled": BenchmarkProxyKilled,
-		"BenchmarkProtocols": BenchmarkProtocols, "BenchmarkUserFlow": BenchmarkUserFlow, "BenchmarkConnectionChurn": BenchmarkConnectionChurn,
-	}
+	names := ownBenchmarks(t)
 	start := time.Now()
-	for _, name := range slices.Sorted(maps.Keys(scenarios)) {
-		mb.Name = name
-		testing.Benchmark(scenarios[name])
+	run := runBenchmarks(t, names)
+	t.Logf("every scenario (%s) in %v", strings.Join(names, ", "), time.Since(start).Round(time.Second))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the child's output, last lines:\n%s", lastLines(run.out, 80))
+		}
+	})
+	got := run.byBenchmark()
+	metrics := benchMetrics(run.out)
+	for _, name := range names {
+		// recorded: runs in the results file, or, for a benchmark that
+		// keeps none (BenchmarkLoadgenCeiling), result lines
+		if len(got[name]) > 0 || hasPrefixKey(metrics, name) {
+			continue
+		}
+		why := skipReason(run.out, name)
+		assert.NotEmpty(t, why, "%s recorded nothing, and did not skip saying why", name)
+		t.Logf("%s skipped: %s", name, why)
 	}
-	t.Logf("every scenario in %v", time.Since(start).Round(time.Second))
-	defer checkInvalidRuns(t)
+	checkScenarios(t, got)
+	checkLoadgenCeiling(t, metrics)
+	checkInvalidRuns(t, run)
+}
 
+// benchRun is what a child run of this test binary left behind.
+type benchRun struct {
+	out     string          // its output, stdout and stderr, with -test.v
+	code    int             // its exit code
+	results *report.Results // its results file; nil when it recorded nothing
+}
+
+// records are the run's records, none when it wrote no results file.
+func (r benchRun) records() []report.Record {
+	if r.results == nil {
+		return nil
+	}
+	return r.results.Records
+}
+
+// byBenchmark is the run's records by top-level benchmark.
+func (r benchRun) byBenchmark() map[string][]report.Record {
 	got := map[string][]report.Record{}
-	for _, r := range mb.Records() {
-		got[r.Benchmark] = append(got[r.Benchmark], r)
+	for _, rec := range r.records() {
+		got[rec.Benchmark] = append(got[rec.Benchmark], rec)
 	}
-	for name := range scenarios {
-		assert.NotEmpty(t, got[name], "%s recorded nothing", name)
+	return got
+}
+
+// ownBenchmarks lists this package's benchmarks as the testing package
+// finds them: the test binary's own -test.list.
+func ownBenchmarks(t *testing.T) []string {
+	out, err := exec.CommandContext(t.Context(), os.Args[0], "-test.list", "^Benchmark").Output()
+	require.NoError(t, err, "%s", out)
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "Benchmark") && !strings.ContainsAny(l, " \t") {
+			names = append(names, l)
+		}
 	}
+	require.Contains(t, names, "BenchmarkOneHop", "the binary lists its benchmarks:\n%s", out)
+	return names
+}
+
+// childReserve is the time this test keeps after the child's -test.timeout:
+// the go command's minute of grace the child's plan counts on (the suite
+// reads -test.timeout as go test's), and 15 s for this test to report.
+const childReserve = time.Minute + 15*time.Second
+
+// runBenchmarks runs this test binary again, as go test -bench would, on
+// the named benchmarks alone, and reads the results file it wrote. A child
+// still running at this test's deadline is interrupted, which tears its
+// processes down.
+func runBenchmarks(t *testing.T, names []string) benchRun {
+	dir := t.TempDir()
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	args := []string{"-test.v", "-test.run", "^$", "-test.bench", "^(" + strings.Join(quoted, "|") + ")$",
+		"-test.benchtime", "1x", "-test.count", "1", "-target", "local", "-concurrency", "2", "-duration", "2s",
+		"-warmup", "100ms", "-thresholds", "none", "-results", dir}
+	ctx := t.Context()
+	if dl, ok := t.Deadline(); ok {
+		args = append(args, "-test.timeout", max(time.Until(dl)-childReserve, time.Second).Round(time.Second).String())
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-10*time.Second))
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.CombinedOutput()
+	run := benchRun{out: string(out)}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		run.code = exit.ExitCode()
+	} else {
+		require.NoError(t, err, "%s", out)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(files), 1, "one results file")
+	if len(files) == 1 {
+		run.results, err = report.Read(files[0])
+		require.NoError(t, err)
+	}
+	return run
+}
+
+// checkScenarios checks that each scenario recorded what its name says:
+// its axis values, its fault's recovery, its client setting.
+func checkScenarios(t *testing.T, got map[string][]report.Record) {
 	keys := func(name, key string) []string {
 		var vs []string
 		for _, r := range got[name] {
@@ -97,6 +181,21 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 	}
 }
 
+// checkLoadgenCeiling checks BenchmarkLoadgenCeiling's figures when it ran
+// (it skips without wrk): it writes no records, only benchmark lines, one
+// per loadgen, each with the rate it reached and the CPU it used.
+func checkLoadgenCeiling(t *testing.T, metrics map[string]map[string]float64) {
+	const name = "BenchmarkLoadgenCeiling"
+	if !hasPrefixKey(metrics, name) {
+		return
+	}
+	for _, lg := range []string{"fortio", "fortio-nohdr", "go-floor", "wrk"} {
+		m := metrics[name+"/loadgen="+lg]
+		assert.Positive(t, m["req/s"], "%s/loadgen=%s: its rate", name, lg)
+		assert.Positive(t, m["loadgen-mcpu"], "%s/loadgen=%s: its CPU", name, lg)
+	}
+}
+
 // skipInMainJob skips a test under -bench: go test ./benchmarks -bench . is
 // the main job, which runs every scenario in full, -count times (and would
 // run the test -count times too); a short pass would only add minutes.
@@ -106,21 +205,37 @@ func skipInMainJob(t *testing.T) {
 	}
 }
 
-// checkInvalidRuns finishes the run and allows only the invalid runs a
-// loaded machine may give: a fault whose rate was not back within the
-// test's short window, and a rate ladder's rung past the knee (at c=2 even
-// the first rung may be; it is the ladder's finding, not a failure).
-func checkInvalidRuns(t *testing.T) {
-	var others []string
-	for _, r := range mb.Records() {
-		allowed := r.Beyond != "" || r.Benchmark == "BenchmarkProxyKilled" && r.InvalidOnly(validity.FaultNotRecovered)
-		if !r.Valid() && !allowed {
+// verdictLine is the only verdict the child may end with: the fault run's
+// invalid runs (a rate ladder's rungs past the knee fail nothing).
+var verdictLine = regexp.MustCompile(`^FAIL meshbench: not a valid result: invalid runs in BenchmarkProxyKilled/c=2 \(\d+\); their reasons`)
+
+// checkInvalidRuns allows only the invalid runs a loaded machine may give:
+// a fault whose rate was not back within the test's short window, and a
+// rate ladder's rung past the knee (at c=2 even the first rung may be; it
+// is the ladder's finding, not a failure). The child fails only on those:
+// each benchmark that failed has an invalid run, and the only verdict is
+// the fault run's.
+func checkInvalidRuns(t *testing.T, run benchRun) {
+	var others, invalid []string
+	for _, r := range run.records() {
+		if r.Valid() {
+			continue
+		}
+		invalid = append(invalid, r.Name())
+		if !(r.Beyond != "" || r.Benchmark == "BenchmarkProxyKilled" && r.InvalidOnly(validity.FaultNotRecovered)) {
 			others = append(others, r.Name()+": "+r.Invalid.String())
 		}
 	}
 	assert.Empty(t, others, "invalid runs")
-	if err := mb.Finish(); err != nil {
-		assert.Regexp(t, `^not a valid result: invalid runs in BenchmarkProxyKilled/c=2 \(\d+\); their reasons`, err.Error(),
-			"only the fault run may fail the run")
+	assert.Empty(t, unexplainedFailures(run.out, invalid), "benchmarks that failed without an invalid run")
+	for _, l := range strings.Split(run.out, "\n") {
+		if strings.HasPrefix(l, "FAIL meshbench:") {
+			assert.Regexp(t, verdictLine, l, "only the fault run may fail the run")
+		}
 	}
+	assert.Contains(t, []int{0, 1}, run.code, "the child's exit code")
+	if run.code != 0 {
+		assert.Regexp(t, `(?m)^(--- FAIL: |FAIL meshbench: )`, run.out, "a failed child says what failed")
+	}
+	assert.NotContains(t, run.out, "meshbench: teardown:")
 }
