@@ -9,8 +9,8 @@ import (
 )
 
 // The seed articles' methods (../shared/seeds), one function each, with a
-// small default sweep: -concurrency widens c, and the README shows how to
-// write the full article sweep.
+// small default sweep: -concurrency widens c, and docs/scenarios.md shows how to
+// write a sweep of your own.
 
 // BenchmarkPlacement is the critique of "86 % throughput loss": one loadgen
 // in the mesh at c=32 funnels every request through its own single

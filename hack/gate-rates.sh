@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the default upgrade gate N times, one after another, with the
 # candidate given, and tallies its outcomes: the gate's error rates as a
-# distribution over whole runs on this machine (README, "Gating an
-# upgrade"). Run it on a quiet machine: nothing else may run meanwhile.
+# distribution over whole runs on this machine (docs/measurements.md,
+# "Whole gates on the 2-core machine"). Run it on a quiet machine: nothing else may run meanwhile.
 #
 #   hack/gate-rates.sh caddy 20               # A/A: how often an unchanged sidecar passes
 #   hack/gate-rates.sh caddy+access-log 10    # a real, modest regression: how often it fails

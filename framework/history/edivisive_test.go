@@ -218,7 +218,7 @@ func TestFlatNoisySeriesHasNoChangePoint(t *testing.T) {
 }
 
 // TestDetectionRates pins what the method does over many seeded series
-// at the default p-value (the README quotes these figures): a 20 % step
+// at the default p-value (docs/reports-and-history.md quotes these figures): a 20 % step
 // between 6 and 6 runs with 2 % noise is found, exactly and alone, in 395 of 400;
 // flat series give a false change point in 7 of 400 (12 runs) and 16 of
 // 400 (40 runs), none beyond 3.6 noise standard deviations. The t-test

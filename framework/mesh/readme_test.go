@@ -9,14 +9,14 @@ import (
 	"github.com/meshbench/meshbench/internal/readme"
 )
 
-// TestREADMEMeshExamples checks that the README's "Adding a mesh"
-// examples are code that ships in this package, so they compile and never
-// drift from it.
+// TestREADMEMeshExamples checks that the "Adding a mesh" examples of the
+// docs (README.md and docs/*.md: docs/meshes.md) are code that ships in
+// this package, so they compile and never drift from it.
 func TestREADMEMeshExamples(t *testing.T) {
-	examples, err := readme.Examples("../../README.md", "### Adding a mesh")
+	examples, err := readme.ExamplesOf("../..", "## Adding a mesh")
 	require.NoError(t, err)
 	require.Len(t, examples, 2, "a whole adapter and its registration")
 	missing, err := readme.Unshipped(examples, "*.go")
 	require.NoError(t, err)
-	assert.Empty(t, missing, "README examples not in framework/mesh")
+	assert.Empty(t, missing, "docs examples not in framework/mesh")
 }

@@ -84,7 +84,7 @@ func checkOpenRate(t *testing.T, recs []report.Record) {
 // never fails: every decision rests on valid pairs, at least
 // gate.MinPairsToDecide, and passes, or is still undecided when the
 // rounds ran out (-max-count 16 here; the default 30 passed 20 of 20
-// whole runs, README "Gating an upgrade"). An inconclusive run here (1 of
+// whole runs, docs/measurements.md "Whole gates on the 2-core machine"). An inconclusive run here (1 of
 // the last 3 in CI: open-loop p99 1.07, 0.94–1.23 at 16 pairs, against
 // 1.15) is logged, not failed: the pass rate is a distribution over whole
 // runs (hack/gate-rates.sh), not one test's outcome.

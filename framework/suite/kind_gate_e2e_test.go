@@ -44,7 +44,7 @@ const (
 // images are built).
 func TestKindCandidateGateE2E(t *testing.T) {
 	if os.Getenv("MESHBENCH_KIND_E2E") == "" {
-		t.Skip("set MESHBENCH_KIND_E2E=1 and build the images as `make e2e` does (see the README's \"Candidate against reference on kind\")")
+		t.Skip("set MESHBENCH_KIND_E2E=1 and build the images as `make e2e` does (see docs/gate.md, \"Candidate against reference on kind\")")
 	}
 	name, _ := e2eCluster(t, "meshbench-gate") // kindGateRun keeps it between its gates
 	image := envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9")
