@@ -282,7 +282,7 @@ func (s *Suite) gateSequential(bench string, ms []gate.Measurement) gate.Sequent
 // (gate.Sequential.Decisions). A rule that matches on a label none of the
 // points has fails the benchmark before it measures anything.
 func (s *Suite) planGate(b *testing.B, sc Scenario) {
-	if s.gate == nil || s.ref != nil || len(sc.trail) > 0 {
+	if s.gate == nil || len(sc.trail) > 0 {
 		return
 	}
 	bench := runLabels(b, sc, 0).Map()[labels.Benchmark]
@@ -293,17 +293,33 @@ func (s *Suite) planGate(b *testing.B, sc Scenario) {
 	if err := s.gate.CheckLabels(points); err != nil {
 		s.fatalf(b, "gate %s: %v", s.gate.File, err)
 	}
-	k := 0
-	for _, l := range points {
-		k += len(s.gate.Gated(l))
+	k := s.notePlanned(bench, points)
+	if s.ref != nil {
+		return
 	}
-	if s.gateFamily == nil {
-		s.gateFamily = map[string]int{}
-	}
-	s.gateFamily[bench] = k
 	q := s.gateSequential(bench, nil)
 	s.logf("%s: gate: %d decisions, each looked at after every round from %d to %d pairs a point, at %.2f %% (the verdict wrong at most %.0f %% of the time)",
 		bench, k, gate.MinPairsToDecide, q.Max, (1-q.Alpha())*100, gate.VerdictAlpha*100)
+}
+
+// notePlanned keeps the points of the benchmark bench that the gate
+// decides on, for the results (report.Results.GatePlan), and returns how
+// many decisions it can make on them.
+func (s *Suite) notePlanned(bench string, points []gate.Labels) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gateFamily == nil {
+		s.gateFamily = map[string]int{}
+	}
+	k := 0
+	for _, l := range points {
+		if n := len(s.gate.Gated(l)); n > 0 {
+			k += n
+			s.gatePlan = append(s.gatePlan, map[string]string(l))
+		}
+	}
+	s.gateFamily[bench] = k
+	return k
 }
 
 // gatePoints are the gate labels (gateLabels) of every point of sc, the
