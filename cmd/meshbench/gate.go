@@ -207,7 +207,7 @@ func cmpOr(a, b string) string {
 
 // gateFlags are `meshbench gate`'s own flags; every other argument goes
 // to the benchmark.
-var gateFlags = []string{"results", "summary", "timeout", "bench"}
+var gateFlags = []string{"results", "summary", "timeout", "bench", "go"}
 
 // gateCmd is `meshbench gate [flags] [benchmark flags]`: it runs the
 // upgrade gate (go test ./benchmarks -bench BenchmarkUpgradeGate) from the
@@ -226,6 +226,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	summary := fs.String("summary", "", "also write the verdict's Markdown to this file (appended to; default: $GITHUB_STEP_SUMMARY when set)")
 	timeout := fs.Duration("timeout", time.Hour, "go test's -timeout for the gate run")
 	bench := fs.String("bench", "^BenchmarkUpgradeGate$", "the gated benchmarks (go test -bench)")
+	goCmd := fs.String("go", "go", "the go command that runs the gate's go test (a name on PATH or a path), e.g. go1.26.8")
 	if err := fs.Parse(own); err != nil {
 		return &exitError{gate.ExitError, err}
 	}
@@ -248,8 +249,8 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !slices.ContainsFunc(pass, func(a string) bool { return flagName(a) == "thresholds" }) {
 		goArgs = append(goArgs, "-thresholds", "none") // the gate alone decides
 	}
-	fmt.Fprintf(stderr, "meshbench gate: go %s\n", strings.Join(goArgs, " "))
-	cmd := exec.CommandContext(ctx, "go", goArgs...)
+	fmt.Fprintf(stderr, "meshbench gate: %s %s\n", *goCmd, strings.Join(goArgs, " "))
+	cmd := exec.CommandContext(ctx, *goCmd, goArgs...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, stdout, stderr
 	runErr := cmd.Run()
 	path, err := newResults(dir, before)

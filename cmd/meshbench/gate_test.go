@@ -121,6 +121,40 @@ func TestGoToolExitsWithTheVerdict(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "%s", out)
 	assert.Equal(t, 2, ee.ExitCode(), "%s", out)
+	goToolGateExits(t)
+}
+
+// goToolGateExits: `go tool meshbench gate` exits with the verdict of a
+// whole run, and 2 for a partial one or one whose points did not all run.
+// The go test it starts is a stand-in (fakeGo) that writes the results
+// file a gate run would and exits as go test would.
+func goToolGateExits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cand  []float64
+		extra map[string]any
+		rc    int
+		code  int
+	}{
+		{"pass", steadyPairs, map[string]any{"gatePlan": []map[string]string{gatePoint}}, 0, 0},
+		{"fail", failPairs, nil, 1, 1},
+		{"inconclusive", mixedPairs, nil, 1, 3},
+		{"partial pass", steadyPairs, map[string]any{"partial": "the deadline"}, 1, 2},
+		{"only load=max ran", steadyPairs, map[string]any{"gatePlan": []map[string]string{gatePoint, openPoint}}, 0, 2},
+	} {
+		fake := fakeGo(t, resultsFile(t, steadyPairs, tc.cand, tc.extra), tc.rc)
+		cmd := exec.Command("go", "tool", "meshbench", "gate", "-go", fake, "-results", t.TempDir(), "-candidate", "caddy+access-log")
+		cmd.Env = append(os.Environ(), "GITHUB_STEP_SUMMARY=")
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else {
+			require.NoError(t, err, "%s", out)
+		}
+		assert.Equal(t, tc.code, code, "gate, %s: %s", tc.name, out)
+	}
 }
 
 // verdict writes where the CPU went after the verdict, as the run stored
@@ -207,15 +241,17 @@ func TestPinOfThisModule(t *testing.T) {
 	assert.Regexp(t, `^caddy@v2\.\d+\.\d+\n$`, out.String())
 }
 
-// fakeGo puts first on PATH a go command that stands for `go test` of a
-// gate run: it copies results (a results file) into the directory after
-// -results and exits with rc. It returns the new PATH.
+// fakeGo writes a go command that stands for `go test` of a gate run
+// (meshbench gate -go): it copies results (a results file) into the
+// directory after -results and exits with rc. It returns its path. (A
+// stand-in put first on PATH would not do: go tool puts GOROOT/bin first
+// on the PATH of the command it runs.)
 func fakeGo(t *testing.T, results string, rc int) string {
 	t.Helper()
 	dir := t.TempDir()
 	script := fmt.Sprintf("#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = -results ] && dir=$2; shift; done\ncp %q \"$dir/run.json\"\nexit %d\n", results, rc)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), []byte(script), 0o755))
-	return dir + string(os.PathListSeparator) + os.Getenv("PATH")
+	return filepath.Join(dir, "go")
 }
 
 var (
@@ -252,9 +288,9 @@ func TestGateExitsTwoUnlessTheRunIsWhole(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			t.Setenv("PATH", fakeGo(t, resultsFile(t, steadyPairs, tc.cand, tc.extra), tc.rc))
+			goCmd := fakeGo(t, resultsFile(t, steadyPairs, tc.cand, tc.extra), tc.rc)
 			var out, errb bytes.Buffer
-			err := run(context.Background(), []string{"gate", "-results", dir, "-summary", filepath.Join(dir, "s.md"), "-candidate", "caddy+access-log"}, &out, &errb)
+			err := run(context.Background(), []string{"gate", "-go", goCmd, "-results", dir, "-summary", filepath.Join(dir, "s.md"), "-candidate", "caddy+access-log"}, &out, &errb)
 			assert.Equal(t, tc.code, exitCode(err, &errb), "%s", errb.String())
 			switch {
 			case tc.err == "":
@@ -267,4 +303,23 @@ func TestGateExitsTwoUnlessTheRunIsWhole(t *testing.T) {
 			assert.Contains(t, out.String(), "## meshbench upgrade gate: caddy+access-log against caddy", "the verdict is shown, counted or not")
 		})
 	}
+}
+
+// make test runs TestGoToolExitsWithTheVerdict: its package is among the
+// ones test-measure runs, and neither half of make test passes -short,
+// which would skip it.
+func TestMakeTestRunsTheGoToolTest(t *testing.T) {
+	data, err := os.ReadFile("../../Makefile")
+	require.NoError(t, err)
+	mk := string(data)
+	measuring, _, ok := strings.Cut(mk[strings.Index(mk, "\nMEASURING ?="):], "\n\n")
+	require.True(t, ok, "the MEASURING list")
+	assert.Contains(t, measuring, "./cmd/meshbench")
+	for _, target := range []string{"\ntest-unit:", "\ntest-measure:"} {
+		i := strings.Index(mk, target)
+		require.GreaterOrEqual(t, i, 0, target)
+		recipe, _, _ := strings.Cut(mk[i:], "\n\n")
+		assert.NotContains(t, recipe, "-short", "%s would skip the go tool test", target)
+	}
+	assert.Contains(t, mk, "\ntest: test-unit test-measure\n")
 }
