@@ -339,6 +339,45 @@ func repeatsNeeded(m Measurement, iv stats.RatioInterval, limit, conf float64) (
 	return max(1, total-len(m.Candidate)), false
 }
 
+// MaxLogHalfWidth is the widest interval, as a half-width on the log
+// scale, that the gate prints as an interval: ln 2, an interval from half
+// the ratio to twice it. One wider cannot tell a halving from a doubling,
+// the changes every gate must tell apart, and says nothing; at 3 pairs a
+// sequential look's boundary is so wide that a p99 ratio of 1.72 printed
+// as "1.72 (0.00–2120833.32)". Such an interval is shown as "too few
+// pairs" instead, with the count that would give a usable one
+// (UsablePairs).
+const MaxLogHalfWidth = math.Ln2
+
+// TooWide says whether an undecided paired interval is too wide to print
+// (MaxLogHalfWidth).
+func (d Decision) TooWide() bool {
+	iv := d.Interval
+	return d.Outcome == Inconclusive && iv.N > 0 && !iv.Unpaired && iv.LogHalfWidth > MaxLogHalfWidth
+}
+
+// UsablePairs is how many pairs in all would give the decision a usable
+// interval, if the spread holds: one no wider than the limit's own
+// distance from 1, so that a candidate equal to the reference would pass.
+// From the observed log spread s and the t quantile at the decision's
+// level: the smallest N with t(N-1)·s/√N < |ln limit|
+// (stats.PairsToResolve); -1 when none up to MaxPairsEstimate. For a
+// sequential decision it is a lower bound: its boundaries are wider than
+// t's.
+func (d Decision) UsablePairs() int {
+	iv := d.Interval
+	return stats.PairsToResolve(iv.LogSD, math.Abs(math.Log(d.Limit)), iv.Confidence, MaxPairsEstimate)
+}
+
+// tooFewWords is the words that stand for a TooWide interval: "too few
+// pairs (n=3; about 41 would give a usable interval)".
+func (d Decision) tooFewWords() string {
+	if n := d.UsablePairs(); n > 0 {
+		return fmt.Sprintf("too few pairs (n=%d; about %d would give a usable interval)", d.Interval.N, n)
+	}
+	return fmt.Sprintf("too few pairs (n=%d; more than %d would be needed for a usable interval)", d.Interval.N, MaxPairsEstimate)
+}
+
 // sentence is the decision's message after its location.
 func (d *Decision) sentence() string {
 	op, bad := "≤", "too high"
@@ -355,6 +394,9 @@ func (d *Decision) sentence() string {
 		}
 	}
 	got := fmt.Sprintf("candidate/reference %.*f (%.*f–%.*f, %s)", dec, iv.Ratio, dec, iv.Lo, dec, iv.Hi, n)
+	if d.TooWide() {
+		got = fmt.Sprintf("candidate/reference %.*f, %s", dec, iv.Ratio, d.tooFewWords())
+	}
 	limit := fmt.Sprintf("%s %.*f", op, dec, d.Limit)
 	switch d.Outcome {
 	case Fail:
