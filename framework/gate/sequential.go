@@ -129,7 +129,7 @@ func judge(r Rule, m Measurement, iv stats.RatioInterval) Decision {
 	case betterInside:
 		d.Outcome = Pass
 	}
-	if need := SignTestPairs(iv.Confidence); d.Outcome != Inconclusive && iv.LogHalfWidth == 0 && iv.N < need {
+	if need := SignTestPairs(iv.Confidence); d.Outcome != Inconclusive && !iv.Unpaired && iv.LogHalfWidth == 0 && iv.N < need {
 		d.Outcome, d.ZeroSpread, d.PairsNeeded = Inconclusive, true, need-iv.N
 	}
 	return d
@@ -137,7 +137,9 @@ func judge(r Rule, m Measurement, iv stats.RatioInterval) Decision {
 
 // SignTestPairs is the fewest pairs whose ratios, all equal (zero
 // spread), decide at the two-sided level conf: the n with 2^-n at most
-// the one-sided error (1-conf)/2; 6 at 95 %, 5 at 90 %.
+// the one-sided error (1-conf)/2; 6 at 95 %, 5 at 90 %. It holds paired
+// decisions only: against a stored reference the two runs' repeats are
+// not pairs.
 //
 // Why. Measured figures are continuous, so a sample spread of exactly 0
 // says they are quantised (RSS in whole pages, a counter at its

@@ -249,7 +249,7 @@ func TestSequentialGateAddsNoRoundsAfterAFail(t *testing.T) {
 		}
 		return runs
 	}
-	first := point("max", func(int) float64 { return 3 })
+	first := point("max", func(rep int) float64 { return 3 * (1 + 0.01*float64(rep)) }) // not zero spread: gate.SignTestPairs
 	s.recs = append(first[testbed.Reference], first[testbed.Candidate]...)
 	second := point("open", func(rep int) float64 { return 1.1 * math.Exp(0.1*float64(1-rep%2*2)) })
 	s.recs = append(s.recs, append(second[testbed.Reference], second[testbed.Candidate]...)...)
