@@ -39,8 +39,35 @@ func (s *Suite) loadGate() error {
 	if err := g.CheckTarget(s.fixtureTarget()); err != nil {
 		return err
 	}
+	if err := g.CheckValues(nil, s.ruleDomains()); err != nil {
+		return err
+	}
 	s.gate = g
 	return nil
+}
+
+// ruleDomains are the values a fixture rule's labels are checked against
+// before anything runs, whatever the run measures: gate.Domains (loop,
+// path), and benchmark: every benchmark of the package (planRun), when
+// the run knows them.
+func (s *Suite) ruleDomains() map[string][]string {
+	d := maps.Clone(gate.Domains)
+	if len(s.plan.all) > 0 {
+		d[labels.Benchmark] = s.plan.all
+	}
+	return d
+}
+
+// checkRuleValues is the part of the fixture checks that needs the
+// points of the benchmark about to run: a rule's value for one of its
+// axes (load: opn) that none of them takes. When -bench selects several
+// benchmarks, one's values say nothing of another's, so only the
+// domains (ruleDomains) are checked.
+func (s *Suite) checkRuleValues(points []gate.Labels, check func([]gate.Labels, map[string][]string) error) error {
+	if len(s.plan.benches) > 1 {
+		points = nil
+	}
+	return check(points, s.ruleDomains())
 }
 
 // gateLabels are what gate rules match: the scenario's labels without the
@@ -290,7 +317,7 @@ func (s *Suite) planGate(b *testing.B, sc Scenario) {
 		return
 	}
 	points := s.gatePoints(sc, bench)
-	if err := s.gate.CheckLabels(points); err != nil {
+	if err := errors.Join(s.gate.CheckLabels(points), s.checkRuleValues(points, s.gate.CheckValues)); err != nil {
 		s.fatalf(b, "gate %s: %v", s.gate.File, err)
 	}
 	k := s.notePlanned(bench, points)

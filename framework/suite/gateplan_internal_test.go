@@ -2,6 +2,8 @@ package suite
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -96,4 +98,20 @@ func TestGateDecisionsAreAboutThePlannedPoints(t *testing.T) {
 		}
 	}
 	assert.Equal(t, points, decided)
+}
+
+// A gate rule whose value no point can take (loop: opn) is refused when
+// the fixture is loaded, before anything is set up or measured, and so
+// is one naming a benchmark the package does not have; a typo used to
+// ungate p99 with exit 0.
+func TestGateRuleValuesRefusedBeforeMeasuring(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "g.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("target: local\nrules:\n  - metric: p99\n    match: {loop: opn}\n    maxIncreasePct: 15\n"+
+		"  - metric: throughput\n    match: {benchmark: BenchmarkUpgradeGat}\n    maxDecreasePct: 5\n"), 0o644))
+	s := NewWithConfig(&Config{Candidate: "caddy+access-log", Gate: file, Target: "local"})
+	s.plan.all = []string{"BenchmarkOneHop", "BenchmarkUpgradeGate"}
+	err := s.loadGate()
+	assert.EqualError(t, err, file+":3: rules[0].match.loop: \"opn\" matches no value of loop, so the rule gates nothing; did you mean open?\n"+
+		file+":6: rules[1].match.benchmark: \"BenchmarkUpgradeGat\" matches no value of benchmark, so the rule gates nothing; did you mean BenchmarkUpgradeGate?")
+	assert.Nil(t, s.gate)
 }
