@@ -226,3 +226,12 @@ func TestCheckValuesRefusesAValueNoPointTakes(t *testing.T) {
 	assert.EqualError(t, g.CheckValues(nil, Domains), "g.yaml:3: rules[0].match.loop: \"opn\" matches no value of loop, so the rule gates nothing; did you mean open?",
 		"before the points are known, the labels with a domain are checked")
 }
+
+// Against a stored reference the verdict's error is split over its
+// decisions and looks as a sequential verdict's is over its decisions.
+func TestStoredConfidenceSplitsAlphaOverDecisionsAndLooks(t *testing.T) {
+	assert.InDelta(t, 0.90, StoredConfidence(1, 1), 1e-15)
+	assert.InDelta(t, 1-0.1/6, StoredConfidence(6, 1), 1e-15)
+	assert.InDelta(t, 1-0.1/18, StoredConfidence(6, 3), 1e-15)
+	assert.InDelta(t, 1-Sequential{Decisions: 6}.Alpha(), StoredConfidence(6, 1), 1e-15, "as the paired gate's level")
+}

@@ -249,10 +249,10 @@ func cannotPass(n gate.Noise) string {
 
 // decide judges ms: sequentially, benchmark by benchmark, for a candidate
 // in this run; against a stored reference at the level split over the
-// looks -max-count allowed (gate.LookConfidence).
+// looks -max-count allowed and the decisions (storedConfidence).
 func (s *Suite) decide(ms []gate.Measurement) (gate.Verdict, error) {
 	if s.ref != nil {
-		return s.gate.DecideAt(ms, gate.LookConfidence(s.gateLooks()))
+		return s.gate.DecideAt(ms, s.storedConfidence(len(ms)))
 	}
 	byBench := map[string][]gate.Measurement{}
 	var order []string
@@ -285,10 +285,24 @@ func (s *Suite) levelNote(v gate.Verdict) string {
 	}
 	looks := s.gateLooks()
 	if looks == 1 {
-		return fmt.Sprintf("every interval at %.1f %%", v.Confidence*100)
+		return fmt.Sprintf("every interval at %.2f %% (the verdict's %.0f %% error split over its decisions)", v.Confidence*100, gate.VerdictAlpha*100)
 	}
-	return fmt.Sprintf("-max-count=%d: a point was looked at up to %d times as rounds were added, so every interval is at %.1f %% (the %.0f %% error split over the looks)",
-		s.Config.MaxCount, looks, v.Confidence*100, (1-gate.Confidence)*100)
+	return fmt.Sprintf("-max-count=%d: a point was looked at up to %d times as rounds were added, so every interval is at %.2f %% (the verdict's %.0f %% error split over the looks and the decisions)",
+		s.Config.MaxCount, looks, v.Confidence*100, gate.VerdictAlpha*100)
+}
+
+// storedConfidence is the level of each decision against a stored
+// reference (gate.StoredConfidence): the verdict's error split over the
+// looks and over the decisions planGate counted before the runs (else
+// n, those at hand).
+func (s *Suite) storedConfidence(n int) float64 {
+	s.mu.Lock()
+	k := 0
+	for _, f := range s.gateFamily {
+		k += f
+	}
+	s.mu.Unlock()
+	return gate.StoredConfidence(cmp.Or(k, n), s.gateLooks())
 }
 
 // gateSequential is the gate's sequential plan on the benchmark bench:
@@ -503,7 +517,7 @@ func undecided(v gate.Verdict) string {
 func (s *Suite) addStoredRounds(ctx context.Context, where string, runs map[testbed.Arm][]report.Record, round func(rep int)) {
 	rounds := s.reps()
 	looks := s.gateLooks()
-	conf := gate.LookConfidence(looks)
+	conf := s.storedConfidence(len(s.pointMeasurements(runs)))
 	for look := 1; look < looks && ctx.Err() == nil; look++ {
 		want, v, err := s.roundsWanted(runs, rounds, conf, look == looks-1)
 		if err != nil {
