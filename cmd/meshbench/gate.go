@@ -43,6 +43,71 @@ type gateResults struct {
 		Candidate string `json:"candidate"`
 		Target    string `json:"target"`
 	} `json:"settings"`
+	// Partial, Failed and GatePlan say whether the run was whole
+	// (report.Results): a verdict counts only from a run that was.
+	Partial  string              `json:"partial"`
+	Failed   string              `json:"failed"`
+	GatePlan []map[string]string `json:"gatePlan"`
+}
+
+// incomplete says why the run behind r cannot carry its verdict: it
+// stopped early (partial: a deadline, a signal, a full disk), failed
+// apart from the gate (a fatal error, invalid runs), or left points it
+// planned without a decision. It is nil for a whole run.
+func (r gateResults) incomplete() error {
+	var why []string
+	if r.Partial != "" {
+		why = append(why, "the run is partial: "+r.Partial)
+	}
+	if r.Failed != "" {
+		why = append(why, "the run failed: "+r.Failed)
+	}
+	if missing := r.undecided(); len(missing) > 0 {
+		why = append(why, fmt.Sprintf("%d of the %d points the gate planned have no decision: %s",
+			len(missing), len(r.GatePlan), strings.Join(missing, ", ")))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(why, "; "))
+}
+
+// undecided lists the planned points (GatePlan) that no decision of the
+// verdict is about.
+func (r gateResults) undecided() []string {
+	decided := map[string]bool{}
+	if r.GateVerdict != nil {
+		for _, d := range r.GateVerdict.Decisions {
+			decided[d.Scenario.String()] = true
+		}
+	}
+	var out []string
+	for _, p := range r.GatePlan {
+		if name := gate.Labels(p).String(); !decided[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// goTestStatus is what go test's exit status says of the gate's run:
+// nil when it ran to the end (exit 0, or 1 for a verdict of fail or
+// inconclusive, which go test cannot tell apart from other failures:
+// Results.Failed does), an error when go test did not run, or failed
+// although the verdict is a pass.
+func goTestStatus(ctx context.Context, runErr error, v *gate.Verdict) error {
+	var ee *exec.ExitError
+	switch {
+	case runErr == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("go test was stopped (%v): %w", context.Cause(ctx), runErr)
+	case !errors.As(runErr, &ee):
+		return fmt.Errorf("go test did not run: %w", runErr)
+	case v == nil || v.Outcome == gate.Pass:
+		return fmt.Errorf("go test failed (%w) though the stored verdict is a pass: the run itself failed; see its log", runErr)
+	}
+	return nil
 }
 
 // readVerdict reads the gate's verdict from a results file; an error
@@ -78,16 +143,42 @@ func verdictCmd(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return &exitError{gate.ExitError, errors.New("verdict: want one results file\n" + usage)}
 	}
-	return writeVerdict(fs.Arg(0), *summary, stdout)
+	return writeVerdict(fs.Arg(0), *summary, stdout, nil)
 }
 
 // writeVerdict prints a results file's verdict as Markdown to stdout and
-// to summary (or $GITHUB_STEP_SUMMARY), and returns its exit code.
-func writeVerdict(path, summary string, stdout io.Writer) error {
+// to summary (or $GITHUB_STEP_SUMMARY), and returns its exit code: the
+// verdict's, or ExitError when the run was not whole (gateResults.
+// incomplete) or run says it failed.
+func writeVerdict(path, summary string, stdout io.Writer, run func(*gate.Verdict) error) error {
 	r, err := readVerdict(path)
 	if err != nil {
 		return &exitError{gate.ExitError, fmt.Errorf("verdict: %w", err)}
 	}
+	if err := printVerdict(r, summary, stdout); err != nil {
+		return err
+	}
+	inc := r.incomplete()
+	if run != nil {
+		if err := run(r.GateVerdict); err != nil && inc != nil {
+			inc = fmt.Errorf("%w; %w", inc, err)
+		} else if err != nil {
+			inc = err
+		}
+	}
+	if inc != nil {
+		return &exitError{gate.ExitError, fmt.Errorf("gate: no verdict from an incomplete run (its stored verdict, %s, does not count): %s: %w",
+			strings.ToUpper(r.GateVerdict.Outcome.String()), path, inc)}
+	}
+	if code := r.GateVerdict.ExitCode(); code != 0 {
+		return &exitError{code, fmt.Errorf("gate %s: %s", r.GateVerdict.Outcome, path)}
+	}
+	return nil
+}
+
+// printVerdict writes r's verdict and where the CPU went as Markdown to
+// stdout and to summary (or $GITHUB_STEP_SUMMARY).
+func printVerdict(r gateResults, summary string, stdout io.Writer) error {
 	title := fmt.Sprintf("%s against %s", r.Settings.Candidate, r.Settings.Sidecar)
 	outs := []io.Writer{stdout}
 	if summary = cmpOr(summary, os.Getenv("GITHUB_STEP_SUMMARY")); summary != "" {
@@ -104,9 +195,6 @@ func writeVerdict(path, summary string, stdout io.Writer) error {
 	if err := r.Why.Markdown(io.MultiWriter(outs...)); err != nil {
 		return &exitError{gate.ExitError, fmt.Errorf("verdict: writing where the CPU went: %w", err)}
 	}
-	if code := r.GateVerdict.ExitCode(); code != 0 {
-		return &exitError{code, fmt.Errorf("gate %s: %s", r.GateVerdict.Outcome, path)}
-	}
 	return nil
 }
 
@@ -119,14 +207,17 @@ func cmpOr(a, b string) string {
 
 // gateFlags are `meshbench gate`'s own flags; every other argument goes
 // to the benchmark.
-var gateFlags = []string{"results", "summary", "timeout", "bench"}
+var gateFlags = []string{"results", "summary", "timeout", "bench", "go"}
 
 // gateCmd is `meshbench gate [flags] [benchmark flags]`: it runs the
 // upgrade gate (go test ./benchmarks -bench BenchmarkUpgradeGate) from the
 // module root, then reads the verdict from the results file the run wrote
 // and exits with it: 0 pass, 1 fail, 3 inconclusive, 2 when the run
 // decided nothing (bad flags or fixture, a stored reference that is not
-// comparable, a run that failed).
+// comparable, a run that failed). A verdict counts only from a whole run:
+// go test's status (goTestStatus), the results' partial and failed marks
+// and the points the gate planned (gateResults.incomplete) all say so,
+// else the exit code is 2, never 0.
 func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	own, pass := splitGateArgs(args)
 	fs := flag.NewFlagSet("meshbench gate", flag.ContinueOnError)
@@ -135,6 +226,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	summary := fs.String("summary", "", "also write the verdict's Markdown to this file (appended to; default: $GITHUB_STEP_SUMMARY when set)")
 	timeout := fs.Duration("timeout", time.Hour, "go test's -timeout for the gate run")
 	bench := fs.String("bench", "^BenchmarkUpgradeGate$", "the gated benchmarks (go test -bench)")
+	goCmd := fs.String("go", "go", "the go command that runs the gate's go test (a name on PATH or a path), e.g. go1.26.8")
 	if err := fs.Parse(own); err != nil {
 		return &exitError{gate.ExitError, err}
 	}
@@ -157,15 +249,15 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !slices.ContainsFunc(pass, func(a string) bool { return flagName(a) == "thresholds" }) {
 		goArgs = append(goArgs, "-thresholds", "none") // the gate alone decides
 	}
-	fmt.Fprintf(stderr, "meshbench gate: go %s\n", strings.Join(goArgs, " "))
-	cmd := exec.CommandContext(ctx, "go", goArgs...)
+	fmt.Fprintf(stderr, "meshbench gate: %s %s\n", *goCmd, strings.Join(goArgs, " "))
+	cmd := exec.CommandContext(ctx, *goCmd, goArgs...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, stdout, stderr
 	runErr := cmd.Run()
 	path, err := newResults(dir, before)
 	if err != nil {
 		return &exitError{gate.ExitError, fmt.Errorf("gate: the run wrote no results (%v): %w", runErr, err)}
 	}
-	return writeVerdict(path, *summary, stdout)
+	return writeVerdict(path, *summary, stdout, func(v *gate.Verdict) error { return goTestStatus(ctx, runErr, v) })
 }
 
 // splitGateArgs separates gateCmd's own flags (gateFlags, as -name value

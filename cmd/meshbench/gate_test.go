@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,17 +30,35 @@ func resultsWith(t *testing.T, ref, cand []float64) string {
 // resultsWhy is resultsWith, with where the CPU went.
 func resultsWhy(t *testing.T, ref, cand []float64, why *cpuprofile.Report) string {
 	t.Helper()
+	return resultsFile(t, ref, cand, map[string]any{"why": why})
+}
+
+// gatePoint is the default gate's maximum-rate point, the one
+// resultsFile decides; openPoint its open-loop point.
+var (
+	gatePoint = map[string]string{"benchmark": "BenchmarkUpgradeGate", "load": "max", "c": "8", "path": "one-hop", "loop": "closed"}
+	openPoint = map[string]string{"benchmark": "BenchmarkUpgradeGate", "load": "open", "c": "8", "path": "one-hop", "loop": "open"}
+)
+
+// resultsFile writes a results file whose gate verdict is decided from
+// the fixture fixtures/gates/local.yaml on the maximum-rate point
+// (gatePoint), with the fields of extra beside it (why, partial, failed,
+// gatePlan).
+func resultsFile(t *testing.T, ref, cand []float64, extra map[string]any) string {
+	t.Helper()
 	g, err := gate.Load("../../fixtures/gates/local.yaml")
 	require.NoError(t, err)
-	l := gate.Labels{"benchmark": "BenchmarkUpgradeGate", "load": "max", "c": "8", "path": "one-hop", "loop": "closed"}
+	l := gate.Labels(gatePoint)
 	var ms []gate.Measurement
 	for _, m := range g.Gated(l) {
 		ms = append(ms, gate.Measurement{Scenario: l, Metric: m, Reference: ref, Candidate: cand})
 	}
 	v, err := g.DecideSequential(ms, gate.Sequential{Max: 30, Decisions: len(ms)})
 	require.NoError(t, err)
-	data, err := json.Marshal(map[string]any{"gate": g.File, "gateVerdict": v, "why": why,
-		"settings": map[string]string{"sidecar": "caddy", "candidate": "caddy+access-log", "target": "local"}})
+	res := map[string]any{"gate": g.File, "gateVerdict": v,
+		"settings": map[string]string{"sidecar": "caddy", "candidate": "caddy+access-log", "target": "local"}}
+	maps.Copy(res, extra)
+	data, err := json.Marshal(res)
 	require.NoError(t, err)
 	p := filepath.Join(t.TempDir(), "run.json")
 	require.NoError(t, os.WriteFile(p, data, 0o644))
@@ -100,6 +121,40 @@ func TestGoToolExitsWithTheVerdict(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "%s", out)
 	assert.Equal(t, 2, ee.ExitCode(), "%s", out)
+	goToolGateExits(t)
+}
+
+// goToolGateExits: `go tool meshbench gate` exits with the verdict of a
+// whole run, and 2 for a partial one or one whose points did not all run.
+// The go test it starts is a stand-in (fakeGo) that writes the results
+// file a gate run would and exits as go test would.
+func goToolGateExits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cand  []float64
+		extra map[string]any
+		rc    int
+		code  int
+	}{
+		{"pass", steadyPairs, map[string]any{"gatePlan": []map[string]string{gatePoint}}, 0, 0},
+		{"fail", failPairs, nil, 1, 1},
+		{"inconclusive", mixedPairs, nil, 1, 3},
+		{"partial pass", steadyPairs, map[string]any{"partial": "the deadline"}, 1, 2},
+		{"only load=max ran", steadyPairs, map[string]any{"gatePlan": []map[string]string{gatePoint, openPoint}}, 0, 2},
+	} {
+		fake := fakeGo(t, resultsFile(t, steadyPairs, tc.cand, tc.extra), tc.rc)
+		cmd := exec.Command("go", "tool", "meshbench", "gate", "-go", fake, "-results", t.TempDir(), "-candidate", "caddy+access-log")
+		cmd.Env = append(os.Environ(), "GITHUB_STEP_SUMMARY=")
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else {
+			require.NoError(t, err, "%s", out)
+		}
+		assert.Equal(t, tc.code, code, "gate, %s: %s", tc.name, out)
+	}
 }
 
 // verdict writes where the CPU went after the verdict, as the run stored
@@ -184,4 +239,87 @@ func TestPinOfThisModule(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"pin", "../../go.mod"}, &out, &out))
 	assert.Regexp(t, `^caddy@v2\.\d+\.\d+\n$`, out.String())
+}
+
+// fakeGo writes a go command that stands for `go test` of a gate run
+// (meshbench gate -go): it copies results (a results file) into the
+// directory after -results and exits with rc. It returns its path. (A
+// stand-in put first on PATH would not do: go tool puts GOROOT/bin first
+// on the PATH of the command it runs.)
+func fakeGo(t *testing.T, results string, rc int) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := fmt.Sprintf("#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = -results ] && dir=$2; shift; done\ncp %q \"$dir/run.json\"\nexit %d\n", results, rc)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), []byte(script), 0o755))
+	return filepath.Join(dir, "go")
+}
+
+var (
+	steadyPairs = []float64{100, 101, 99, 100, 100.5, 99.5}
+	failPairs   = []float64{150, 152, 149, 151, 150, 150}
+	mixedPairs  = []float64{100, 130, 95, 125, 101, 128}
+)
+
+// A verdict counts only from a whole run: one that stopped early (partial),
+// failed apart from the gate, left a planned point undecided, or whose go
+// test failed under a pass exits 2, never 0, whatever it stored.
+func TestGateExitsTwoUnlessTheRunIsWhole(t *testing.T) {
+	both := []map[string]string{gatePoint, openPoint}
+	for _, tc := range []struct {
+		name  string
+		cand  []float64
+		extra map[string]any
+		rc    int
+		code  int
+		err   string
+	}{
+		{"whole pass", steadyPairs, map[string]any{"gatePlan": both[:1]}, 0, 0, ""},
+		{"whole fail", failPairs, map[string]any{"gatePlan": both[:1]}, 1, 1, "gate fail: "},
+		{"whole inconclusive", mixedPairs, nil, 1, 3, "gate inconclusive: "},
+		{"partial", steadyPairs, map[string]any{"partial": "interrupted (interrupt)"}, 1, 2,
+			"gate: no verdict from an incomplete run (its stored verdict, PASS, does not count): %s: the run is partial: interrupted (interrupt); " +
+				"go test failed (exit status 1) though the stored verdict is a pass: the run itself failed; see its log"},
+		{"failed", failPairs, map[string]any{"failed": "a benchmark failed (its FAIL or INVALID lines are in the log)"}, 1, 2,
+			"gate: no verdict from an incomplete run (its stored verdict, FAIL, does not count): %s: the run failed: a benchmark failed (its FAIL or INVALID lines are in the log)"},
+		{"only load=max ran", steadyPairs, map[string]any{"gatePlan": both}, 0, 2,
+			"gate: no verdict from an incomplete run (its stored verdict, PASS, does not count): %s: 1 of the 2 points the gate planned have no decision: benchmark=BenchmarkUpgradeGate/c=8/load=open/loop=open/path=one-hop"},
+		{"go test failed under a pass", steadyPairs, nil, 1, 2,
+			"gate: no verdict from an incomplete run (its stored verdict, PASS, does not count): %s: go test failed (exit status 1) though the stored verdict is a pass: the run itself failed; see its log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			goCmd := fakeGo(t, resultsFile(t, steadyPairs, tc.cand, tc.extra), tc.rc)
+			var out, errb bytes.Buffer
+			err := run(context.Background(), []string{"gate", "-go", goCmd, "-results", dir, "-summary", filepath.Join(dir, "s.md"), "-candidate", "caddy+access-log"}, &out, &errb)
+			assert.Equal(t, tc.code, exitCode(err, &errb), "%s", errb.String())
+			switch {
+			case tc.err == "":
+				assert.NoError(t, err)
+			case strings.Contains(tc.err, "%s"):
+				assert.EqualError(t, err, fmt.Sprintf(tc.err, filepath.Join(dir, "run.json")))
+			default:
+				assert.EqualError(t, err, tc.err+filepath.Join(dir, "run.json"))
+			}
+			assert.Contains(t, out.String(), "## meshbench upgrade gate: caddy+access-log against caddy", "the verdict is shown, counted or not")
+		})
+	}
+}
+
+// make test runs TestGoToolExitsWithTheVerdict: its package is among the
+// ones test-measure runs, and neither half of make test passes -short,
+// which would skip it.
+func TestMakeTestRunsTheGoToolTest(t *testing.T) {
+	data, err := os.ReadFile("../../Makefile")
+	require.NoError(t, err)
+	mk := string(data)
+	measuring, _, ok := strings.Cut(mk[strings.Index(mk, "\nMEASURING ?="):], "\n\n")
+	require.True(t, ok, "the MEASURING list")
+	assert.Contains(t, measuring, "./cmd/meshbench")
+	for _, target := range []string{"\ntest-unit:", "\ntest-measure:"} {
+		i := strings.Index(mk, target)
+		require.GreaterOrEqual(t, i, 0, target)
+		recipe, _, _ := strings.Cut(mk[i:], "\n\n")
+		assert.NotContains(t, recipe, "-short", "%s would skip the go tool test", target)
+	}
+	assert.Contains(t, mk, "\ntest: test-unit test-measure\n")
 }

@@ -54,8 +54,9 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 const usage = `usage:
-  meshbench gate [-results DIR] [-summary FILE] [-timeout D] [-bench REGEXP] BENCHMARK-FLAGS...
-      runs the upgrade gate (e.g. -candidate caddy+access-log) and exits 0 pass, 1 fail, 3 inconclusive, 2 no decision
+  meshbench gate [-results DIR] [-summary FILE] [-timeout D] [-bench REGEXP] [-go GO] BENCHMARK-FLAGS...
+      runs the upgrade gate (e.g. -candidate caddy+access-log) and exits 0 pass, 1 fail, 3 inconclusive,
+      2 no decision (also for a run that stopped early, failed, or did not run every point it planned)
   meshbench verdict [-summary FILE] RESULTS.json
       the verdict a gated run stored, as Markdown, with the same exit code
   meshbench check [-count N] BENCHMARK-FLAGS...

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/meshbench/meshbench/framework/fixture"
+	"maps"
 	"slices"
 	"strings"
 
@@ -64,6 +65,38 @@ func (g *Gate) CheckLabels(scenarios []Labels) error {
 	for i, r := range g.Rules {
 		if err := g.checkLabels(r, fmt.Sprintf("rules[%d].match", i), known); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Domains are the values a label can take whatever the run measures:
+// loop is closed (maximum rate) or open (a fixed rate), path one-hop or
+// two-hop. A rule's value for such a label is checked against these, so
+// that a rule for open loop stays valid on a run with only closed-loop
+// points, while a typo (loop: opn) is refused.
+var Domains = map[string][]string{"loop": {"closed", "open"}, "path": {"one-hop", "two-hop"}}
+
+// CheckValues refuses, before anything is measured, a rule whose value
+// for a label matches none of the values that label can take: those of
+// domains (e.g. Domains, and benchmark: every benchmark of the package)
+// where it has some, else those the points (the run's planned scenarios)
+// give it. A misspelt value (loop: opn, benchmark: BenchmarkUpgradeGat)
+// would otherwise gate nothing and let the run pass. A label no point
+// has is CheckLabels' to refuse. It returns every problem, each a
+// [*verdict.FixtureError] naming the file, the line and the field.
+func (g *Gate) CheckValues(points []Labels, domains map[string][]string) error {
+	ps := make([]map[string]string, len(points))
+	for i, p := range points {
+		ps[i] = p
+	}
+	known := fixture.ValuesOf(ps)
+	maps.Copy(known, domains)
+	var errs []error
+	for i, r := range g.Rules {
+		for _, k := range fixture.Unmatched(r.Match, known) {
+			errs = append(errs, g.fail(r.Line, fmt.Sprintf("rules[%d].match.%s", i, k), "%q matches no value of %s, so the rule gates nothing; %s",
+				r.Match[k], k, fixture.Suggest(r.Match[k], known[k], k+" takes")))
 		}
 	}
 	return errors.Join(errs...)

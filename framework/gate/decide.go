@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/meshbench/meshbench/framework/stats"
 )
@@ -69,7 +71,8 @@ func (o Outcome) ExitCode() int {
 
 // Measurement is one metric of one scenario over paired repeats:
 // Reference[i] and Candidate[i] were measured back to back, so drift of the
-// machine hits both alike. Values are in the metric's unit and > 0.
+// machine hits both alike. Values are in the metric's unit and > 0; a
+// pair with one that is not (0, NaN) is left out of the decision.
 type Measurement struct {
 	// Scenario is the scenario's labels.
 	Scenario Labels
@@ -146,6 +149,10 @@ type Decision struct {
 	// from the limit (stats.ReferenceHalfWidth), or it has fewer than two
 	// valid repeats. The reference must be rerun with a higher -count.
 	ReferenceTooFew bool
+	// ZeroSpread is set on a decision held inconclusive because its
+	// ratios did not vary at all, with fewer pairs than a sign test needs
+	// (SignTestPairs); PairsNeeded then counts the pairs it needs.
+	ZeroSpread bool `json:",omitempty"`
 	// Reference and Candidate are every pair measured (the stored run's
 	// and this run's repeats, when unpaired), in the metric's unit, in the
 	// order measured: a sequential decision rests on the first
@@ -191,8 +198,9 @@ func (v Verdict) Err() error {
 // Decide judges every measurement whose metric the fixture gates on its
 // scenario, at [Confidence]. It fails on input that cannot be judged: an
 // unknown metric, a measurement given twice, a gated metric missing from a
-// scenario that has measurements, unpaired repeats or a value that is not
-// a finite number > 0, or nothing gated at all.
+// scenario that has measurements, unpaired repeats, or nothing gated at
+// all. A value that is not a finite number > 0 leaves its pair out of its
+// metric's decision, which says so (Measurement.usable).
 func (g *Gate) Decide(ms []Measurement) (Verdict, error) {
 	return g.decide(ms, Confidence)
 }
@@ -213,7 +221,7 @@ func (g *Gate) decideEach(ms []Measurement, v Verdict, one func(Rule, Measuremen
 		if !ok {
 			continue
 		}
-		d, err := one(r, m)
+		d, err := one(r, m.usable())
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -272,7 +280,7 @@ func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 	}
 	d = judge(r, m, iv)
 	switch {
-	case d.Outcome != Inconclusive:
+	case d.Outcome != Inconclusive || d.ZeroSpread:
 	case m.Unpaired:
 		d.PairsNeeded, d.ReferenceTooFew = repeatsNeeded(m, iv, d.Limit, conf)
 	default:
@@ -280,6 +288,40 @@ func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 	}
 	d.Reason = prefix + d.sentence() + m.leftOut()
 	return d, nil
+}
+
+// usable is m without the repeats whose value is not a finite number > 0
+// (a 0 or NaN in a valid run: a counter that did not move, a window with
+// no latency samples): for paired repeats the whole pair goes, from this
+// metric only, and LeftOut says so. Such a value has no log ratio; it
+// leaves that pair out of the decision rather than erroring the verdict.
+func (m Measurement) usable() Measurement {
+	ok := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+	var ref, cand []float64
+	bad := 0
+	if m.Unpaired {
+		notOK := func(x float64) bool { return !ok(x) }
+		ref, cand = slices.DeleteFunc(slices.Clone(m.Reference), notOK), slices.DeleteFunc(slices.Clone(m.Candidate), notOK)
+		bad = len(m.Reference) + len(m.Candidate) - len(ref) - len(cand)
+	} else {
+		for i := range min(len(m.Reference), len(m.Candidate)) {
+			if ok(m.Reference[i]) && ok(m.Candidate[i]) {
+				ref, cand = append(ref, m.Reference[i]), append(cand, m.Candidate[i])
+			} else {
+				bad++
+			}
+		}
+	}
+	if bad == 0 {
+		return m
+	}
+	what := map[bool]string{false: "pair", true: "pairs"}[bad > 1]
+	if m.Unpaired {
+		what = map[bool]string{false: "repeat", true: "repeats"}[bad > 1]
+	}
+	note := fmt.Sprintf("%d %s left out of %s: a value of 0 or NaN, which has no ratio", bad, what, m.Metric.Label())
+	m.Reference, m.Candidate, m.LeftOut = ref, cand, strings.TrimPrefix(m.LeftOut+"; "+note, "; ")
+	return m
 }
 
 // leftOut is "; " and LeftOut, the end of a decision's reason, or "".
@@ -339,6 +381,45 @@ func repeatsNeeded(m Measurement, iv stats.RatioInterval, limit, conf float64) (
 	return max(1, total-len(m.Candidate)), false
 }
 
+// MaxLogHalfWidth is the widest interval, as a half-width on the log
+// scale, that the gate prints as an interval: ln 2, an interval from half
+// the ratio to twice it. One wider cannot tell a halving from a doubling,
+// the changes every gate must tell apart, and says nothing; at 3 pairs a
+// sequential look's boundary is so wide that a p99 ratio of 1.72 printed
+// as "1.72 (0.00–2120833.32)". Such an interval is shown as "too few
+// pairs" instead, with the count that would give a usable one
+// (UsablePairs).
+const MaxLogHalfWidth = math.Ln2
+
+// TooWide says whether an undecided paired interval is too wide to print
+// (MaxLogHalfWidth).
+func (d Decision) TooWide() bool {
+	iv := d.Interval
+	return d.Outcome == Inconclusive && iv.N > 0 && !iv.Unpaired && iv.LogHalfWidth > MaxLogHalfWidth
+}
+
+// UsablePairs is how many pairs in all would give the decision a usable
+// interval, if the spread holds: one no wider than the limit's own
+// distance from 1, so that a candidate equal to the reference would pass.
+// From the observed log spread s and the t quantile at the decision's
+// level: the smallest N with t(N-1)·s/√N < |ln limit|
+// (stats.PairsToResolve); -1 when none up to MaxPairsEstimate. For a
+// sequential decision it is a lower bound: its boundaries are wider than
+// t's.
+func (d Decision) UsablePairs() int {
+	iv := d.Interval
+	return stats.PairsToResolve(iv.LogSD, math.Abs(math.Log(d.Limit)), iv.Confidence, MaxPairsEstimate)
+}
+
+// tooFewWords is the words that stand for a TooWide interval: "too few
+// pairs (n=3; about 41 would give a usable interval)".
+func (d Decision) tooFewWords() string {
+	if n := d.UsablePairs(); n > 0 {
+		return fmt.Sprintf("too few pairs (n=%d; about %d would give a usable interval)", d.Interval.N, n)
+	}
+	return fmt.Sprintf("too few pairs (n=%d; more than %d would be needed for a usable interval)", d.Interval.N, MaxPairsEstimate)
+}
+
 // sentence is the decision's message after its location.
 func (d *Decision) sentence() string {
 	op, bad := "≤", "too high"
@@ -355,12 +436,19 @@ func (d *Decision) sentence() string {
 		}
 	}
 	got := fmt.Sprintf("candidate/reference %.*f (%.*f–%.*f, %s)", dec, iv.Ratio, dec, iv.Lo, dec, iv.Hi, n)
+	if d.TooWide() {
+		got = fmt.Sprintf("candidate/reference %.*f, %s", dec, iv.Ratio, d.tooFewWords())
+	}
 	limit := fmt.Sprintf("%s %.*f", op, dec, d.Limit)
 	switch d.Outcome {
 	case Fail:
 		return fmt.Sprintf("%s %s: %s expected %s", bad, d.Metric.Label(), got, limit)
 	case Pass:
 		return fmt.Sprintf("%s within limit: %s expected %s", d.Metric.Label(), got, limit)
+	}
+	if d.ZeroSpread {
+		return fmt.Sprintf("inconclusive %s: candidate/reference %.*f at every one of %s: zero spread, so the figures are quantised and an interval says nothing; "+
+			"without a spread, %d pairs all on one side of %s decide it (sign test: SignTestPairs)", d.Metric.Label(), dec, iv.Ratio, n, iv.N+d.PairsNeeded, limit)
 	}
 	more := fmt.Sprintf("about %d more %s would settle it if the spread holds", d.PairsNeeded, pairs)
 	switch {

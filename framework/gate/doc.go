@@ -83,9 +83,11 @@
 // time however often it was looked at.
 //
 // Against a stored reference the decisions are made once, or, with
-// a MaxCount, at most [MaxLooks] times at the level split over the looks
-// ([Gate.UntilConclusive], [Looks], [LookConfidence], [Gate.DecideAt],
-// [Targets]).
+// a MaxCount, at most [MaxLooks] times, each at [StoredConfidence]: the
+// verdict's VerdictAlpha split over the looks and the decisions, as a
+// sequential verdict splits it over its decisions ([Gate.UntilConclusive],
+// [Looks], [Gate.DecideAt], [Targets]). A gated scenario with no valid
+// repeat in one run or the other is refused (no verdict), not dropped.
 //
 // # Noise
 //

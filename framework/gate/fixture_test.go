@@ -206,3 +206,32 @@ g.yaml:12: rules[3]: never applies: the rules above it already gate sidecarRSS o
 		"rule 3 gates one-hop without c")
 	assert.EqualError(t, g.Check(nil), "g.yaml: no scenarios to gate")
 }
+
+// A rule value that matches no value its label takes is refused before
+// anything is measured, naming the file, line and field: loop takes
+// closed or open whatever the run measures, so a rule for open loop is
+// valid on a run with only closed-loop points, and loop: opn is not; an
+// axis value is checked against the values the planned points give it.
+func TestCheckValuesRefusesAValueNoPointTakes(t *testing.T) {
+	g, err := Parse("g.yaml", []byte("target: local\nrules:\n  - metric: p99\n    match: {loop: opn}\n    maxIncreasePct: 15\n"+
+		"  - metric: throughput\n    match: {load: open}\n    maxDecreasePct: 5\n  - metric: sidecarRSS\n    match: {loop: open}\n    maxIncreasePct: 10\n"))
+	require.NoError(t, err)
+	closed := []Labels{{"benchmark": "BenchmarkUpgradeGate", "load": "max", "c": "8", "loop": "closed"}}
+	err = g.CheckValues(closed, Domains)
+	var fe *verdict.FixtureError
+	require.ErrorAs(t, err, &fe)
+	assert.EqualError(t, err, "g.yaml:3: rules[0].match.loop: \"opn\" matches no value of loop, so the rule gates nothing; did you mean open?\n"+
+		"g.yaml:6: rules[1].match.load: \"open\" matches no value of load, so the rule gates nothing; load takes max")
+
+	assert.EqualError(t, g.CheckValues(nil, Domains), "g.yaml:3: rules[0].match.loop: \"opn\" matches no value of loop, so the rule gates nothing; did you mean open?",
+		"before the points are known, the labels with a domain are checked")
+}
+
+// Against a stored reference the verdict's error is split over its
+// decisions and looks as a sequential verdict's is over its decisions.
+func TestStoredConfidenceSplitsAlphaOverDecisionsAndLooks(t *testing.T) {
+	assert.InDelta(t, 0.90, StoredConfidence(1, 1), 1e-15)
+	assert.InDelta(t, 1-0.1/6, StoredConfidence(6, 1), 1e-15)
+	assert.InDelta(t, 1-0.1/18, StoredConfidence(6, 3), 1e-15)
+	assert.InDelta(t, 1-Sequential{Decisions: 6}.Alpha(), StoredConfidence(6, 1), 1e-15, "as the paired gate's level")
+}

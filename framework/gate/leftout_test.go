@@ -15,9 +15,13 @@ func TestLeftOutEndsTheReason(t *testing.T) {
 	l := Labels{"c": "8", "loop": "closed"}
 	ref, cand := logPairs(0.5, 0.52, 0.48, 0.5)
 	const left = "2 pairs left out: their CPU figures are not valid (cpu-diluted)"
+	steady := make([]float64, len(ref)) // within ±1 % of the reference: not zero spread (SignTestPairs)
+	for i, x := range ref {
+		steady[i] = x * (1 + 0.01*float64(i%2*2-1))
+	}
 	v, err := g.Decide([]Measurement{
 		{Scenario: l, Metric: SidecarCPUPer1kReq, Reference: ref[:2], Candidate: cand[:2], LeftOut: left},
-		{Scenario: l, Metric: Throughput, Reference: ref, Candidate: ref},
+		{Scenario: l, Metric: Throughput, Reference: ref, Candidate: steady},
 	})
 	require.NoError(t, err)
 	require.Len(t, v.Decisions, 2)

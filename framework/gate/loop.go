@@ -83,6 +83,16 @@ func LookConfidence(looks int) float64 {
 	return 1 - (1-Confidence)/float64(max(looks, 1))
 }
 
+// StoredConfidence is the two-sided level of each decision against a
+// stored reference, splitting VerdictAlpha over the verdict's decisions
+// and the looks at each, as a sequential verdict splits it over its
+// decisions (Sequential.Alpha): each decision errs one way only, so at
+// 1 - 2·VerdictAlpha/(decisions·looks) the verdict is wrong at most
+// VerdictAlpha of the time.
+func StoredConfidence(decisions, looks int) float64 {
+	return 1 - 2*VerdictAlpha/float64(max(decisions, 1)*max(looks, 1))
+}
+
 // DecideAt is Decide at the confidence level conf, for a caller that runs
 // UntilConclusive's looks itself (LookConfidence).
 func (g *Gate) DecideAt(ms []Measurement, conf float64) (Verdict, error) {

@@ -28,8 +28,10 @@ func (v Verdict) Markdown(w io.Writer, title string) error {
 			op = "≥"
 		}
 		ratio := "–"
-		if iv.N > 0 {
-			dec := decimals(iv.Lo, iv.Hi, d.Limit)
+		switch dec := decimals(iv.Lo, iv.Hi, d.Limit); {
+		case d.TooWide():
+			ratio = fmt.Sprintf("%.*f, %s", dec, iv.Ratio, d.tooFewWords())
+		case iv.N > 0:
 			ratio = fmt.Sprintf("%.*f (%.*f–%.*f)", dec, iv.Ratio, dec, iv.Lo, dec, iv.Hi)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s %.2f | %s | %s |\n", d.Scenario, d.Metric.Label(),

@@ -62,6 +62,7 @@ func (g *Gate) CalibrateAt(aa []Measurement, conf float64, q *Sequential) ([]Noi
 		if !ok {
 			continue
 		}
+		m = m.usable()
 		iv, err := calibrationInterval(m, conf, q)
 		if err != nil {
 			return nil, fmt.Errorf("gate: A/A %s: %s: %w", m.Scenario, m.Metric, err)

@@ -108,7 +108,7 @@ func decideLooks(r Rule, m Measurement, b stats.SequentialBounds) (Decision, err
 			break
 		}
 	}
-	if d.Outcome == Inconclusive {
+	if d.Outcome == Inconclusive && !d.ZeroSpread {
 		d.PairsNeeded = sequentialPairsNeeded(d.Interval, d.Limit, b)
 	}
 	d.Reason = fmt.Sprintf("%s:%d: %s: %s%s", r.File, r.Line, m.Scenario, d.sentence(), m.leftOut())
@@ -129,7 +129,29 @@ func judge(r Rule, m Measurement, iv stats.RatioInterval) Decision {
 	case betterInside:
 		d.Outcome = Pass
 	}
+	if need := SignTestPairs(iv.Confidence); d.Outcome != Inconclusive && !iv.Unpaired && iv.LogHalfWidth == 0 && iv.N < need {
+		d.Outcome, d.ZeroSpread, d.PairsNeeded = Inconclusive, true, need-iv.N
+	}
 	return d
+}
+
+// SignTestPairs is the fewest pairs whose ratios, all equal (zero
+// spread), decide at the two-sided level conf: the n with 2^-n at most
+// the one-sided error (1-conf)/2; 6 at 95 %, 5 at 90 %. It holds paired
+// decisions only: against a stored reference the two runs' repeats are
+// not pairs.
+//
+// Why. Measured figures are continuous, so a sample spread of exactly 0
+// says they are quantised (RSS in whole pages, a counter at its
+// resolution, a figure copied from one read), not that they do not vary:
+// the t interval then has width 0 at any n, a certainty that 2 degrees of
+// freedom cannot give. With no spread to go on, what remains is the
+// distribution-free sign test: if the true median ratio sat on the limit,
+// all n pairs would fall on one side of it with probability 2^-n. At n=3
+// that is 1/8, far above any decision's error, so zero spread never
+// decides at 3 pairs.
+func SignTestPairs(conf float64) int {
+	return int(math.Ceil(math.Log2(2 / (1 - conf))))
 }
 
 // sequentialPairsNeeded is how many more pairs would settle a straddling

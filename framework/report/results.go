@@ -65,6 +65,17 @@ type Results struct {
 	// less a margin, or the run's budget) changed: scenarios run with shorter
 	// windows than the run's duration, and scenarios skipped, one line each.
 	Plan []string `json:"plan,omitempty"`
+	// GatePlan is every point the upgrade gate planned to decide on, as
+	// its gate labels (benchmark, axes, c, path, loop), recorded before
+	// each gated benchmark's first run: `meshbench gate` exits 2 when one
+	// of them has no decision in GateVerdict (a run cut short, or a -bench
+	// pattern that left points out), whatever the stored verdict says.
+	GatePlan []map[string]string `json:"gatePlan,omitempty"`
+	// Failed, when set, says why the run itself failed apart from the
+	// gate's verdict: a benchmark that stopped on a fatal error, invalid
+	// runs, broken thresholds. Its verdict, if any, covers only what was
+	// measured, and `meshbench gate` exits 2 on it.
+	Failed string `json:"failed,omitempty"`
 	// Reference is the stored run the gate compared this run against
 	// (a stored reference), when it did.
 	Reference *StoredReference `json:"reference,omitempty"`

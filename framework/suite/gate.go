@@ -39,8 +39,35 @@ func (s *Suite) loadGate() error {
 	if err := g.CheckTarget(s.fixtureTarget()); err != nil {
 		return err
 	}
+	if err := g.CheckValues(nil, s.ruleDomains()); err != nil {
+		return err
+	}
 	s.gate = g
 	return nil
+}
+
+// ruleDomains are the values a fixture rule's labels are checked against
+// before anything runs, whatever the run measures: gate.Domains (loop,
+// path), and benchmark: every benchmark of the package (planRun), when
+// the run knows them.
+func (s *Suite) ruleDomains() map[string][]string {
+	d := maps.Clone(gate.Domains)
+	if len(s.plan.all) > 0 {
+		d[labels.Benchmark] = s.plan.all
+	}
+	return d
+}
+
+// checkRuleValues is the part of the fixture checks that needs the
+// points of the benchmark about to run: a rule's value for one of its
+// axes (load: opn) that none of them takes. When -bench selects several
+// benchmarks, one's values say nothing of another's, so only the
+// domains (ruleDomains) are checked.
+func (s *Suite) checkRuleValues(points []gate.Labels, check func([]gate.Labels, map[string][]string) error) error {
+	if len(s.plan.benches) > 1 {
+		points = nil
+	}
+	return check(points, s.ruleDomains())
 }
 
 // gateLabels are what gate rules match: the scenario's labels without the
@@ -222,10 +249,10 @@ func cannotPass(n gate.Noise) string {
 
 // decide judges ms: sequentially, benchmark by benchmark, for a candidate
 // in this run; against a stored reference at the level split over the
-// looks -max-count allowed (gate.LookConfidence).
+// looks -max-count allowed and the decisions (storedConfidence).
 func (s *Suite) decide(ms []gate.Measurement) (gate.Verdict, error) {
 	if s.ref != nil {
-		return s.gate.DecideAt(ms, gate.LookConfidence(s.gateLooks()))
+		return s.gate.DecideAt(ms, s.storedConfidence(len(ms)))
 	}
 	byBench := map[string][]gate.Measurement{}
 	var order []string
@@ -258,10 +285,24 @@ func (s *Suite) levelNote(v gate.Verdict) string {
 	}
 	looks := s.gateLooks()
 	if looks == 1 {
-		return fmt.Sprintf("every interval at %.1f %%", v.Confidence*100)
+		return fmt.Sprintf("every interval at %.2f %% (the verdict's %.0f %% error split over its decisions)", v.Confidence*100, gate.VerdictAlpha*100)
 	}
-	return fmt.Sprintf("-max-count=%d: a point was looked at up to %d times as rounds were added, so every interval is at %.1f %% (the %.0f %% error split over the looks)",
-		s.Config.MaxCount, looks, v.Confidence*100, (1-gate.Confidence)*100)
+	return fmt.Sprintf("-max-count=%d: a point was looked at up to %d times as rounds were added, so every interval is at %.2f %% (the verdict's %.0f %% error split over the looks and the decisions)",
+		s.Config.MaxCount, looks, v.Confidence*100, gate.VerdictAlpha*100)
+}
+
+// storedConfidence is the level of each decision against a stored
+// reference (gate.StoredConfidence): the verdict's error split over the
+// looks and over the decisions planGate counted before the runs (else
+// n, those at hand).
+func (s *Suite) storedConfidence(n int) float64 {
+	s.mu.Lock()
+	k := 0
+	for _, f := range s.gateFamily {
+		k += f
+	}
+	s.mu.Unlock()
+	return gate.StoredConfidence(cmp.Or(k, n), s.gateLooks())
 }
 
 // gateSequential is the gate's sequential plan on the benchmark bench:
@@ -282,7 +323,7 @@ func (s *Suite) gateSequential(bench string, ms []gate.Measurement) gate.Sequent
 // (gate.Sequential.Decisions). A rule that matches on a label none of the
 // points has fails the benchmark before it measures anything.
 func (s *Suite) planGate(b *testing.B, sc Scenario) {
-	if s.gate == nil || s.ref != nil || len(sc.trail) > 0 {
+	if s.gate == nil || len(sc.trail) > 0 {
 		return
 	}
 	bench := runLabels(b, sc, 0).Map()[labels.Benchmark]
@@ -290,20 +331,36 @@ func (s *Suite) planGate(b *testing.B, sc Scenario) {
 		return
 	}
 	points := s.gatePoints(sc, bench)
-	if err := s.gate.CheckLabels(points); err != nil {
+	if err := errors.Join(s.gate.CheckLabels(points), s.checkRuleValues(points, s.gate.CheckValues)); err != nil {
 		s.fatalf(b, "gate %s: %v", s.gate.File, err)
 	}
-	k := 0
-	for _, l := range points {
-		k += len(s.gate.Gated(l))
+	k := s.notePlanned(bench, points)
+	if s.ref != nil {
+		return
 	}
-	if s.gateFamily == nil {
-		s.gateFamily = map[string]int{}
-	}
-	s.gateFamily[bench] = k
 	q := s.gateSequential(bench, nil)
 	s.logf("%s: gate: %d decisions, each looked at after every round from %d to %d pairs a point, at %.2f %% (the verdict wrong at most %.0f %% of the time)",
 		bench, k, gate.MinPairsToDecide, q.Max, (1-q.Alpha())*100, gate.VerdictAlpha*100)
+}
+
+// notePlanned keeps the points of the benchmark bench that the gate
+// decides on, for the results (report.Results.GatePlan), and returns how
+// many decisions it can make on them.
+func (s *Suite) notePlanned(bench string, points []gate.Labels) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gateFamily == nil {
+		s.gateFamily = map[string]int{}
+	}
+	k := 0
+	for _, l := range points {
+		if n := len(s.gate.Gated(l)); n > 0 {
+			k += n
+			s.gatePlan = append(s.gatePlan, map[string]string(l))
+		}
+	}
+	s.gateFamily[bench] = k
+	return k
 }
 
 // gatePoints are the gate labels (gateLabels) of every point of sc, the
@@ -460,7 +517,7 @@ func undecided(v gate.Verdict) string {
 func (s *Suite) addStoredRounds(ctx context.Context, where string, runs map[testbed.Arm][]report.Record, round func(rep int)) {
 	rounds := s.reps()
 	looks := s.gateLooks()
-	conf := gate.LookConfidence(looks)
+	conf := s.storedConfidence(len(s.pointMeasurements(runs)))
 	for look := 1; look < looks && ctx.Err() == nil; look++ {
 		want, v, err := s.roundsWanted(runs, rounds, conf, look == looks-1)
 		if err != nil {

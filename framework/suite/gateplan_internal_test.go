@@ -1,12 +1,20 @@
 package suite
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/load"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
@@ -43,4 +51,67 @@ func TestGateLabelsCheckedBeforeTheFirstRun(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, 3, fe.Line, "the rule's line")
 	assert.Equal(t, "rules[0].match.lop", fe.Field)
+}
+
+// The points the gate decides on are kept for the results, before the
+// first run, so that `meshbench gate` can tell a run that decided them
+// all from one cut short; a point the fixture gates nothing on is not
+// among them. The run's own failures go beside them.
+func TestGatePlanAndFailureGoIntoTheResults(t *testing.T) {
+	g, err := gate.Parse("g.yaml", []byte("target: local\nrules:\n  - metric: p99\n    match: {loop: open}\n    maxIncreasePct: 15\n"))
+	require.NoError(t, err)
+	s := NewWithConfig(&Config{Candidate: "caddy+access-log"})
+	s.gate = g
+	points := s.gatePoints(Scenario{Concurrency: []int{8}, Axes: []Axis{GateLoad(DefaultGateFraction)}}, "BenchmarkUpgradeGate")
+	assert.Equal(t, 1, s.notePlanned("BenchmarkUpgradeGate", points))
+	plan, failed := s.plannedAndFailed(nil, nil)
+	assert.Equal(t, []map[string]string{{"benchmark": "BenchmarkUpgradeGate", "load": "open", "c": "8", "path": "one-hop", "loop": "open"}}, plan)
+	assert.Empty(t, failed)
+
+	s.failed = true
+	_, failed = s.plannedAndFailed(nil, errors.New("not a valid result: invalid runs in c=8 (1)"))
+	assert.Equal(t, "a benchmark failed (its FAIL or INVALID lines are in the log); not a valid result: invalid runs in c=8 (1)", failed)
+}
+
+// The gate's decisions are about the points it planned, label for label:
+// the labels a real run's records carry (parsed from go test's
+// sub-benchmark names) give the same scenarios as gatePoints, so that a
+// whole run leaves none of its planned points undecided.
+func TestGateDecisionsAreAboutThePlannedPoints(t *testing.T) {
+	s := NewWithConfig(&Config{Candidate: "caddy+access-log", Concurrency: []int{1, 4}})
+	s.gate = testGateFixture(t)
+	points := s.gatePoints(Scenario{Concurrency: []int{8}, Axes: []Axis{GateLoad(DefaultGateFraction)}}, "BenchmarkUpgradeGate")
+	var recs []report.Record
+	for _, point := range []string{"max", "open"} {
+		for _, arm := range []testbed.Arm{testbed.Reference, testbed.Candidate} {
+			run := &testbed.Run{Arm: arm, Path: testbed.OneHop, Load: &load.Result{}}
+			if point == "open" {
+				run.Load.Options.QPS = 500
+			}
+			recs = append(recs, report.Record{Labels: labels.Parse("BenchmarkUpgradeGate/load=" + point + "/c=8/arm=" + string(arm)), Concurrency: 8, Run: run})
+		}
+	}
+	var decided []gate.Labels
+	for _, m := range gateMeasurements(s.gate, recs) {
+		if !slices.ContainsFunc(decided, func(l gate.Labels) bool { return l.String() == m.Scenario.String() }) {
+			decided = append(decided, m.Scenario)
+		}
+	}
+	assert.Equal(t, points, decided)
+}
+
+// A gate rule whose value no point can take (loop: opn) is refused when
+// the fixture is loaded, before anything is set up or measured, and so
+// is one naming a benchmark the package does not have; a typo used to
+// ungate p99 with exit 0.
+func TestGateRuleValuesRefusedBeforeMeasuring(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "g.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("target: local\nrules:\n  - metric: p99\n    match: {loop: opn}\n    maxIncreasePct: 15\n"+
+		"  - metric: throughput\n    match: {benchmark: BenchmarkUpgradeGat}\n    maxDecreasePct: 5\n"), 0o644))
+	s := NewWithConfig(&Config{Candidate: "caddy+access-log", Gate: file, Target: "local"})
+	s.plan.all = []string{"BenchmarkOneHop", "BenchmarkUpgradeGate"}
+	err := s.loadGate()
+	assert.EqualError(t, err, file+":3: rules[0].match.loop: \"opn\" matches no value of loop, so the rule gates nothing; did you mean open?\n"+
+		file+":6: rules[1].match.benchmark: \"BenchmarkUpgradeGat\" matches no value of benchmark, so the rule gates nothing; did you mean BenchmarkUpgradeGate?")
+	assert.Nil(t, s.gate)
 }

@@ -169,6 +169,9 @@ func (s *Suite) CheckFixtures(ctx context.Context, _ *envconf.Config) (context.C
 			return ctx, fmt.Errorf("thresholds: %s:%d: target: the fixture is for %q, this run is %q; pass -thresholds with a fixture for %s, or -thresholds none",
 				th.File, th.TargetLine, th.Target, want, want)
 		}
+		if err := th.CheckValues("", nil, s.ruleDomains()); err != nil {
+			return ctx, fmt.Errorf("thresholds: %w", err)
+		}
 		s.thresholds = th
 	}
 	if !benchmarking() {

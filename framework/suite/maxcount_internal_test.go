@@ -72,15 +72,15 @@ func (p *pointRun) records() []report.Record {
 
 // The stored reference has 6 repeats of sidecar CPU overhead ratios 2,
 // 2.02, 1.98, 2.01, 1.99, 2 (log variance 0.000050); -count 3 and
-// -max-count 10 give 3 looks at 1 - 0.05/3 = 98.3 % each. This run's first
-// three rounds (ratios 2.35, 2.5, 2.65, log variance 0.003610) are 1.248524
-// (0.961679–1.620928, ν = 2.027762, t = 7.499371) times the reference:
-// inconclusive, 0.126652 above ln 1.1, which Welch's half-width first
-// clears at N = 5 (0.105632; 0.144332 at N = 4), so the first look asks for
-// 2 more rounds. Every later round is right at the limit (ratio 2.2): at 5
-// rounds 1.186858 (1.028225–1.369966) is still inconclusive, and before
-// the last look the point gets the rest of the budget; at 10 rounds
-// 1.142616 (1.073266–1.216448) is inconclusive still, and the point stops
+// -max-count 10 give 3 looks, and the fixture 3 decisions at the point,
+// so each decision is at 1 - 2·0.05/(3·3) = 98.9 % (gate.StoredConfidence).
+// This run's first three rounds (ratios 2.35, 2.5, 2.65, log variance
+// 0.003610) are 1.25 (0.91–1.72) times the reference: inconclusive, 0.126652
+// above ln 1.1, which Welch's half-width first clears at N = 5, so the
+// first look asks for 2 more rounds. Every later round is right at the
+// limit (ratio 2.2): at 5 rounds 1.19 (1.01–1.40) is still inconclusive,
+// and before the last look the point gets the rest of the budget; at 10
+// rounds 1.14 (1.07–1.22) is inconclusive still, and the point stops
 // there: 7 rounds added, no more.
 func TestMaxCountAgainstAStoredReferenceStopsAtTheBudget(t *testing.T) {
 	var log bytes.Buffer
@@ -97,42 +97,41 @@ func TestMaxCountAgainstAStoredReferenceStopsAtTheBudget(t *testing.T) {
 	assert.Len(t, s.ref.results.Records, 12, "the stored run is not added to")
 	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
 	require.Len(t, lines, 4, log.String())
-	assert.Equal(t, "# meshbench: BenchmarkOneHop/c=4: the gate is inconclusive after 3 rounds (look 1 of at most 3, at 98.3 %): 2 more, of at most 10 in all", lines[0])
-	assert.Contains(t, lines[1], "1.25 (0.96–1.62, n=6 stored, 3 this run, unpaired) straddles ≤ 1.10; about 2 more repeats of this run would settle it")
-	assert.Equal(t, "# meshbench: BenchmarkOneHop/c=4: the gate is inconclusive after 5 rounds (look 2 of at most 3, at 98.3 %): 5 more, of at most 10 in all", lines[2])
-	assert.Contains(t, lines[3], "1.19 (1.03–1.37, n=6 stored, 5 this run, unpaired)")
+	assert.Equal(t, "# meshbench: BenchmarkOneHop/c=4: the gate is inconclusive after 3 rounds (look 1 of at most 3, at 98.9 %): 2 more, of at most 10 in all", lines[0])
+	assert.Contains(t, lines[1], "1.25 (0.91–1.72, n=6 stored, 3 this run, unpaired) straddles ≤ 1.10; about 2 more repeats of this run would settle it")
+	assert.Equal(t, "# meshbench: BenchmarkOneHop/c=4: the gate is inconclusive after 5 rounds (look 2 of at most 3, at 98.9 %): 5 more, of at most 10 in all", lines[2])
+	assert.Contains(t, lines[3], "1.19 (1.01–1.40, n=6 stored, 5 this run, unpaired)")
 
 	// The end of the run decides on the stored repeats and all ten of this
 	// run's, at the level of every look; 0.038010 above ln 1.1, Welch's
-	// half-width first clears it at N = 22 (0.037904), 12 more.
+	// half-width at 98.9 % first clears it at N = 25, 15 more.
 	v, out, _, err := judgeSuite(s, p.records())
 	require.Error(t, err)
 	assert.Equal(t, gate.Inconclusive, v.Outcome)
-	assert.InDelta(t, 1-0.05/3, v.Confidence, 1e-15)
+	assert.InDelta(t, 1-0.1/9, v.Confidence, 1e-15)
 	cpu := decisionOf(t, v, gate.SidecarCPUPer1kReq)
 	assert.Equal(t, "../../fixtures/gates/local.yaml:21: benchmark=BenchmarkOneHop/c=4/loop=closed/path=one-hop: inconclusive sidecar CPU per 1k req: "+
-		"candidate/reference 1.14 (1.07–1.22, n=6 stored, 10 this run, unpaired) straddles ≤ 1.10; about 12 more repeats of this run would settle it if the spread holds", cpu.Reason)
-	assert.Equal(t, 12, cpu.PairsNeeded)
-	assert.Contains(t, out, "# meshbench: gate: -max-count=10: a point was looked at up to 3 times as rounds were added, so every interval is at 98.3 % (the 5 % error split over the looks)\n")
+		"candidate/reference 1.14 (1.07–1.22, n=6 stored, 10 this run, unpaired) straddles ≤ 1.10; about 15 more repeats of this run would settle it if the spread holds", cpu.Reason)
+	assert.Equal(t, 15, cpu.PairsNeeded)
+	assert.Contains(t, out, "# meshbench: gate: -max-count=10: a point was looked at up to 3 times as rounds were added, so every interval is at 98.89 % (the verdict's 5 % error split over the looks and the decisions)\n")
 	assert.Contains(t, out, "# meshbench: gate: the stored run has 6 repeats per point and this run 10: all of each are used\n")
 }
 
 // The same stored reference; this run's first three rounds (ratios 2.4,
-// 2.5, 2.6) are 1.249359 (1.053508–1.481619, ν = 2.062715) times it,
-// 0.127320 above ln 1.1, which one more repeat clears (N = 4: 0.094930).
-// A fourth round at 2.5 makes it 1.249526 (1.157292–1.349110): a fail, and
-// no more rounds, though the budget allows 10.
+// 2.5, 2.6) are 1.25 (1.01–1.54) times it at 98.9 %, 0.127320 above ln 1.1,
+// which one more repeat clears. A fourth round at 2.5 makes it 1.25
+// (1.14–1.36): a fail, and no more rounds, though the budget allows 10.
 func TestMaxCountAgainstAStoredReferenceStopsWhenConclusive(t *testing.T) {
 	var log bytes.Buffer
 	s := maxCountSuite(t, storedPoint(400, 404, 396, 402, 398, 400), 3, 10, &log)
 	p := newPointRun(func(rep int) float64 { return []float64{480, 500, 520, 500}[rep] })
 	addRoundsAt(s, p)
 	assert.Equal(t, []int{3}, p.calls)
-	assert.Contains(t, log.String(), "the gate is inconclusive after 3 rounds (look 1 of at most 3, at 98.3 %): 1 more, of at most 10 in all\n")
+	assert.Contains(t, log.String(), "the gate is inconclusive after 3 rounds (look 1 of at most 3, at 98.9 %): 1 more, of at most 10 in all\n")
 	v, _, _, err := judgeSuite(s, p.records())
 	require.Error(t, err)
 	assert.Equal(t, gate.Fail, v.Outcome)
-	assert.Contains(t, decisionOf(t, v, gate.SidecarCPUPer1kReq).Reason, "candidate/reference 1.25 (1.16–1.35, n=6 stored, 4 this run, unpaired) expected ≤ 1.10")
+	assert.Contains(t, decisionOf(t, v, gate.SidecarCPUPer1kReq).Reason, "candidate/reference 1.25 (1.14–1.36, n=6 stored, 4 this run, unpaired) expected ≤ 1.10")
 }
 
 // Without a budget above -count nothing is added, however inconclusive.
@@ -249,7 +248,7 @@ func TestSequentialGateAddsNoRoundsAfterAFail(t *testing.T) {
 		}
 		return runs
 	}
-	first := point("max", func(int) float64 { return 3 })
+	first := point("max", func(rep int) float64 { return 3 * (1 + 0.01*float64(rep)) }) // not zero spread: gate.SignTestPairs
 	s.recs = append(first[testbed.Reference], first[testbed.Candidate]...)
 	second := point("open", func(rep int) float64 { return 1.1 * math.Exp(0.1*float64(1-rep%2*2)) })
 	s.recs = append(s.recs, append(second[testbed.Reference], second[testbed.Candidate]...)...)

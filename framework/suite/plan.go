@@ -32,6 +32,7 @@ type runPlan struct {
 	end     time.Time // zero: no deadline and no -budget
 	why     string    // what set end, for messages
 	benches []string  // the top-level benchmarks -bench selects, in run order
+	all     []string  // every benchmark of the package, selected or not
 	notes   []string  // windows shortened and scenarios skipped, one line each
 }
 
@@ -44,6 +45,7 @@ func (s *Suite) planRun(m *testing.M) {
 		return // tests only: no sweep to plan
 	}
 	s.plan.benches = selectedBenchmarks(m, bench)
+	s.plan.all = selectedBenchmarks(m, ".")
 	if !s.deadline.IsZero() {
 		// the go command kills the binary a minute after -timeout; the
 		// plan ends a quarter of that time earlier, and at least

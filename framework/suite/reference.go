@@ -127,6 +127,10 @@ func (s *Suite) judgeStored(w io.Writer, res *report.Results) (*gate.Verdict, er
 	}
 	sc := storedMeasurements(s.gate, ref.results.Records, ref.arm, res.Records)
 	res.Reference.Overhead, res.Reference.Direct = sc.overhead, sc.direct
+	if len(sc.empty) > 0 {
+		return nil, &refusedError{fmt.Errorf("gate %s: -reference %s: no verdict: %s %s no valid repeat in one run or the other to judge, and a gated scenario is not dropped; see the runs' invalid reasons",
+			s.gate.File, ref.file, strings.Join(sc.empty, ", "), map[bool]string{true: "have", false: "has"}[len(sc.empty) > 1])}
+	}
 	if len(sc.ms) == 0 {
 		return nil, fmt.Errorf("gate %s: -reference %s: no scenario has a valid repeat of the same index in both runs to judge", s.gate.File, ref.file)
 	}
@@ -146,6 +150,20 @@ func (s *Suite) judgeStored(w io.Writer, res *report.Results) (*gate.Verdict, er
 type storedComparison struct {
 	ms               []gate.Measurement
 	overhead, direct []string
+	// empty are the gated scenarios with no valid repeat in one run or
+	// the other: refused, never dropped.
+	empty []string
+}
+
+// gatedAt says whether the gate gates a metric at the scenario whose
+// runs reps holds (any arm's labels will do).
+func gatedAt(g *gate.Gate, reps map[int]map[testbed.Arm]report.Record) bool {
+	for _, arms := range reps {
+		for _, r := range arms {
+			return len(g.Gated(gateLabels(r))) > 0
+		}
+	}
+	return false
 }
 
 // how says in one line how the scenarios were compared.
@@ -195,6 +213,9 @@ func storedMeasurements(g *gate.Gate, stored []report.Record, refArm testbed.Arm
 		overhead := hasArm(ref[name], testbed.Baseline) && hasArm(cur[name], testbed.Baseline)
 		ms := scenarioMeasurements(g, ref[name], refArm, cur[name], overhead)
 		if len(ms) == 0 {
+			if gatedAt(g, cur[name]) {
+				out.empty = append(out.empty, name)
+			}
 			continue
 		}
 		out.ms = append(out.ms, ms...)

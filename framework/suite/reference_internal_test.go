@@ -16,6 +16,7 @@ import (
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // figures are one synthetic run's: 1000 requests in a 1 s window, so that
@@ -116,7 +117,7 @@ func TestStoredReferenceFailsAGrossRegression(t *testing.T) {
 	require.NotNil(t, v)
 	assert.Equal(t, gate.Fail, v.Outcome)
 	cpu := decisionOf(t, v, gate.SidecarCPUPer1kReq)
-	assert.Equal(t, "../../fixtures/gates/local.yaml:21: benchmark=BenchmarkOneHop/c=4/loop=closed/path=one-hop: too high sidecar CPU per 1k req: candidate/reference 3.00 (2.83–3.17, n=3 unpaired) expected ≤ 1.10", cpu.Reason)
+	assert.Equal(t, "../../fixtures/gates/local.yaml:21: benchmark=BenchmarkOneHop/c=4/loop=closed/path=one-hop: too high sidecar CPU per 1k req: candidate/reference 3.00 (2.81–3.20, n=3 unpaired) expected ≤ 1.10", cpu.Reason)
 	var d *gate.Decision
 	require.True(t, errors.As(err, &d), "the failing decision travels in the error: %v", err)
 	assert.Equal(t, gate.SidecarCPUPer1kReq, d.Metric)
@@ -198,4 +199,24 @@ func TestStoredReferenceRefusesAnotherScenarioSet(t *testing.T) {
 	var ie *gate.IncomparableError
 	assert.True(t, errors.As(err, &ie))
 	assert.Equal(t, "results/20261130T171226Z-local.json", ref.File, "the results still say what they were compared with")
+}
+
+// A gated scenario with no valid repeat in this run is refused, no
+// verdict (exit code 2), rather than dropped from a verdict that would
+// then pass on the scenarios left.
+func TestStoredReferenceRefusesAScenarioWithNoValidRepeat(t *testing.T) {
+	run := syntheticRun(testbed.Meshed, storedCPU, 1, false)
+	for i := range run {
+		if run[i].Arm == testbed.Meshed {
+			run[i].Run.Invalid = validity.Reasons{validity.New(validity.Errors, "errors: 40 of 100 requests failed")}
+		}
+	}
+	s := storedSuite(t, syntheticRun(testbed.Meshed, storedCPU, 1, false))
+	v, _, _, err := judgeSuite(s, run)
+	assert.Nil(t, v)
+	assert.EqualError(t, err, "gate ../../fixtures/gates/local.yaml: -reference results/20261130T171226Z-local.json: no verdict: "+
+		"BenchmarkOneHop/c=4/path=one-hop has no valid repeat in one run or the other to judge, and a gated scenario is not dropped; see the runs' invalid reasons")
+	var re *refusedError
+	assert.ErrorAs(t, err, &re, "a refusal: exit code 2")
+	assert.Equal(t, err, s.refusal)
 }

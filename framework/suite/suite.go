@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,6 +95,9 @@ type Suite struct {
 	// gateFamily is, by benchmark, how many decisions the gate can make on
 	// its points (gate.Sequential.Decisions), set before its first run.
 	gateFamily map[string]int
+	// gatePlan is every point the gate planned to decide on, behind mu
+	// (report.Results.GatePlan).
+	gatePlan []map[string]string
 	// ref is the stored run of -reference; refusal why it is no
 	// reference for this run (exit code gate.ExitError).
 	ref     *storedRef
@@ -409,6 +413,8 @@ func (s *Suite) summarize() error {
 		res.Environment = s.tg.Environment()
 	}
 	verr := s.checkThresholds(cs, res)
+	ierr := invalidRuns(cs)
+	res.GatePlan, res.Failed = s.plannedAndFailed(verr, ierr)
 	gerr := s.judge(os.Stdout, res)
 	path, werr := report.Write(s.Config.ResultsDir, res)
 	fmt.Fprintln(os.Stdout)
@@ -427,11 +433,30 @@ func (s *Suite) summarize() error {
 			fmt.Fprintf(os.Stdout, progressPrefix+"report: %s\n", p)
 		}
 	}
-	ierr := invalidRuns(cs)
 	s.printThresholds(res, verr, ierr)
 	perr := s.partialErr()
 	s.otherErr = errors.Join(werr, verr, ierr, perr)
 	return errors.Join(werr, verr, ierr, gerr, perr)
+}
+
+// plannedAndFailed are the gate's planned points, and why the run itself
+// failed apart from the gate ("" when it did not): a benchmark that
+// failed (fatalf, an invalid run), broken thresholds (verr) or invalid
+// runs (ierr). Both go into the results, for `meshbench gate`.
+func (s *Suite) plannedAndFailed(verr, ierr error) ([]map[string]string, string) {
+	s.mu.Lock()
+	plan, failed := slices.Clone(s.gatePlan), s.failed
+	s.mu.Unlock()
+	var why []string
+	if failed {
+		why = append(why, "a benchmark failed (its FAIL or INVALID lines are in the log)")
+	}
+	for _, err := range []error{verr, ierr} {
+		if err != nil {
+			why = append(why, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+	}
+	return plan, strings.Join(why, "; ")
 }
 
 // invalidRuns is the error of a run set whose comparisons include invalid

@@ -13,14 +13,23 @@ import (
 
 // planThresholds fails a scenario before it measures anything when one of
 // its points has no threshold rule: the verdict would fail on it after
-// the whole sweep. Scenarios without a meshed arm are never compared, so
+// the whole sweep; or when a rule for it names a value of one of its
+// axes that it does not sweep (verdict.Thresholds.CheckValues). Scenarios without a meshed arm are never compared, so
 // never checked.
 func (s *Suite) planThresholds(b *testing.B, sc Scenario) {
 	if s.thresholds == nil || len(sc.trail) > 0 || (len(sc.Arms) > 0 && !slices.Contains(sc.Arms, testbed.Meshed)) {
 		return
 	}
 	bench := runLabels(b, sc, 0).Value(labels.Benchmark)
-	for _, p := range s.gatePoints(sc, bench) {
+	points := s.gatePoints(sc, bench)
+	plain := make([]map[string]string, len(points))
+	for i, p := range points {
+		plain[i] = p
+	}
+	if err := s.thresholds.CheckValues(bench, plain, s.ruleDomains()); err != nil {
+		s.fatalf(b, "thresholds %s: %v", s.thresholds.File, err)
+	}
+	for _, p := range points {
 		c, _ := strconv.Atoi(p[labels.Concurrency])
 		var ls labels.Set
 		for _, k := range slices.Sorted(maps.Keys(p)) {

@@ -514,3 +514,30 @@ func keyLine(n *yaml.Node, key string) int {
 	}
 	return 0
 }
+
+// CheckValues refuses a rule whose match names a value its label never
+// takes, which would leave the points it was written for ungated: a
+// benchmark the package does not have (BenchmarkOneHopp), or an axis
+// value the benchmark does not sweep. Every rule's labels are checked
+// against domains (e.g. benchmark: the package's benchmarks); a rule
+// whose benchmark matches bench is also checked against the values
+// points, bench's planned points, give its other labels. It returns every
+// problem, each a [*FixtureError] naming the file, the line and the field.
+func (t *Thresholds) CheckValues(bench string, points []map[string]string, domains map[string][]string) error {
+	known := fixture.ValuesOf(points)
+	maps.Copy(known, domains)
+	var errs []error
+	for i, l := range t.Limits {
+		check := domains
+		if pat, ok := l.Match["benchmark"]; ok && bench != "" {
+			if m, _ := path.Match(pat, bench); m {
+				check = known
+			}
+		}
+		for _, k := range fixture.Unmatched(l.Match, check) {
+			errs = append(errs, &FixtureError{File: t.File, Line: l.Line, Field: fmt.Sprintf("limits[%d].match.%s", i, k),
+				Problem: fmt.Sprintf("%q matches no value of %s, so the rule gates nothing; %s", l.Match[k], k, fixture.Suggest(l.Match[k], check[k], k+" takes"))})
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -230,4 +231,55 @@ limits:
 	assert.Equal(t, Concurrency{Min: 1, Max: 4}, th.Limits[1].Concurrency)
 	assert.Equal(t, 1.5, th.Limits[1].Allowed[P50DeltaMs])
 	assert.Equal(t, 10, th.Limits[1].Line)
+}
+
+// A threshold rule that can match nothing is refused before measuring,
+// naming file:line:field: a benchmark the package does not have, checked
+// as soon as the benchmarks are known, and an axis value the benchmark
+// it names does not sweep, checked against that benchmark's planned
+// points.
+func TestCheckValuesRefusesARuleThatMatchesNothing(t *testing.T) {
+	const limits = `p50DeltaMs: 1, p99DeltaPct: 1, throughputLossPct: 1, sidecarCPUPer1kReqMs: 1, sidecarRSSMiB: 1}`
+	th, err := Parse("th.yaml", []byte("target: local\nlimits:\n"+
+		"  - {match: {benchmark: BenchmarkOneHopp}, path: one-hop, concurrency: \"1\", "+limits+"\n"+
+		"  - {match: {benchmark: BenchmarkPayload, payload: 4KB}, path: one-hop, concurrency: \"1\", "+limits+"\n"+
+		"  - {path: \"*\", concurrency: \"*\", "+limits+"\n"))
+	require.NoError(t, err)
+	domains := map[string][]string{"benchmark": {"BenchmarkOneHop", "BenchmarkPayload"}}
+	assert.EqualError(t, th.CheckValues("", nil, domains),
+		"th.yaml:3: limits[0].match.benchmark: \"BenchmarkOneHopp\" matches no value of benchmark, so the rule gates nothing; did you mean BenchmarkOneHop?")
+
+	points := []map[string]string{{"benchmark": "BenchmarkPayload", "payload": "1KiB", "c": "1"}, {"benchmark": "BenchmarkPayload", "payload": "16KiB", "c": "1"}}
+	err = th.CheckValues("BenchmarkPayload", points, domains)
+	assert.EqualError(t, err, "th.yaml:3: limits[0].match.benchmark: \"BenchmarkOneHopp\" matches no value of benchmark, so the rule gates nothing; did you mean BenchmarkOneHop?\n"+
+		"th.yaml:4: limits[1].match.payload: \"4KB\" matches no value of payload, so the rule gates nothing; payload takes 1KiB, 16KiB")
+
+	// Another benchmark's points say nothing of BenchmarkPayload's axes.
+	err = th.CheckValues("BenchmarkOneHop", []map[string]string{{"benchmark": "BenchmarkOneHop", "payload": "0B"}}, domains)
+	assert.EqualError(t, err, "th.yaml:3: limits[0].match.benchmark: \"BenchmarkOneHopp\" matches no value of benchmark, so the rule gates nothing; did you mean BenchmarkOneHop?")
+}
+
+// Every shipped threshold fixture names only benchmarks that
+// benchmarks/ has, so CheckFixtures accepts them.
+func TestShippedThresholdsNameRealBenchmarks(t *testing.T) {
+	files, err := filepath.Glob("../../benchmarks/*_test.go")
+	require.NoError(t, err)
+	var names []string
+	re := regexp.MustCompile(`(?m)^func (Benchmark\w+)\(b \*testing\.B\)`)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+			names = append(names, m[1])
+		}
+	}
+	require.Contains(t, names, "BenchmarkOneHop")
+	fixtures, err := filepath.Glob("../../fixtures/thresholds/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, fixtures)
+	for _, f := range fixtures {
+		th, err := Load(f)
+		require.NoError(t, err)
+		assert.NoError(t, th.CheckValues("", nil, map[string][]string{"benchmark": names}), f)
+	}
 }
