@@ -47,6 +47,7 @@ type gateResults struct {
 	// (report.Results): a verdict counts only from a run that was.
 	Partial  string              `json:"partial"`
 	Failed   string              `json:"failed"`
+	Invalid  string              `json:"invalid"`
 	GatePlan []map[string]string `json:"gatePlan"`
 }
 
@@ -93,9 +94,10 @@ func (r gateResults) undecided() []string {
 // goTestStatus is what go test's exit status says of the gate's run:
 // nil when it ran to the end (exit 0, or 1 for a verdict of fail or
 // inconclusive, which go test cannot tell apart from other failures:
-// Results.Failed does), an error when go test did not run, or failed
-// although the verdict is a pass.
-func goTestStatus(ctx context.Context, runErr error, v *gate.Verdict) error {
+// Results.Failed does, or for invalid runs, which the gate leaves out and
+// Results.Invalid names), an error when go test did not run, or failed
+// although the verdict is a pass and the results name no invalid run.
+func goTestStatus(ctx context.Context, runErr error, r gateResults) error {
 	var ee *exec.ExitError
 	switch {
 	case runErr == nil:
@@ -104,7 +106,9 @@ func goTestStatus(ctx context.Context, runErr error, v *gate.Verdict) error {
 		return fmt.Errorf("go test was stopped (%v): %w", context.Cause(ctx), runErr)
 	case !errors.As(runErr, &ee):
 		return fmt.Errorf("go test did not run: %w", runErr)
-	case v == nil || v.Outcome == gate.Pass:
+	case r.GateVerdict != nil && r.GateVerdict.Outcome == gate.Pass && r.Invalid != "":
+		return nil // go test failed on the invalid runs the gate left out
+	case r.GateVerdict == nil || r.GateVerdict.Outcome == gate.Pass:
 		return fmt.Errorf("go test failed (%w) though the stored verdict is a pass: the run itself failed; see its log", runErr)
 	}
 	return nil
@@ -150,7 +154,7 @@ func verdictCmd(args []string, stdout, stderr io.Writer) error {
 // to summary (or $GITHUB_STEP_SUMMARY), and returns its exit code: the
 // verdict's, or ExitError when the run was not whole (gateResults.
 // incomplete) or run says it failed.
-func writeVerdict(path, summary string, stdout io.Writer, run func(*gate.Verdict) error) error {
+func writeVerdict(path, summary string, stdout io.Writer, run func(gateResults) error) error {
 	r, err := readVerdict(path)
 	if err != nil {
 		return &exitError{gate.ExitError, fmt.Errorf("verdict: %w", err)}
@@ -160,7 +164,7 @@ func writeVerdict(path, summary string, stdout io.Writer, run func(*gate.Verdict
 	}
 	inc := r.incomplete()
 	if run != nil {
-		if err := run(r.GateVerdict); err != nil && inc != nil {
+		if err := run(r); err != nil && inc != nil {
 			inc = fmt.Errorf("%w; %w", inc, err)
 		} else if err != nil {
 			inc = err
@@ -257,7 +261,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return &exitError{gate.ExitError, fmt.Errorf("gate: the run wrote no results (%v): %w", runErr, err)}
 	}
-	return writeVerdict(path, *summary, stdout, func(v *gate.Verdict) error { return goTestStatus(ctx, runErr, v) })
+	return writeVerdict(path, *summary, stdout, func(r gateResults) error { return goTestStatus(ctx, runErr, r) })
 }
 
 // splitGateArgs separates gateCmd's own flags (gateFlags, as -name value

@@ -279,10 +279,11 @@ func TestGateExitsTwoUnlessTheRunIsWhole(t *testing.T) {
 		{"partial", steadyPairs, map[string]any{"partial": "interrupted (interrupt)"}, 1, 2,
 			"gate: no verdict from an incomplete run (its stored verdict, PASS, does not count): %s: the run is partial: interrupted (interrupt); " +
 				"go test failed (exit status 1) though the stored verdict is a pass: the run itself failed; see its log"},
-		{"failed", failPairs, map[string]any{"failed": "a benchmark failed (its FAIL or INVALID lines are in the log)"}, 1, 2,
-			"gate: no verdict from an incomplete run (its stored verdict, FAIL, does not count): %s: the run failed: a benchmark failed (its FAIL or INVALID lines are in the log)"},
+		{"failed", failPairs, map[string]any{"failed": "a benchmark stopped on a fatal error (its FAIL line is in the log)"}, 1, 2,
+			"gate: no verdict from an incomplete run (its stored verdict, FAIL, does not count): %s: the run failed: a benchmark stopped on a fatal error (its FAIL line is in the log)"},
 		{"only load=max ran", steadyPairs, map[string]any{"gatePlan": both}, 0, 2,
 			"gate: no verdict from an incomplete run (its stored verdict, PASS, does not count): %s: 1 of the 2 points the gate planned have no decision: benchmark=BenchmarkUpgradeGate/c=8/load=open/loop=open/path=one-hop"},
+		{"invalid runs left out of a pass", steadyPairs, map[string]any{"invalid": "not a valid result: invalid runs in c=8 (1)"}, 1, 0, ""},
 		{"go test failed under a pass", steadyPairs, nil, 1, 2,
 			"gate: no verdict from an incomplete run (its stored verdict, PASS, does not count): %s: go test failed (exit status 1) though the stored verdict is a pass: the run itself failed; see its log"},
 	} {

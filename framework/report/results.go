@@ -72,10 +72,14 @@ type Results struct {
 	// pattern that left points out), whatever the stored verdict says.
 	GatePlan []map[string]string `json:"gatePlan,omitempty"`
 	// Failed, when set, says why the run itself failed apart from the
-	// gate's verdict: a benchmark that stopped on a fatal error, invalid
-	// runs, broken thresholds. Its verdict, if any, covers only what was
-	// measured, and `meshbench gate` exits 2 on it.
+	// gate's verdict: a benchmark that stopped on a fatal error, broken
+	// thresholds. Its verdict, if any, covers only what was measured, and
+	// `meshbench gate` exits 2 on it.
 	Failed string `json:"failed,omitempty"`
+	// Invalid, when set, names the run's invalid runs (a busy machine, a
+	// missed rate). They fail go test, but not the gate: an invalid round
+	// gives no pair and counts against the budget, and the verdict says so.
+	Invalid string `json:"invalid,omitempty"`
 	// Reference is the stored run the gate compared this run against
 	// (a stored reference), when it did.
 	Reference *StoredReference `json:"reference,omitempty"`

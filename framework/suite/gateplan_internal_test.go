@@ -64,13 +64,16 @@ func TestGatePlanAndFailureGoIntoTheResults(t *testing.T) {
 	s.gate = g
 	points := s.gatePoints(Scenario{Concurrency: []int{8}, Axes: []Axis{GateLoad(DefaultGateFraction)}}, "BenchmarkUpgradeGate")
 	assert.Equal(t, 1, s.notePlanned("BenchmarkUpgradeGate", points))
-	plan, failed := s.plannedAndFailed(nil, nil)
+	plan, failed := s.plannedAndFailed(nil)
 	assert.Equal(t, []map[string]string{{"benchmark": "BenchmarkUpgradeGate", "load": "open", "c": "8", "path": "one-hop", "loop": "open"}}, plan)
 	assert.Empty(t, failed)
 
-	s.failed = true
-	_, failed = s.plannedAndFailed(nil, errors.New("not a valid result: invalid runs in c=8 (1)"))
-	assert.Equal(t, "a benchmark failed (its FAIL or INVALID lines are in the log); not a valid result: invalid runs in c=8 (1)", failed)
+	s.failed = true // an invalid run fails go test, not the gate
+	_, failed = s.plannedAndFailed(nil)
+	assert.Empty(t, failed)
+	s.fatal = true
+	_, failed = s.plannedAndFailed(errors.New("thresholds broken: p99"))
+	assert.Equal(t, "a benchmark stopped on a fatal error (its FAIL line is in the log); thresholds broken: p99", failed)
 }
 
 // The gate's decisions are about the points it planned, label for label:

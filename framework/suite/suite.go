@@ -111,9 +111,11 @@ type Suite struct {
 	otherErr error
 	// verdict is report's outcome, carried out of e2e-framework's Finish
 	// (which only logs errors) into the exit code; failed is set when a
-	// sweep failed, for the log export.
+	// sweep failed, for the log export; fatal when one stopped on a fatal
+	// error (not only an invalid run).
 	verdict error
 	failed  bool
+	fatal   bool
 	stop    func()
 	done    chan struct{}
 
@@ -414,7 +416,10 @@ func (s *Suite) summarize() error {
 	}
 	verr := s.checkThresholds(cs, res)
 	ierr := invalidRuns(cs)
-	res.GatePlan, res.Failed = s.plannedAndFailed(verr, ierr)
+	res.GatePlan, res.Failed = s.plannedAndFailed(verr)
+	if ierr != nil {
+		res.Invalid = strings.ReplaceAll(ierr.Error(), "\n", "; ")
+	}
 	gerr := s.judge(os.Stdout, res)
 	path, werr := report.Write(s.Config.ResultsDir, res)
 	fmt.Fprintln(os.Stdout)
@@ -441,20 +446,19 @@ func (s *Suite) summarize() error {
 
 // plannedAndFailed are the gate's planned points, and why the run itself
 // failed apart from the gate ("" when it did not): a benchmark that
-// failed (fatalf, an invalid run), broken thresholds (verr) or invalid
-// runs (ierr). Both go into the results, for `meshbench gate`.
-func (s *Suite) plannedAndFailed(verr, ierr error) ([]map[string]string, string) {
+// stopped on a fatal error (fatalf), or broken thresholds (verr). Both go
+// into the results, for `meshbench gate`. Invalid runs do not fail it:
+// the gate leaves their rounds out (Results.Invalid names them).
+func (s *Suite) plannedAndFailed(verr error) ([]map[string]string, string) {
 	s.mu.Lock()
-	plan, failed := slices.Clone(s.gatePlan), s.failed
+	plan, fatal := slices.Clone(s.gatePlan), s.fatal
 	s.mu.Unlock()
 	var why []string
-	if failed {
-		why = append(why, "a benchmark failed (its FAIL or INVALID lines are in the log)")
+	if fatal {
+		why = append(why, "a benchmark stopped on a fatal error (its FAIL line is in the log)")
 	}
-	for _, err := range []error{verr, ierr} {
-		if err != nil {
-			why = append(why, strings.ReplaceAll(err.Error(), "\n", "; "))
-		}
+	if verr != nil {
+		why = append(why, strings.ReplaceAll(verr.Error(), "\n", "; "))
 	}
 	return plan, strings.Join(why, "; ")
 }

@@ -130,7 +130,7 @@ func (s *Suite) logPlan(b *testing.B, sc Scenario, key string, conc []int, arms 
 // benchmark says nothing.
 func (s *Suite) fatalf(b *testing.B, format string, args ...any) {
 	s.mu.Lock()
-	s.failed = true
+	s.failed, s.fatal = true, true
 	s.mu.Unlock()
 	s.logf("FAIL: "+format, args...)
 	b.Fatalf(format, args...)
