@@ -255,7 +255,7 @@ func (t *Target) placement(ctx context.Context, a *arm) string {
 		if c == manifests.Loadgen {
 			ns = a.loadgenNS
 		}
-		pods, err := t.readyPods(ctx, ns, c)
+		pods, err := t.pods().ready(ctx, ns, c)
 		if err != nil {
 			return ""
 		}
@@ -282,7 +282,7 @@ func (t *Target) placement(ctx context.Context, a *arm) string {
 // loadgenNetInfo asks one meshed-arm loadgen for its pod's interfaces.
 func (t *Target) loadgenNetInfo(ctx context.Context) (netInfo, error) {
 	a := t.meshedArms()[0]
-	pods, err := t.readyPods(ctx, a.loadgenNS, manifests.Loadgen)
+	pods, err := t.pods().ready(ctx, a.loadgenNS, manifests.Loadgen)
 	if err != nil {
 		return netInfo{}, err
 	}

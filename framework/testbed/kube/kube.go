@@ -75,10 +75,8 @@ type Target struct {
 	// replicas is the loadgen replicas deployed per namespace, 0 where
 	// none is (yet): scenarios that need more scale them up.
 	replicas map[string]int
-	// killer kills a container for a fault; faultWhyNot says why faults
-	// cannot run on this cluster, "" when they can.
-	killer      killer
-	faultWhyNot string
+	// faultState is the faults' killer (faultInjector).
+	faultState
 	// agent reads the nodes' counters with Options.NodeCPU agent; nil
 	// otherwise.
 	agent *nodeAgent

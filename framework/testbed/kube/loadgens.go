@@ -158,7 +158,7 @@ func (t *Target) armOf(ns string) *arm {
 // loadgenPods picks the ready loadgen pods a run of a with n shards
 // drives: the first n by name.
 func (t *Target) loadgenPods(ctx context.Context, a *arm, n int) ([]corev1.Pod, error) {
-	pods, err := t.readyPods(ctx, a.loadgenNS, manifests.Loadgen)
+	pods, err := t.pods().ready(ctx, a.loadgenNS, manifests.Loadgen)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure"
@@ -335,10 +336,19 @@ func (t *Target) allPods(ctx context.Context) ([]corev1.Pod, error) {
 	return out, nil
 }
 
-// readyPods lists the ready pods of component c in ns, by name.
-func (t *Target) readyPods(ctx context.Context, ns string, c manifests.Component) ([]corev1.Pod, error) {
-	l, err := t.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
-		LabelSelector: manifests.LabelComponent + "=" + string(c) + "," + manifests.LabelRun + "=" + t.run,
+// runPods lists the pods of one run (its manifests.LabelRun) through c.
+type runPods struct {
+	c   kubernetes.Interface
+	run string
+}
+
+// pods lists the target's run's pods.
+func (t *Target) pods() runPods { return runPods{c: t.c, run: t.run} }
+
+// ready lists the ready pods of component c in ns, by name.
+func (rp runPods) ready(ctx context.Context, ns string, c manifests.Component) ([]corev1.Pod, error) {
+	l, err := rp.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: manifests.LabelComponent + "=" + string(c) + "," + manifests.LabelRun + "=" + rp.run,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s pods in %s: %w", c, ns, err)

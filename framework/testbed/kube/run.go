@@ -240,7 +240,7 @@ func (t *Target) warmUp(ctx context.Context, rs *runState) error {
 // (closeUnderLoad), reads them otherwise, waits for what the fault killed
 // to be back, and reads the apps' counters after the run.
 func (t *Target) measure(ctx context.Context, rs *runState) error {
-	rs.fault.start(ctx, t.now, t.watchRestart)
+	rs.fault.start(ctx, t.now, t.faults().watchRestart)
 	frs, err := runShards(ctx, rs.lgs, rs.shardOpts, rs.o.Duration)
 	rs.fault.wait()
 	if err != nil {
@@ -414,7 +414,7 @@ func (t *Target) appTunnels(ctx context.Context, a *arm) (map[manifests.Componen
 		}
 	}
 	for _, c := range []manifests.Component{manifests.Backend, manifests.Frontend} {
-		pods, err := t.readyPods(ctx, a.ns, c)
+		pods, err := t.pods().ready(ctx, a.ns, c)
 		if err != nil {
 			closeAll()
 			return nil, nil, err

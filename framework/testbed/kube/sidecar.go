@@ -64,7 +64,7 @@ func (t *Target) peerCounts(ctx context.Context, a *arm) ([]mesh.Edge, error) {
 func (t *Target) plainCounts(ctx context.Context, a *arm) (map[string]int64, error) {
 	out := map[string]int64{}
 	for _, c := range []manifests.Component{manifests.Backend, manifests.Frontend} {
-		pods, err := t.readyPods(ctx, a.ns, c)
+		pods, err := t.pods().ready(ctx, a.ns, c)
 		if err != nil {
 			return nil, err
 		}
