@@ -124,7 +124,10 @@ func (t *Target) meshConfig(ctx context.Context, info mesh.Info, measured string
 			cfg["nodes."+string(name)] = where
 		}
 	}
-	t.armsConfig(cfg)
+	t.mu.Lock()
+	cand := t.candInfo
+	t.mu.Unlock()
+	t.gate().armsConfig(cfg, t.meshInfo, cand)
 	return cfg
 }
 

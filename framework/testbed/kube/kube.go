@@ -326,7 +326,7 @@ func (t *Target) preflight(ctx context.Context) error {
 // candidate's image and configuration.
 func (t *Target) newArms() error {
 	t.arms[testbed.Baseline] = &arm{name: testbed.Baseline, ns: t.ns("baseline")}
-	meshed := t.newMeshedArms()
+	meshed := t.gate().newMeshedArms(t.ns)
 	for _, a := range meshed {
 		t.arms[a.name] = a
 	}
@@ -338,7 +338,7 @@ func (t *Target) newArms() error {
 	}
 	sp, ok := t.o.Mesh.(mesh.SidecarProxy)
 	if !ok || !sp.Wired() {
-		t.wireCandidate(nil)
+		t.gate().wireCandidate(nil)
 		return nil
 	}
 	var err error
@@ -349,7 +349,7 @@ func (t *Target) newArms() error {
 	for _, a := range meshed {
 		a.sidecar, a.proxy = true, t.sidecar
 	}
-	t.wireCandidate(t.sidecar)
+	t.gate().wireCandidate(t.sidecar)
 	return nil
 }
 
@@ -658,7 +658,10 @@ func (t *Target) verify(ctx context.Context) error {
 			t.o.Logf("kube target: %s arm: %s", a.name, n)
 		}
 	}
-	errs = append(errs, t.revisionsApart())
+	t.mu.Lock()
+	ref := t.verified[testbed.Reference]
+	t.mu.Unlock()
+	errs = append(errs, t.gate().revisionsApart(ref))
 	if m := t.meshedArms()[0]; m.loadgenNS != m.ns {
 		if _, err := t.o.Mesh.Verify(ctx, t.c, m.loadgenNS, false); err != nil {
 			errs = append(errs, fmt.Errorf("out-of-mesh loadgen: %w", err))

@@ -31,12 +31,12 @@ func (t *Target) meshOf(a *arm) mesh.Mesh {
 
 // candidateMesh is the adapter of the candidate revision; nil without a
 // revision candidate.
-func (t *Target) candidateMesh() mesh.Mesh {
-	c := t.o.Candidate
+func (g upgradeGate) candidateMesh() mesh.Mesh {
+	c := g.cand
 	if c == nil || c.Revision == "" {
 		return nil
 	}
-	rm, ok := t.o.Mesh.(mesh.Revisioned)
+	rm, ok := g.mesh.(mesh.Revisioned)
 	if !ok {
 		return nil // refused by Options.normalize
 	}
@@ -48,7 +48,7 @@ func (t *Target) candidateMesh() mesh.Mesh {
 // (Options.InstallMesh); a missing revision is an error that says how to
 // install it.
 func (t *Target) detectCandidate(ctx context.Context) error {
-	cm := t.candidateMesh()
+	cm := t.gate().candidateMesh()
 	if cm == nil {
 		return nil
 	}
@@ -107,15 +107,13 @@ func (t *Target) installRevision(ctx context.Context, cm mesh.Mesh, ni *mesh.Not
 // candidate revision (a default tag pointing at it would make the gate
 // compare the candidate with itself). A reference with a revision is
 // checked by its adapter's Verify.
-func (t *Target) revisionsApart() error {
-	c := t.o.Candidate
-	rm, ok := t.o.Mesh.(mesh.Revisioned)
+// v is the reference arm's verification.
+func (g upgradeGate) revisionsApart(v mesh.Verification) error {
+	c := g.cand
+	rm, ok := g.mesh.(mesh.Revisioned)
 	if c == nil || c.Revision == "" || !ok || rm.Revision() != "" {
 		return nil
 	}
-	t.mu.Lock()
-	v := t.verified[testbed.Reference]
-	t.mu.Unlock()
 	var pods []string
 	for _, p := range v.Pods {
 		if p.Revision == c.Revision {
@@ -126,24 +124,22 @@ func (t *Target) revisionsApart() error {
 		return nil
 	}
 	return fmt.Errorf("reference arm: the sidecars of pods %s were injected by Istio revision %s, the candidate's: the default injector (istio-injection=enabled) is that revision, "+
-		"so the gate would compare the candidate with itself; name the reference's revision with %s", strings.Join(pods, ", "), c.Revision, t.o.Words.Say(testbed.SettingMeshRevision, ""))
+		"so the gate would compare the candidate with itself; name the reference's revision with %s", strings.Join(pods, ", "), c.Revision, g.words.Say(testbed.SettingMeshRevision, ""))
 }
 
 // revisionsConfig describes the arms of a revision gate for the
-// environment: each arm's revision and the version of its istiod.
-func (t *Target) revisionsConfig(cfg map[string]string) {
-	t.mu.Lock()
-	cand := t.candInfo
-	t.mu.Unlock()
+// environment: each arm's revision and the version of its istiod, as
+// refInfo and cand say.
+func (g upgradeGate) revisionsConfig(cfg map[string]string, refInfo, cand mesh.Info) {
 	ref := ""
-	if rm, ok := t.o.Mesh.(mesh.Revisioned); ok {
+	if rm, ok := g.mesh.(mesh.Revisioned); ok {
 		ref = rm.Revision()
 	}
 	for _, x := range []struct {
 		arm  testbed.Arm
 		rev  string
 		info mesh.Info
-	}{{testbed.Reference, ref, t.meshInfo}, {testbed.Candidate, t.o.Candidate.Revision, cand}} {
+	}{{testbed.Reference, ref, refInfo}, {testbed.Candidate, g.cand.Revision, cand}} {
 		key := "arm." + string(x.arm)
 		what := "revision " + x.rev
 		if x.rev == "" {
