@@ -11,11 +11,9 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -53,8 +51,10 @@ type Target struct {
 	hc            *http.Client
 	now           func() time.Time
 
+	// deployState is what the deployer created (deployer).
+	deployState
+
 	mu         sync.Mutex
-	created    []string // namespaces to delete, in creation order
 	closed     bool
 	arms       map[testbed.Arm]*arm
 	env        testbed.Environment
@@ -72,9 +72,6 @@ type Target struct {
 	// run installed it.
 	restCfg *rest.Config
 	helm    *meshinstall.Helm
-	// replicas is the loadgen replicas deployed per namespace, 0 where
-	// none is (yet): scenarios that need more scale them up.
-	replicas map[string]int
 	// faultState is the faults' killer (faultInjector).
 	faultState
 	// agent reads the nodes' counters with Options.NodeCPU agent; nil
@@ -223,11 +220,11 @@ func newTarget(c kubernetes.Interface, o Options) (*Target, error) {
 		run: envconf.RandomName("", 6),
 		// No keep-alive: tunnels are per run, and a later tunnel may get the
 		// local port of an earlier one.
-		hc:       &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}},
-		now:      time.Now,
-		arms:     map[testbed.Arm]*arm{},
-		verified: map[testbed.Arm]mesh.Verification{},
-		replicas: map[string]int{},
+		hc:          &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}},
+		now:         time.Now,
+		arms:        map[testbed.Arm]*arm{},
+		verified:    map[testbed.Arm]mesh.Verification{},
+		deployState: deployState{replicas: map[string]int{}},
 	}, nil
 }
 
@@ -396,37 +393,25 @@ func (t *Target) deployArms(ctx context.Context) error {
 	if t.o.Placement == OutOfMesh {
 		shared = t.sharedNS()
 	}
-	sets, wants, err := t.render(append([]*arm{t.arms[testbed.Baseline]}, t.meshedArms()...), shared)
+	d := t.deployer()
+	sets, wants, err := d.render(append([]*arm{t.arms[testbed.Baseline]}, t.meshedArms()...), shared)
 	if err != nil {
 		return err
 	}
 	t.o.Logf("kube target: deploying %s in %s", strings.Join(componentsOf(wants), ", "), strings.Join(t.Namespaces(), ", "))
-	if err := t.apply(ctx, sets); err != nil {
+	if err := d.apply(ctx, sets); err != nil {
 		return err
 	}
-	if err := t.waitReady(ctx, wants); err != nil {
+	if err := d.waitReady(ctx, wants); err != nil {
 		return err
 	}
+	d.deployMu.Lock()
+	defer d.deployMu.Unlock()
 	for _, w := range wants {
 		if w.Component == manifests.Loadgen {
-			t.replicas[w.Namespace] = w.Replicas
+			d.replicas[w.Namespace] = w.Replicas
 		}
 	}
-	return nil
-}
-
-// waitReady waits, within Options.ReadyTimeout, until every wanted pod is
-// ready, and stops at once on a pod that cannot become ready.
-func (t *Target) waitReady(ctx context.Context, wants []want) error {
-	rctx, cancel := context.WithTimeout(ctx, t.o.ReadyTimeout)
-	defer cancel()
-	start := t.now()
-	r := &readiness{c: t.c, run: t.run, wants: wants, probes: t.o.ProbeFailures, grace: t.o.UnschedulableGrace,
-		every: 2 * time.Second, now: t.now, logf: t.o.Logf, logLines: 20}
-	if err := r.wait(rctx); err != nil {
-		return fmt.Errorf("kube target: %w", err)
-	}
-	t.o.Logf("kube target: %s ready in %v", strings.Join(componentsOf(wants), ", "), t.now().Sub(start).Round(time.Second))
 	return nil
 }
 
@@ -503,145 +488,6 @@ func (t *Target) readNodes(ctx context.Context) ([]NodeInfo, error) {
 	return out, nil
 }
 
-func (t *Target) createNamespace(ctx context.Context, ns *corev1.Namespace) error {
-	if _, err := t.c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsForbidden(err) {
-			return fmt.Errorf("kube target: creating namespace %s was forbidden: the identity in use needs RBAC create on namespaces: %w", ns.Name, err)
-		}
-		return fmt.Errorf("kube target: create namespace %s: %w", ns.Name, err)
-	}
-	t.mu.Lock()
-	t.created = append(t.created, ns.Name)
-	t.mu.Unlock()
-	return nil
-}
-
-// renderJob is what one namespace runs: its components, whether the
-// mesh is in it, and its loadgen replicas.
-type renderJob struct {
-	ns, armLabel string
-	comps        []manifests.Component
-	inject       bool
-	replicas     int
-}
-
-// render builds every namespace's objects (the arms', in order, and the
-// out-of-mesh loadgen's in shared when set) and what readiness waits for.
-func (t *Target) render(arms []*arm, shared string) ([]*manifests.Set, []want, error) {
-	apps := []manifests.Component{manifests.Backend, manifests.Frontend}
-	if shared == "" {
-		apps = manifests.Components
-	}
-	var jobs []renderJob
-	for _, a := range arms {
-		jobs = append(jobs, renderJob{a.ns, string(a.name), apps, a.name.IsMeshed(), t.o.Loadgens})
-	}
-	if shared != "" {
-		jobs = append(jobs, renderJob{shared, manifests.ArmShared, []manifests.Component{manifests.Loadgen}, false, t.o.Loadgens})
-	}
-	var sets []*manifests.Set
-	var wants []want
-	for _, j := range jobs {
-		s, ws, err := t.renderOne(j)
-		if err != nil {
-			return nil, nil, err
-		}
-		sets, wants = append(sets, s), append(wants, ws...)
-	}
-	return sets, wants, nil
-}
-
-// renderOne builds one namespace's objects, with the mesh injected (or
-// the bring-your-own sidecar wired, as the namespace's arm wires it) where
-// the job says.
-func (t *Target) renderOne(j renderJob) (*manifests.Set, []want, error) {
-	p := t.o.Workloads
-	p.Namespace, p.Arm, p.Run, p.Components, p.LoadgenReplicas = j.ns, j.armLabel, t.run, j.comps, j.replicas
-	a := t.armOf(j.ns)
-	if j.inject && a != nil && a.proxy != nil {
-		p.Sidecar = a.proxy
-	}
-	s, err := manifests.Render(p)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kube target: %w", err)
-	}
-	if inj, ok := t.o.Mesh.(mesh.Injector); ok && j.inject {
-		for _, d := range s.Deployments {
-			if err := t.inject(inj, a, &d.Spec.Template); err != nil {
-				return nil, nil, fmt.Errorf("kube target: %s: inject into %s/%s: %w", t.o.Mesh.Name(), d.Namespace, d.Name, err)
-			}
-		}
-	}
-	var wants []want
-	for _, d := range s.Deployments {
-		wants = append(wants, want{Namespace: j.ns, Component: manifests.Component(d.Labels[manifests.LabelComponent]), Replicas: int(*d.Spec.Replicas)})
-	}
-	return s, wants, nil
-}
-
-// inject injects the mesh into a pod template of arm a, with the arm's
-// own proxy image when it has one (an unwired candidate).
-func (t *Target) inject(inj mesh.Injector, a *arm, tmpl *corev1.PodTemplateSpec) error {
-	if err := inj.Inject(tmpl); err != nil {
-		return err
-	}
-	sp, ok := t.o.Mesh.(mesh.SidecarProxy)
-	if a == nil || a.image == "" || !ok {
-		return nil
-	}
-	name, _, _ := sp.Proxy()
-	return setProxyImage(tmpl, name, a.image)
-}
-
-// apply creates every set's objects, the namespaces concurrently, each in
-// creation order.
-func (t *Target) apply(ctx context.Context, sets []*manifests.Set) error {
-	errs := make([]error, len(sets))
-	var wg sync.WaitGroup
-	for i, s := range sets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, o := range s.Objects() {
-				if err := t.create(ctx, o); err != nil {
-					errs[i] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func (t *Target) create(ctx context.Context, o runtime.Object) error {
-	var err error
-	var kind, ns, name string
-	switch x := o.(type) {
-	case *corev1.ConfigMap:
-		kind, ns, name = "ConfigMap", x.Namespace, x.Name
-		_, err = t.c.CoreV1().ConfigMaps(ns).Create(ctx, x, metav1.CreateOptions{})
-	case *corev1.Secret:
-		kind, ns, name = "Secret", x.Namespace, x.Name
-		_, err = t.c.CoreV1().Secrets(ns).Create(ctx, x, metav1.CreateOptions{})
-	case *corev1.Service:
-		kind, ns, name = "Service", x.Namespace, x.Name
-		_, err = t.c.CoreV1().Services(ns).Create(ctx, x, metav1.CreateOptions{})
-	case *appsv1.Deployment:
-		kind, ns, name = "Deployment", x.Namespace, x.Name
-		_, err = t.c.AppsV1().Deployments(ns).Create(ctx, x, metav1.CreateOptions{})
-	default:
-		return fmt.Errorf("kube target: cannot create %T", o)
-	}
-	if err != nil {
-		if apierrors.IsForbidden(err) {
-			return fmt.Errorf("kube target: creating %s %s/%s was forbidden (RBAC, or an admission policy): %w", kind, ns, name, err)
-		}
-		return fmt.Errorf("kube target: create %s %s/%s: %w", kind, ns, name, err)
-	}
-	return nil
-}
-
 // verify checks, with the mesh adapter, that the meshed arms' pods carry
 // the mesh and that the baseline's (and the out-of-mesh loadgen's) do not.
 func (t *Target) verify(ctx context.Context) error {
@@ -685,8 +531,8 @@ func (t *Target) Nodes() []NodeInfo { return append([]NodeInfo(nil), t.nodes...)
 // Namespaces returns the namespaces of the run: baseline, meshed and, out
 // of mesh, the loadgen's.
 func (t *Target) Namespaces() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.deployMu.Lock()
+	defer t.deployMu.Unlock()
 	return append([]string(nil), t.created...)
 }
 
@@ -723,9 +569,9 @@ func (t *Target) Close(ctx context.Context) error {
 		t.mu.Unlock()
 		return nil
 	}
-	nss := append([]string(nil), t.created...)
 	helm := t.helm
 	t.mu.Unlock()
+	nss := t.Namespaces()
 	if len(nss) == 0 && (helm == nil || len(helm.Installed()) == 0 && len(helm.Namespaces()) == 0) {
 		return nil
 	}
