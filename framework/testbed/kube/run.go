@@ -164,12 +164,12 @@ func (t *Target) connect(ctx context.Context, rs *runState) error {
 		rs.shardOpts[i].Labels = strings.TrimSpace(rs.shardOpts[i].Labels + " " + rs.lgPods[i].Namespace + "/" + rs.lgPods[i].Name)
 	}
 	rs.hc = &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2}}
-	lgs, closeLG, err := t.loadgens(ctx, rs.hc, rs.a.loadgenNS, rs.lgPods)
+	lgs, closeLG, err := t.access().loadgens(ctx, rs.hc, rs.a.loadgenNS, rs.lgPods)
 	if err != nil {
 		return err
 	}
 	rs.lgs, rs.closers = lgs, append(rs.closers, closeLG)
-	apps, closeApps, err := t.appTunnels(ctx, rs.a)
+	apps, closeApps, err := t.access().appTunnels(ctx, rs.a)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (t *Target) connect(ctx context.Context, rs *runState) error {
 func (t *Target) warm(ctx context.Context, rs *runState) error {
 	var err error
 	rs.countStart = t.now()
-	if rs.c0, err = t.counters(ctx, rs.apps); err != nil {
+	if rs.c0, err = t.access().counters(ctx, rs.apps); err != nil {
 		return err
 	}
 	if rs.a.sidecar {
@@ -192,7 +192,7 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 		if rs.peers0, err = t.peerCounts(ctx, rs.a); err != nil {
 			return err
 		}
-		if rs.plain0, err = t.plainCounts(ctx, rs.a); err != nil {
+		if rs.plain0, err = t.access().plainCounts(ctx, rs.a); err != nil {
 			return err
 		}
 	}
@@ -264,7 +264,7 @@ func (t *Target) measure(ctx context.Context, rs *runState) error {
 		return err
 	}
 	awaitRestart(rs.fault)
-	if rs.c1, err = t.counters(ctx, rs.apps); err != nil {
+	if rs.c1, err = t.access().counters(ctx, rs.apps); err != nil {
 		return err
 	}
 	rs.countWindow = t.now().Sub(rs.countStart)
@@ -330,7 +330,7 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *testbed.Run) erro
 			}
 		}
 		var err error
-		if rs.plain1, err = t.plainCounts(ctx, rs.a); err != nil {
+		if rs.plain1, err = t.access().plainCounts(ctx, rs.a); err != nil {
 			return err
 		}
 		mtls, why = t.mtls(ctx, rs.a)
@@ -366,12 +366,12 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *testbed.Run) erro
 }
 
 // loadgens opens a tunnel to each loadgen pod.
-func (t *Target) loadgens(ctx context.Context, hc *http.Client, ns string, pods []corev1.Pod) ([]*loadgen, func(), error) {
+func (pa podAccess) loadgens(ctx context.Context, hc *http.Client, ns string, pods []corev1.Pod) ([]*loadgen, func(), error) {
 	names := make([]string, len(pods))
 	for i, p := range pods {
 		names[i] = p.Name
 	}
-	tns, err := openTunnels(ctx, t.fwd, ns, names, manifests.Port)
+	tns, err := openTunnels(ctx, pa.fwd, ns, names, manifests.Port)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -404,7 +404,7 @@ func prime(ctx context.Context, lgs []*loadgen) error {
 
 // appTunnels opens a tunnel to every backend and frontend pod of a, for
 // their request counters.
-func (t *Target) appTunnels(ctx context.Context, a *arm) (map[manifests.Component][]*tunnel, func(), error) {
+func (pa podAccess) appTunnels(ctx context.Context, a *arm) (map[manifests.Component][]*tunnel, func(), error) {
 	out := map[manifests.Component][]*tunnel{}
 	closeAll := func() {
 		for _, ts := range out {
@@ -414,7 +414,7 @@ func (t *Target) appTunnels(ctx context.Context, a *arm) (map[manifests.Componen
 		}
 	}
 	for _, c := range []manifests.Component{manifests.Backend, manifests.Frontend} {
-		pods, err := t.pods().ready(ctx, a.ns, c)
+		pods, err := pa.pods.ready(ctx, a.ns, c)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
@@ -427,7 +427,7 @@ func (t *Target) appTunnels(ctx context.Context, a *arm) (map[manifests.Componen
 		for i, p := range pods {
 			names[i] = p.Name
 		}
-		tns, err := openTunnels(ctx, t.fwd, a.ns, names, manifests.Port)
+		tns, err := openTunnels(ctx, pa.fwd, a.ns, names, manifests.Port)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
