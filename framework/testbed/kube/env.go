@@ -305,7 +305,7 @@ func (t *Target) loadgenNetInfo(ctx context.Context) (netInfo, error) {
 // and before any load: each container's working set then is its idle
 // memory.
 func (t *Target) idleMemory(ctx context.Context) (map[kubelet.ContainerKey]float64, error) {
-	snaps, err := t.snapshots(ctx)
+	snaps, err := t.aligner().snapshots(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -33,23 +33,16 @@ import (
 // candidate sidecar (Options.Candidate), the baseline, reference and
 // candidate arms. It implements testbed.Target and testbed.Armed.
 type Target struct {
-	// alignedSaid is closed once the first run aligned to the kubelets'
-	// refreshes has said what that costs.
-	alignedSaid sync.Once
-	o           Options
-	c           kubernetes.Interface
-	run         string // random suffix shared by the run's namespaces
+	o   Options
+	c   kubernetes.Interface
+	run string // random suffix shared by the run's namespaces
 
 	// Seams to the cluster, replaced in tests.
-	fwd   forwarder
-	fetch func(ctx context.Context, node string) (kubelet.Snapshot, error)
-	// counterSource says where fetch reads (the environment's CPUCounters);
-	// onDemand: its samples are taken at the read, so there is no
-	// refresh to wait for.
-	counterSource string
-	onDemand      bool
-	hc            *http.Client
-	now           func() time.Time
+	fwd forwarder
+	// counterState is where the nodes' counters are read (aligner).
+	counterState
+	hc  *http.Client
+	now func() time.Time
 
 	// deployState is what the deployer created (deployer).
 	deployState
@@ -74,9 +67,6 @@ type Target struct {
 	helm    *meshinstall.Helm
 	// faultState is the faults' killer (faultInjector).
 	faultState
-	// agent reads the nodes' counters with Options.NodeCPU agent; nil
-	// otherwise.
-	agent *nodeAgent
 }
 
 // arm is one side's namespaces; in a run, as the run's placement sees it

@@ -101,7 +101,7 @@ func (t *Target) afterLoadgens(ctx context.Context, wants []want) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("kube target: the new loadgens are not what they claim: %w", err)
 	}
-	snaps, err := t.snapshots(ctx)
+	snaps, err := t.aligner().snapshots(ctx)
 	if err != nil {
 		return fmt.Errorf("kube target: idle memory of the new loadgens: %w", err)
 	}

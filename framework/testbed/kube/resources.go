@@ -34,15 +34,21 @@ const (
 const minCoverage = 0.9
 
 // snapshots reads every node's kubelet concurrently.
-func (t *Target) snapshots(ctx context.Context) (map[string]kubelet.Snapshot, error) {
-	names := make([]string, len(t.nodes))
-	for i, n := range t.nodes {
+func (al aligner) snapshots(ctx context.Context) (map[string]kubelet.Snapshot, error) {
+	names := make([]string, len(al.nodes))
+	for i, n := range al.nodes {
 		names[i] = n.Name
 	}
-	return t.snapshotNodes(ctx, names)
+	return al.snapshotNodes(ctx, names)
 }
 
+// snapshotNodes is aligner.snapshotNodes with the target's aligner.
 func (t *Target) snapshotNodes(ctx context.Context, nodes []string) (map[string]kubelet.Snapshot, error) {
+	return t.aligner().snapshotNodes(ctx, nodes)
+}
+
+// snapshotNodes reads the kubelets of nodes concurrently.
+func (al aligner) snapshotNodes(ctx context.Context, nodes []string) (map[string]kubelet.Snapshot, error) {
 	out := make([]kubelet.Snapshot, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
@@ -50,7 +56,7 @@ func (t *Target) snapshotNodes(ctx context.Context, nodes []string) (map[string]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = t.fetch(ctx, n)
+			out[i], errs[i] = al.fetch(ctx, n)
 			out[i].Node = n
 		}()
 	}
@@ -165,7 +171,7 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 		}
 	}
 	if len(diluted) > 0 {
-		rep.CPUInvalid.Add(validity.CPUDiluted, "%s", t.diluted(diluted))
+		rep.CPUInvalid.Add(validity.CPUDiluted, "%s", t.aligner().diluted(diluted))
 	}
 	rep.Window = t.window(roleOf, rep.Usages, loadedFrom)
 	invalid, warn := throttling(roleOf, rep.Usages)
@@ -223,26 +229,29 @@ func throttling(roleOf kubelet.RoleOf, usages []kubelet.Usage) (invalid, warn va
 	return invalid, warn
 }
 
+// diluted is aligner.diluted with the target's aligner.
+func (t *Target) diluted(ns []nodeSpan) string { return t.aligner().diluted(ns) }
+
 // diluted says, in one sentence for the whole run, that the counters of
 // the nodes ns spanned more than the loaded span, so that each was under
 // load for less than minCoverage of its span.
-func (t *Target) diluted(ns []nodeSpan) string {
+func (al aligner) diluted(ns []nodeSpan) string {
 	parts := make([]string, len(ns))
 	for i, n := range ns {
 		parts[i] = fmt.Sprintf("%v on node %s (%.0f%% under load)", n.span.Round(100*time.Millisecond), n.node, n.coverage*100)
 	}
 	spans := strings.Join(parts, ", ")
-	if t.onDemand {
+	if al.onDemand {
 		return fmt.Sprintf("CPU diluted: the counters read on the nodes span %s, under the %.0f%% needed: per-role CPU is diluted by idle time around the window",
 			spans, minCoverage*100)
 	}
-	if t.aligned() {
+	if al.aligned() {
 		return fmt.Sprintf("CPU diluted: the kubelet's counters span %s, under the %.0f%% needed: per-role CPU is diluted by idle time; "+
 			"the kubelets did not collect them under load within the %v the run waits for them; %s reads them at the instant",
-			spans, minCoverage*100, t.o.CounterWait, t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
+			spans, minCoverage*100, al.counterWait, al.words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
 	}
 	return fmt.Sprintf("CPU diluted: the kubelet's counters span %s, under the %.0f%% needed: per-role CPU is diluted by idle time; "+
-		"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or %s", spans, minCoverage*100, t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
+		"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or %s", spans, minCoverage*100, al.words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
 }
 
 // containerKey parses kubelet.ContainerKey.String().

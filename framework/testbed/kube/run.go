@@ -199,7 +199,7 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 	rs.loadedFrom = t.now()
 	m := &kubeletMeasurement{t: t, rs: rs}
 	rs.resources = m
-	if t.aligned() {
+	if t.aligner().aligned() {
 		err = m.warmUntilRefreshed(ctx)
 	} else {
 		err = t.warmUp(ctx, rs)
@@ -216,7 +216,7 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 	if rs.xfrm0, err = t.readXFRM(ctx); err != nil {
 		return err
 	}
-	if rs.o.Warmup <= 0 && !t.aligned() {
+	if rs.o.Warmup <= 0 && !t.aligner().aligned() {
 		rs.loadedFrom = t.now()
 	}
 	return nil
