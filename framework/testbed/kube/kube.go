@@ -25,7 +25,6 @@ import (
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/measure/nodestats"
 	"github.com/meshbench/meshbench/framework/mesh"
-	"github.com/meshbench/meshbench/framework/meshinstall"
 	"github.com/meshbench/meshbench/framework/testbed"
 )
 
@@ -61,10 +60,10 @@ type Target struct {
 	// sidecar is the bring-your-own sidecar mesh's wiring of the meshed
 	// arm (certificates made at set-up), nil for every other mesh.
 	sidecar *manifests.Sidecar
-	// restCfg is what New was given; helm is the mesh's installer when the
-	// run installed it.
+	// restCfg is what New was given; installState is the mesh's
+	// installer when the run installed it (meshInstaller).
 	restCfg *rest.Config
-	helm    *meshinstall.Helm
+	installState
 	// faultState is the faults' killer (faultInjector).
 	faultState
 }
@@ -282,14 +281,18 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 // preflight finds (or installs) the mesh and reads the nodes, and fails
 // before anything is deployed when the kubelets cannot be read.
 func (t *Target) preflight(ctx context.Context) error {
-	info, err := t.detectMesh(ctx)
+	info, err := t.installer().detect(ctx)
 	if err != nil {
 		return err
 	}
 	t.meshInfo = info
-	if err := t.detectCandidate(ctx); err != nil {
+	cand, err := t.installer().detectCandidate(ctx)
+	if err != nil {
 		return err
 	}
+	t.mu.Lock()
+	t.candInfo = cand
+	t.mu.Unlock()
 	if t.nodes, err = t.readNodes(ctx); err != nil {
 		return err
 	}
@@ -405,60 +408,6 @@ func (t *Target) deployArms(ctx context.Context) error {
 	return nil
 }
 
-func (t *Target) detectMesh(ctx context.Context) (mesh.Info, error) {
-	m := t.o.Mesh
-	info, err := m.Detect(ctx, t.c)
-	var ni *mesh.NotInstalledError
-	if errors.As(err, &ni) && t.o.InstallMesh {
-		inst, ok := m.(mesh.Installer)
-		if !ok {
-			return info, fmt.Errorf("kube target: %w; the %s adapter cannot install it, install it first", err, m.Name())
-		}
-		charts, err := inst.Charts(t.o.Install)
-		if err != nil {
-			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
-		}
-		start := t.now()
-		t.o.Logf("kube target: %s is not installed (%s): installing it from %d Helm chart(s)", m.Name(), ni.Looked, len(charts))
-		if err := meshinstall.Prepare(ctx, t.c, m, t.o.Install, t.o.Logf); err != nil {
-			return info, fmt.Errorf("kube target: %w", err)
-		}
-		t.mu.Lock()
-		t.helm = t.newHelm()
-		t.mu.Unlock()
-		if err := t.helm.Install(ctx, charts); err != nil {
-			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
-		}
-		t.o.Logf("kube target: %s installed in %v", m.Name(), t.now().Sub(start).Round(time.Second))
-		info, err = m.Detect(ctx, t.c)
-		if err != nil {
-			return info, fmt.Errorf("kube target: %s installed but not detected: %w", m.Name(), err)
-		}
-		return info, nil
-	}
-	if err != nil {
-		return info, fmt.Errorf("kube target: %w", err)
-	}
-	return info, nil
-}
-
-// Installed lists the Helm releases the target installed (and uninstalls
-// on Close); empty when the mesh was already there.
-func (t *Target) Installed() []meshinstall.Installed {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.helm == nil {
-		return nil
-	}
-	return t.helm.Installed()
-}
-
-// newHelm is the installer of the mesh, with the target's options.
-func (t *Target) newHelm() *meshinstall.Helm {
-	return meshinstall.NewHelm(t.restCfg, t.c, meshinstall.HelmOptions{ChartDir: t.o.ChartDir, Timeout: t.o.InstallTimeout,
-		Grace: t.o.UnschedulableGrace, Logf: t.o.Logf, Words: t.o.Words})
-}
-
 func (t *Target) readNodes(ctx context.Context) ([]NodeInfo, error) {
 	l, err := t.c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -559,8 +508,10 @@ func (t *Target) Close(ctx context.Context) error {
 		t.mu.Unlock()
 		return nil
 	}
-	helm := t.helm
 	t.mu.Unlock()
+	t.helmMu.Lock()
+	helm := t.helm
+	t.helmMu.Unlock()
 	nss := t.Namespaces()
 	if len(nss) == 0 && (helm == nil || len(helm.Installed()) == 0 && len(helm.Namespaces()) == 0) {
 		return nil

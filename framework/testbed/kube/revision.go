@@ -2,14 +2,10 @@ package kube
 
 import (
 	"cmp"
-	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/meshbench/meshbench/framework/mesh"
-	"github.com/meshbench/meshbench/framework/meshinstall"
 	"github.com/meshbench/meshbench/framework/testbed"
 )
 
@@ -41,65 +37,6 @@ func (g upgradeGate) candidateMesh() mesh.Mesh {
 		return nil // refused by Options.normalize
 	}
 	return rm.AtRevision(c.Revision)
-}
-
-// detectCandidate finds the candidate revision's istiod before anything is
-// deployed, installing it when the run installs the mesh
-// (Options.InstallMesh); a missing revision is an error that says how to
-// install it.
-func (t *Target) detectCandidate(ctx context.Context) error {
-	cm := t.gate().candidateMesh()
-	if cm == nil {
-		return nil
-	}
-	c, w := t.o.Candidate, t.o.Words
-	info, err := cm.Detect(ctx, t.c)
-	var ni *mesh.NotInstalledError
-	switch {
-	case errors.As(err, &ni) && t.o.InstallMesh:
-		info, err = t.installRevision(ctx, cm, ni)
-	case errors.As(err, &ni):
-		ns := cmp.Or(info.Namespace, "istio-system")
-		return fmt.Errorf("kube target: %s: %w; the candidate arm's namespace %s would be labelled %s=%s: install that revision first "+
-			"(istioctl install --revision=%s, or helm install istiod-%s istio/istiod -n %s --set revision=%s) or pass %s",
-			w.Say(testbed.SettingCandidate, c.String()), err, t.ns(string(testbed.Candidate)), "istio.io/rev", c.Revision, c.Revision, c.Revision, ns, c.Revision,
-			w.Say(testbed.SettingMeshInstall, ""))
-	}
-	if err != nil {
-		return fmt.Errorf("kube target: %s: %w", w.Say(testbed.SettingCandidate, c.String()), err)
-	}
-	t.mu.Lock()
-	t.candInfo = info
-	t.mu.Unlock()
-	return nil
-}
-
-// installRevision installs the candidate revision's istiod (the mesh's
-// charts but base, which the reference's installation holds), of the
-// version the run installs, and detects it again. The installer
-// uninstalls it on Close, before the reference's releases.
-func (t *Target) installRevision(ctx context.Context, cm mesh.Mesh, ni *mesh.NotInstalledError) (mesh.Info, error) {
-	charts, err := meshinstall.RevisionCharts(cm, t.o.Install)
-	if err != nil {
-		return mesh.Info{}, fmt.Errorf("install %s revision %s: %w", cm.Name(), t.o.Candidate.Revision, err)
-	}
-	start := t.now()
-	t.o.Logf("kube target: %s revision %s is not installed (%s): installing it from %d Helm chart(s)", cm.Name(), t.o.Candidate.Revision, ni.Looked, len(charts))
-	t.mu.Lock()
-	if t.helm == nil {
-		t.helm = t.newHelm()
-	}
-	h := t.helm
-	t.mu.Unlock()
-	if err := h.Install(ctx, charts); err != nil {
-		return mesh.Info{}, fmt.Errorf("install %s revision %s: %w", cm.Name(), t.o.Candidate.Revision, err)
-	}
-	t.o.Logf("kube target: %s revision %s installed in %v", cm.Name(), t.o.Candidate.Revision, t.now().Sub(start).Round(time.Second))
-	info, err := cm.Detect(ctx, t.c)
-	if err != nil {
-		return info, fmt.Errorf("%s revision %s installed but not detected: %w", cm.Name(), t.o.Candidate.Revision, err)
-	}
-	return info, nil
 }
 
 // revisionsApart checks, in a revision gate whose reference is the
