@@ -270,7 +270,7 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 	if err := t.verify(ctx); err != nil {
 		return err
 	}
-	if t.idle, err = t.idleMemory(ctx); err != nil {
+	if t.idle, err = t.aligner().idleMemory(ctx); err != nil {
 		return err
 	}
 	t.env = t.environment(ctx)

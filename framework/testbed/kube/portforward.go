@@ -33,7 +33,8 @@ func (t *tunnel) Close() {
 // podAccess reaches into the run's pods from the harness: port-forwards
 // (fwd) to the loadgens and the apps, the apps' nginx counters (read with
 // hc), the sidecars' plain-request logs and the loadgens' logs, copied to
-// loadgenLog (Options.LoadgenLog; nil: not copied).
+// loadgenLog (Options.LoadgenLog; nil: not copied), the loadgens' network
+// and the nodes the pods run on.
 type podAccess struct {
 	pods       runPods
 	fwd        forwarder
