@@ -31,6 +31,15 @@ import (
 // Target runs both arms in namespaces of one cluster, or, with a
 // candidate sidecar (Options.Candidate), the baseline, reference and
 // candidate arms. It implements testbed.Target and testbed.Armed.
+//
+// Target coordinates; each concern is a small type over the target's
+// state, built by an accessor with only what it needs: the mesh's
+// installation (installer: meshInstaller), the workloads' deployment
+// (deployer), the upgrade gate's arms (gate: upgradeGate), the nodes'
+// counters and their alignment (aligner), the faults (faults:
+// faultInjector) and the pods' tunnels, counters and logs (access:
+// podAccess). The state each owns is embedded here (installState,
+// deployState, counterState, faultState).
 type Target struct {
 	o   Options
 	c   kubernetes.Interface
