@@ -46,8 +46,8 @@
 //
 // Target is a coordinator: installing the mesh (install.go), deploying
 // the workloads (deploy.go), the upgrade gate's arms (candidate.go,
-// revision.go), the counters and their alignment (align.go), the faults
-// (fault.go) and the tunnels and logs (portforward.go) are each a small
-// type with its own state, so that a new mesh adds to one of them, not to
-// Target.
+// revision.go), the counters and their alignment (align.go), the
+// resources per role (resources.go), the faults (fault.go) and the
+// tunnels and logs (portforward.go) are each a small type with its own
+// state, so that a new mesh adds to one of them, not to Target.
 package kube

@@ -36,9 +36,9 @@ import (
 // state, built by an accessor with only what it needs: the mesh's
 // installation (installer: meshInstaller), the workloads' deployment
 // (deployer), the upgrade gate's arms (gate: upgradeGate), the nodes'
-// counters and their alignment (aligner), the faults (faults:
-// faultInjector) and the pods' tunnels, counters and logs (access:
-// podAccess). The state each owns is embedded here (installState,
+// counters and their alignment (aligner), the resources per role
+// (accountant), the faults (faults: faultInjector) and the pods' tunnels,
+// counters and logs (access: podAccess). The state each owns is embedded here (installState,
 // deployState, counterState, faultState).
 type Target struct {
 	o   Options

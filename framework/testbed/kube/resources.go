@@ -71,12 +71,40 @@ func (al aligner) snapshotNodes(ctx context.Context, nodes []string) (map[string
 	return m, nil
 }
 
+// accountant turns the nodes' counters into a run's resources per role:
+// it classifies the cluster's containers by the mesh's roles and the arms,
+// and sums their usage over the window on the nodes, with each
+// container's idle memory; the aligner says why counters were diluted.
+type accountant struct {
+	mesh  mesh.Mesh
+	arms  map[testbed.Arm]*arm
+	nodes []NodeInfo
+	idle  map[kubelet.ContainerKey]float64
+	pods  runPods
+	al    aligner
+}
+
+// accountant is the target's accountant.
+func (t *Target) accountant() accountant {
+	return accountant{mesh: t.o.Mesh, arms: t.arms, nodes: t.nodes, idle: t.idle, pods: t.pods(), al: t.aligner()}
+}
+
+// roleOf is accountant.roleOf with the target's accountant.
+func (t *Target) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
+	return t.accountant().roleOf(a, pods)
+}
+
+// resourceWindow is accountant.resourceWindow with the target's accountant.
+func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time, killed kubelet.ContainerKey) windowReport {
+	return t.accountant().resourceWindow(roleOf, before, after, loadedFrom, loadedTo, killed)
+}
+
 // roleOf classifies the containers of the cluster for a run of arm: the
 // mesh's control plane and node proxies whatever the arm; the arm's own
 // (and its loadgen's) sidecars, apps and loadgen; everything else,
 // including the idle other arm, as "other".
-func (t *Target) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
-	r := t.o.Mesh.Roles()
+func (ac accountant) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
+	r := ac.mesh.Roles()
 	var rules []kubelet.RoleRule
 	add := func(role measure.Role, ws []mesh.Workload) {
 		for _, w := range ws {
@@ -85,7 +113,7 @@ func (t *Target) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
 	}
 	add(measure.RoleControlPlane, r.ControlPlane)
 	add(measure.RoleNodeProxy, r.NodeProxies)
-	for _, other := range t.arms {
+	for _, other := range ac.arms {
 		if other != a && other.ns != a.ns {
 			rules = append(rules, kubelet.RoleRule{Role: kubelet.RoleOther, Namespace: other.ns})
 			if other.loadgenNS != a.loadgenNS {
@@ -136,7 +164,7 @@ type nodeSpan struct {
 // counters were under load for less than minCoverage of it make the run's
 // CPU figures invalid, in one reason for them all (CPUInvalid). killed,
 // unless zero, is the container a fault killed: its restart is expected.
-func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time, killed kubelet.ContainerKey) windowReport {
+func (ac accountant) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time, killed kubelet.ContainerKey) windowReport {
 	var rep windowReport
 	relevant := func(k kubelet.ContainerKey) bool {
 		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
@@ -171,9 +199,9 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 		}
 	}
 	if len(diluted) > 0 {
-		rep.CPUInvalid.Add(validity.CPUDiluted, "%s", t.aligner().diluted(diluted))
+		rep.CPUInvalid.Add(validity.CPUDiluted, "%s", ac.al.diluted(diluted))
 	}
-	rep.Window = t.window(roleOf, rep.Usages, loadedFrom)
+	rep.Window = ac.window(roleOf, rep.Usages, loadedFrom)
 	invalid, warn := throttling(roleOf, rep.Usages)
 	rep.Invalid = append(rep.Invalid, invalid...)
 	rep.Warnings = append(rep.Warnings, warn...)
@@ -184,15 +212,15 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 // start, with each container's idle memory. The containers of no role of
 // ours are left out: they are reported as node utilisation, not per
 // container.
-func (t *Target) window(roleOf kubelet.RoleOf, usages []kubelet.Usage, start time.Time) measure.Window {
+func (ac accountant) window(roleOf kubelet.RoleOf, usages []kubelet.Usage, start time.Time) measure.Window {
 	alloc := map[string]float64{}
-	for _, n := range t.nodes {
+	for _, n := range ac.nodes {
 		alloc[n.Name] = n.AllocatableCores
 	}
 	w := kubelet.Window(roleOf, alloc, usages...)
 	w.Start = start
 	for i := range w.Usage {
-		if idle, ok := t.idle[containerKey(w.Usage[i].Name)]; ok {
+		if idle, ok := ac.idle[containerKey(w.Usage[i].Name)]; ok {
 			w.Usage[i].IdleRSS = int64(idle)
 		}
 	}
@@ -317,16 +345,16 @@ func windowProblems(err error, relevant func(kubelet.ContainerKey) bool) validit
 
 // allPods lists the pods the roles are read from: the whole cluster, or,
 // without the right to list it, the run's and the mesh's namespaces.
-func (t *Target) allPods(ctx context.Context) ([]corev1.Pod, error) {
-	l, err := t.c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+func (ac accountant) allPods(ctx context.Context) ([]corev1.Pod, error) {
+	l, err := ac.pods.c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err == nil {
 		return l.Items, nil
 	}
 	nss := map[string]bool{}
-	for _, a := range t.arms {
+	for _, a := range ac.arms {
 		nss[a.ns], nss[a.loadgenNS] = true, true
 	}
-	r := t.o.Mesh.Roles()
+	r := ac.mesh.Roles()
 	for _, ws := range [][]mesh.Workload{r.ControlPlane, r.NodeProxies, r.Waypoints} {
 		for _, w := range ws {
 			if w.Namespace != "" {
@@ -336,7 +364,7 @@ func (t *Target) allPods(ctx context.Context) ([]corev1.Pod, error) {
 	}
 	var out []corev1.Pod
 	for ns := range nss {
-		l, err := t.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		l, err := ac.pods.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("list pods in %s: %w", ns, err)
 		}
@@ -375,9 +403,9 @@ func (rp runPods) ready(ctx context.Context, ns string, c manifests.Component) (
 // loadgenBudget is the CPU the used loadgen pods may burn, in millicores:
 // per node, the sum of their CPU limits, or the node's allocatable cores
 // when any of them has no limit (pods of one node share its cores).
-func (t *Target) loadgenBudget(pods []corev1.Pod) float64 {
+func (ac accountant) loadgenBudget(pods []corev1.Pod) float64 {
 	alloc := map[string]float64{}
-	for _, n := range t.nodes {
+	for _, n := range ac.nodes {
 		alloc[n.Name] = n.AllocatableCores * 1000
 	}
 	limits := map[string]float64{}

@@ -96,13 +96,14 @@ func (rs *runState) unmeasured() []load.Options {
 }
 
 // roles lists the cluster's pods and classifies their containers for
-// this run (Target.roleOf), the run's idle loadgen replicas included.
+// this run (accountant.roleOf), the run's idle loadgen replicas included.
 func (rs *runState) roles(ctx context.Context, t *Target) (kubelet.RoleOf, []corev1.Pod, error) {
-	pods, err := t.allPods(ctx)
+	ac := t.accountant()
+	pods, err := ac.allPods(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return withIdleLoadgens(t.roleOf(rs.a, pods), pods, rs.lgPods), pods, nil
+	return withIdleLoadgens(ac.roleOf(rs.a, pods), pods, rs.lgPods), pods, nil
 }
 
 func (rs *runState) close() {
@@ -299,7 +300,7 @@ func (t *Target) judge(ctx context.Context, rs *runState) (*testbed.Run, error) 
 	}
 	run.Encryption = encryptionOver(rs.xfrm0, rs.xfrm1)
 	judgeEncryption(run, mesh.KernelEncryption(t.o.Mesh, t.meshInfo))
-	testbed.Judge(run, t.loadgenBudget(rs.lgPods))
+	testbed.Judge(run, t.accountant().loadgenBudget(rs.lgPods))
 	return run, nil
 }
 
