@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Aligning a window to the kubelets' refreshes. The kubelet's counters
@@ -30,11 +31,46 @@ import (
 // refreshPoll is how often the kubelets are read while the load runs.
 const refreshPoll = time.Second
 
+// counterState is where the target reads the nodes' CPU and memory
+// counters, chosen once by useCounters.
+type counterState struct {
+	// alignedSaid is closed once the first run aligned to the kubelets'
+	// refreshes has said what that costs.
+	alignedSaid sync.Once
+	// fetch reads one node's counters; counterSource says where (the
+	// environment's CPUCounters); onDemand: its samples are taken at the
+	// read, so there is no refresh to wait for.
+	fetch         func(ctx context.Context, node string) (kubelet.Snapshot, error)
+	counterSource string
+	onDemand      bool
+	// agent reads the nodes' counters with Options.NodeCPU agent; nil
+	// otherwise.
+	agent *nodeAgent
+}
+
+// aligner reads every node's counters at once and, when they come from
+// the kubelets, keeps a run's load on until they were refreshed under it.
+// It reads nodes with its counterState, waits at most counterWait
+// (Options.CounterWait) and says what to do about diluted counters in
+// words.
+type aligner struct {
+	*counterState
+	nodes       []NodeInfo
+	counterWait time.Duration
+	now         func() time.Time
+	words       testbed.Words
+}
+
+// aligner is the target's counter reader.
+func (t *Target) aligner() aligner {
+	return aligner{counterState: &t.counterState, nodes: t.nodes, counterWait: t.o.CounterWait, now: t.now, words: t.o.Words}
+}
+
 // aligned reports whether the target's runs align their windows to the
 // kubelets' refreshes: the counters come from the kubelets (not read on
 // the nodes at the instant), and Options.CounterWait allows a wait.
-func (t *Target) aligned() bool {
-	return !t.onDemand && t.o.CounterWait >= 0
+func (al aligner) aligned() bool {
+	return !al.onDemand && al.counterWait >= 0
 }
 
 // refreshedSince reports whether every node's counters in snaps, the
@@ -63,29 +99,29 @@ func refreshedSince(snaps map[string]kubelet.Snapshot, since time.Time, matters 
 // returns the first read that was refreshed, or the last read when none
 // was (Delta then says which counters did not move), and how long it
 // loaded the cluster.
-func (t *Target) loadUntilRefreshed(ctx context.Context, rs *runState, first time.Duration, since time.Time, matters func(kubelet.ContainerKey) bool) (map[string]kubelet.Snapshot, time.Duration, error) {
-	start := t.now()
+func (al aligner) loadUntilRefreshed(ctx context.Context, rs *runState, first time.Duration, since time.Time, matters func(kubelet.ContainerKey) bool) (map[string]kubelet.Snapshot, time.Duration, error) {
+	start := al.now()
 	if first <= 0 {
 		// Refreshed already (since the window ended): no load needed.
-		snaps, err := t.snapshots(ctx)
+		snaps, err := al.snapshots(ctx)
 		if err != nil || refreshedSince(snaps, since, matters) {
 			return snaps, 0, err
 		}
 	}
 	var snaps map[string]kubelet.Snapshot
-	err := t.underLoad(ctx, rs, first+t.o.CounterWait+readStretchMax, func(ended <-chan struct{}) error {
+	err := underLoad(ctx, rs, first+al.counterWait+readStretchMax, func(ended <-chan struct{}) error {
 		var err error
-		snaps, err = t.pollRefreshed(ctx, start.Add(first+t.o.CounterWait), first, since, matters, ended)
+		snaps, err = al.pollRefreshed(ctx, start.Add(first+al.counterWait), first, since, matters, ended)
 		return err
 	})
-	return snaps, t.now().Sub(start), err
+	return snaps, al.now().Sub(start), err
 }
 
 // pollRefreshed reads every node's kubelet after first and then every
 // refreshPoll, until a read was refreshed since since or deadline passed,
 // and returns that read. ended closes when the load ended: an error,
 // since the reads are to be taken under it.
-func (t *Target) pollRefreshed(ctx context.Context, deadline time.Time, first time.Duration, since time.Time, matters func(kubelet.ContainerKey) bool, ended <-chan struct{}) (map[string]kubelet.Snapshot, error) {
+func (al aligner) pollRefreshed(ctx context.Context, deadline time.Time, first time.Duration, since time.Time, matters func(kubelet.ContainerKey) bool, ended <-chan struct{}) (map[string]kubelet.Snapshot, error) {
 	for wait := first; ; wait = refreshPoll {
 		select {
 		case <-ctx.Done():
@@ -94,11 +130,11 @@ func (t *Target) pollRefreshed(ctx context.Context, deadline time.Time, first ti
 			return nil, errors.New("the load ended before the kubelets refreshed")
 		case <-time.After(wait):
 		}
-		snaps, err := t.snapshots(ctx)
+		snaps, err := al.snapshots(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if refreshedSince(snaps, since, matters) || !t.now().Before(deadline) {
+		if refreshedSince(snaps, since, matters) || !al.now().Before(deadline) {
 			return snaps, nil
 		}
 	}
@@ -113,7 +149,7 @@ func (m *kubeletMeasurement) warmUntilRefreshed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	before, took, err := m.t.loadUntilRefreshed(ctx, rs, rs.o.Warmup, rs.loadedFrom, matters)
+	before, took, err := m.t.aligner().loadUntilRefreshed(ctx, rs, rs.o.Warmup, rs.loadedFrom, matters)
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
@@ -129,7 +165,7 @@ func (m *kubeletMeasurement) loadPastRefresh(ctx context.Context, windowEnd time
 	if err != nil {
 		return err
 	}
-	after, took, err := m.t.loadUntilRefreshed(ctx, m.rs, 0, windowEnd, matters)
+	after, took, err := m.t.aligner().loadUntilRefreshed(ctx, m.rs, 0, windowEnd, matters)
 	if err != nil {
 		return fmt.Errorf("load until the kubelets refreshed: %w", err)
 	}
@@ -171,7 +207,7 @@ type loadRan struct {
 // read returns, not before readStretchMin. ended, read's argument, closes
 // when the load ended on its own. The load's failed requests count with
 // the run's.
-func (t *Target) underLoad(ctx context.Context, rs *runState, limit time.Duration, read func(ended <-chan struct{}) error) error {
+func underLoad(ctx context.Context, rs *runState, limit time.Duration, read func(ended <-chan struct{}) error) error {
 	opts := rs.unmeasured()
 	done := make(chan loadRan, 1)
 	ended := make(chan struct{})

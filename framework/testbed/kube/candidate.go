@@ -127,13 +127,32 @@ func describeCandidate(c *arms.Spec, ref string) string {
 	return s
 }
 
+// upgradeGate is the arms' side of an upgrade gate: which arms are
+// meshed, the candidate's sidecar or revision, and how the environment
+// describes them. Outside a gate (cand nil) it has one meshed arm.
+type upgradeGate struct {
+	mesh  mesh.Mesh  // the target's (the reference's)
+	cand  *arms.Spec // Options.Candidate
+	arms  map[testbed.Arm]*arm
+	nginx string // Options.Workloads.Images.Nginx
+	words testbed.Words
+}
+
+// gate is the target's upgrade gate.
+func (t *Target) gate() upgradeGate {
+	return upgradeGate{mesh: t.o.Mesh, cand: t.o.Candidate, arms: t.arms, nginx: t.o.Workloads.Images.Nginx, words: t.o.Words}
+}
+
+// meshedArms is upgradeGate.meshedArms of the target's gate.
+func (t *Target) meshedArms() []*arm { return t.gate().meshedArms() }
+
 // meshedArms are the arms with the mesh on, in interleaving order: the
 // meshed arm, or the reference and the candidate.
-func (t *Target) meshedArms() []*arm {
-	if t.o.Candidate == nil {
-		return []*arm{t.arms[testbed.Meshed]}
+func (g upgradeGate) meshedArms() []*arm {
+	if g.cand == nil {
+		return []*arm{g.arms[testbed.Meshed]}
 	}
-	return []*arm{t.arms[testbed.Reference], t.arms[testbed.Candidate]}
+	return []*arm{g.arms[testbed.Reference], g.arms[testbed.Candidate]}
 }
 
 // Arms implements testbed.Armed: baseline and meshed, or, with a
@@ -145,17 +164,17 @@ func (t *Target) Arms() []testbed.Arm {
 	return slices.Clone(testbed.UpgradeArms)
 }
 
-// newMeshedArms names the meshed arms' namespaces.
-func (t *Target) newMeshedArms() []*arm {
+// newMeshedArms names the meshed arms' namespaces with ns.
+func (g upgradeGate) newMeshedArms(ns func(role string) string) []*arm {
 	names := []testbed.Arm{testbed.Meshed}
-	if t.o.Candidate != nil {
+	if g.cand != nil {
 		names = []testbed.Arm{testbed.Reference, testbed.Candidate}
 	}
 	out := make([]*arm, len(names))
 	for i, n := range names {
-		out[i] = &arm{name: n, ns: t.ns(string(n))}
+		out[i] = &arm{name: n, ns: ns(string(n))}
 	}
-	if cm := t.candidateMesh(); cm != nil {
+	if cm := g.candidateMesh(); cm != nil {
 		out[1].mesh = cm
 	}
 	return out
@@ -165,8 +184,8 @@ func (t *Target) newMeshedArms() []*arm {
 // wiring with the candidate's image and configuration when the harness
 // wires the sidecar (ref), else the candidate's image for the injected
 // proxy container.
-func (t *Target) wireCandidate(ref *manifests.Sidecar) {
-	a, c := t.arms[testbed.Candidate], t.o.Candidate
+func (g upgradeGate) wireCandidate(ref *manifests.Sidecar) {
+	a, c := g.arms[testbed.Candidate], g.cand
 	if a == nil || c == nil {
 		return
 	}
@@ -182,28 +201,29 @@ func (t *Target) wireCandidate(ref *manifests.Sidecar) {
 
 // referenceImage is the reference arm's sidecar image: the mesh's, else
 // the workloads' nginx image the harness runs it with.
-func (t *Target) referenceImage() string {
-	if sp, ok := t.o.Mesh.(mesh.SidecarProxy); ok {
+func (g upgradeGate) referenceImage() string {
+	if sp, ok := g.mesh.(mesh.SidecarProxy); ok {
 		if _, img, _ := sp.Proxy(); img != "" {
 			return img
 		}
 	}
-	return cmp.Or(t.o.Workloads.Images.Nginx, manifests.DefaultImages.Nginx)
+	return cmp.Or(g.nginx, manifests.DefaultImages.Nginx)
 }
 
 // armsConfig describes the meshed arms of an upgrade gate for the
-// environment: arm.reference and arm.candidate.
-func (t *Target) armsConfig(cfg map[string]string) {
+// environment: arm.reference and arm.candidate; in a revision gate, with
+// ref and cand, the two revisions' istiods as detected.
+func (g upgradeGate) armsConfig(cfg map[string]string, ref, cand mesh.Info) {
 	switch {
-	case t.o.Candidate == nil:
+	case g.cand == nil:
 		return
-	case t.o.Candidate.Revision != "":
-		t.revisionsConfig(cfg)
+	case g.cand.Revision != "":
+		g.revisionsConfig(cfg, ref, cand)
 		return
 	}
-	ref := t.referenceImage()
-	cfg["arm."+string(testbed.Reference)] = ref
-	cfg["arm."+string(testbed.Candidate)] = describeCandidate(t.o.Candidate, ref)
+	img := g.referenceImage()
+	cfg["arm."+string(testbed.Reference)] = img
+	cfg["arm."+string(testbed.Candidate)] = describeCandidate(g.cand, img)
 }
 
 // setProxyImage sets the image of the proxy container name in tmpl.

@@ -43,4 +43,11 @@
 //
 // Close deletes every namespace New created and waits until they are gone;
 // it is also called when New fails half-way.
+//
+// Target is a coordinator: installing the mesh (install.go), deploying
+// the workloads (deploy.go), the upgrade gate's arms (candidate.go,
+// revision.go), the counters and their alignment (align.go), the
+// resources per role (resources.go), the faults (fault.go) and the
+// tunnels and logs (portforward.go) are each a small type with its own
+// state, so that a new mesh adds to one of them, not to Target.
 package kube

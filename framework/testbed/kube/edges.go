@@ -39,7 +39,7 @@ func parseStubStatus(body string) (int64, error) {
 
 // counters reads the request counters of every tunnel's nginx and sums
 // them per component.
-func (t *Target) counters(ctx context.Context, tunnels map[manifests.Component][]*tunnel) (map[manifests.Component]int64, error) {
+func (pa podAccess) counters(ctx context.Context, tunnels map[manifests.Component][]*tunnel) (map[manifests.Component]int64, error) {
 	type res struct {
 		c   manifests.Component
 		n   int64
@@ -52,7 +52,7 @@ func (t *Target) counters(ctx context.Context, tunnels map[manifests.Component][
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n, err := t.stubStatus(ctx, tn.Addr)
+				n, err := pa.stubStatus(ctx, tn.Addr)
 				ch <- res{c, n, err}
 			}()
 		}
@@ -74,14 +74,14 @@ func (t *Target) counters(ctx context.Context, tunnels map[manifests.Component][
 	return out, nil
 }
 
-func (t *Target) stubStatus(ctx context.Context, addr string) (int64, error) {
+func (pa podAccess) stubStatus(ctx context.Context, addr string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+manifests.StatusPath, nil)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := t.hc.Do(req)
+	resp, err := pa.hc.Do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -70,7 +70,7 @@ func (t *Target) environment(ctx context.Context) testbed.Environment {
 	if v, err := serverVersion(ctx, t.c); err == nil {
 		e.Kubernetes = v
 	}
-	t.nodeEnvironment(&e)
+	nodeEnvironment(&e, t.nodes)
 	t.meshEnvironment(ctx, &e)
 	t.loadgenEnvironment(ctx, &e)
 	return e
@@ -120,18 +120,21 @@ func (t *Target) meshConfig(ctx context.Context, info mesh.Info, measured string
 	cfg["namespaces"] = strings.Join(t.Namespaces(), ",")
 	t.installedConfig(cfg)
 	for name, a := range t.arms {
-		if where := t.placement(ctx, a); where != "" {
+		if where := t.access().placement(ctx, a); where != "" {
 			cfg["nodes."+string(name)] = where
 		}
 	}
-	t.armsConfig(cfg)
+	t.mu.Lock()
+	cand := t.candInfo
+	t.mu.Unlock()
+	t.gate().armsConfig(cfg, t.meshInfo, cand)
 	return cfg
 }
 
 // loadgenEnvironment fills in e's pod MTU and its description of the
 // loadgens (how many, fortio's version, and where they run).
 func (t *Target) loadgenEnvironment(ctx context.Context, e *testbed.Environment) {
-	ni, err := t.loadgenNetInfo(ctx)
+	ni, err := t.access().loadgenNetInfo(ctx, t.meshedArms()[0])
 	fortio := "fortio"
 	if err != nil {
 		t.o.Logf("kube target: pod MTU and fortio version unknown: %v", err)
@@ -146,11 +149,11 @@ func (t *Target) loadgenEnvironment(ctx context.Context, e *testbed.Environment)
 	e.Loadgen = fmt.Sprintf("%d× mbloadgen (%s REST API over port-forward) %s", t.o.Loadgens, fortio, where)
 }
 
-// nodeEnvironment puts the nodes on e: their kernels, OS images, runtimes
+// nodeEnvironment puts nodes on e: their kernels, OS images, runtimes
 // and CPU models (each once), and the smallest node's cores and memory.
-func (t *Target) nodeEnvironment(e *testbed.Environment) {
+func nodeEnvironment(e *testbed.Environment, nodes []NodeInfo) {
 	var kernels, images, runtimes, models []string
-	for i, n := range t.nodes {
+	for i, n := range nodes {
 		kernels, images, runtimes, models = appendNew(kernels, n.Kernel), appendNew(images, n.OSImage),
 			appendNew(runtimes, n.Runtime), appendNew(models, n.CPUModel)
 		cores := int(n.AllocatableCores)
@@ -247,7 +250,7 @@ func measuredThreads(v mesh.Verification) (string, int) {
 
 // placement says which node each workload of a runs on, e.g.
 // "backend=w1 frontend=w2 loadgen=w1,w2", and which share one.
-func (t *Target) placement(ctx context.Context, a *arm) string {
+func (pa podAccess) placement(ctx context.Context, a *arm) string {
 	var parts []string
 	byNode := map[string][]string{}
 	for _, c := range manifests.Components {
@@ -255,7 +258,7 @@ func (t *Target) placement(ctx context.Context, a *arm) string {
 		if c == manifests.Loadgen {
 			ns = a.loadgenNS
 		}
-		pods, err := t.readyPods(ctx, ns, c)
+		pods, err := pa.pods.ready(ctx, ns, c)
 		if err != nil {
 			return ""
 		}
@@ -279,30 +282,29 @@ func (t *Target) placement(ctx context.Context, a *arm) string {
 	return strings.Join(parts, " ")
 }
 
-// loadgenNetInfo asks one meshed-arm loadgen for its pod's interfaces.
-func (t *Target) loadgenNetInfo(ctx context.Context) (netInfo, error) {
-	a := t.meshedArms()[0]
-	pods, err := t.readyPods(ctx, a.loadgenNS, manifests.Loadgen)
+// loadgenNetInfo asks one loadgen of arm a for its pod's interfaces.
+func (pa podAccess) loadgenNetInfo(ctx context.Context, a *arm) (netInfo, error) {
+	pods, err := pa.pods.ready(ctx, a.loadgenNS, manifests.Loadgen)
 	if err != nil {
 		return netInfo{}, err
 	}
 	if len(pods) == 0 {
 		return netInfo{}, fmt.Errorf("no ready loadgen pod in %s", a.loadgenNS)
 	}
-	tn, err := t.fwd(ctx, a.loadgenNS, pods[0].Name, manifests.Port)
+	tn, err := pa.fwd(ctx, a.loadgenNS, pods[0].Name, manifests.Port)
 	if err != nil {
 		return netInfo{}, err
 	}
 	defer tn.Close()
-	lg := &loadgen{pod: pods[0].Name, base: "http://" + tn.Addr, hc: t.hc}
+	lg := &loadgen{pod: pods[0].Name, base: "http://" + tn.Addr, hc: pa.hc}
 	return lg.netInfo(ctx)
 }
 
 // idleMemory reads every node's kubelet once, after the workloads are up
 // and before any load: each container's working set then is its idle
 // memory.
-func (t *Target) idleMemory(ctx context.Context) (map[kubelet.ContainerKey]float64, error) {
-	snaps, err := t.snapshots(ctx)
+func (al aligner) idleMemory(ctx context.Context) (map[kubelet.ContainerKey]float64, error) {
+	snaps, err := al.snapshots(ctx)
 	if err != nil {
 		return nil, err
 	}

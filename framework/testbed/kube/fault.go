@@ -79,15 +79,55 @@ type faultRun struct {
 	state         string
 }
 
-// planFault finds the container f hits in arm a: the workload's sidecar
+// faultState is what the target keeps for its faults: how they kill a
+// container, and why they cannot run on this cluster ("" when they can).
+type faultState struct {
+	// killer kills a container for a fault; faultWhyNot says why faults
+	// cannot run on this cluster, "" when they can.
+	killer      killer
+	faultWhyNot string
+}
+
+// faultInjector plans a run's fault, watches the killed container's
+// restart and judges the outcome. It reads the run's pods and the mesh's
+// node proxies through c, and knows the mesh and the target's own sidecar
+// (nil for every other mesh); the killer is the target's faultState.
+type faultInjector struct {
+	*faultState
+	pods    runPods
+	mesh    mesh.Mesh
+	sidecar *manifests.Sidecar
+	now     func() time.Time
+	// restartTimeout, loadgenImage and words are the target's
+	// Options.RestartTimeout, Workloads.Images.Loadgen and Words.
+	restartTimeout time.Duration
+	loadgenImage   string
+	words          testbed.Words
+}
+
+// faults is the target's fault injector.
+func (t *Target) faults() faultInjector {
+	return faultInjector{faultState: &t.faultState, pods: t.pods(), mesh: t.o.Mesh, sidecar: t.sidecar, now: t.now,
+		restartTimeout: t.o.RestartTimeout, loadgenImage: t.o.Workloads.Images.Loadgen, words: t.o.Words}
+}
+
+// planFault is faultInjector.plan with the target's injector.
+func (t *Target) planFault(ctx context.Context, a *arm, f *testbed.Fault) (*faultRun, error) {
+	return t.faults().plan(ctx, a, f)
+}
+
+// judgeFault is faultInjector.judge with the target's injector.
+func (t *Target) judgeFault(run *testbed.Run, fr *faultRun) { t.faults().judge(run, fr) }
+
+// plan finds the container f hits in arm a: the workload's sidecar
 // (the target's own, or the mesh's) or its app, and readies the kill or
 // the stop, so that in the window it is one command. It returns nil when
 // a has no such container.
-func (t *Target) planFault(ctx context.Context, a *arm, f *testbed.Fault) (*faultRun, error) {
+func (fi faultInjector) plan(ctx context.Context, a *arm, f *testbed.Fault) (*faultRun, error) {
 	if f == nil {
 		return nil, nil
 	}
-	pods, err := t.readyPods(ctx, a.ns, manifests.Component(f.Workload))
+	pods, err := fi.pods.ready(ctx, a.ns, manifests.Component(f.Workload))
 	if err != nil {
 		return nil, err
 	}
@@ -99,12 +139,12 @@ func (t *Target) planFault(ctx context.Context, a *arm, f *testbed.Fault) (*faul
 		if !a.name.IsMeshed() {
 			return nil, nil // the baseline's pods go through no node proxy
 		}
-		if fr.pod, fr.container, err = t.nodeProxy(ctx, pods[0].Spec.NodeName); err != nil {
+		if fr.pod, fr.container, err = fi.nodeProxy(ctx, pods[0].Spec.NodeName); err != nil {
 			return nil, fmt.Errorf("fault %s: %w", f, err)
 		}
 	}
 	if f.Sidecar {
-		fr.container, fr.logs = t.sidecarContainer(a, &fr.pod), a.sidecar
+		fr.container, fr.logs = fi.sidecarContainer(a, &fr.pod), a.sidecar
 		if fr.container == "" {
 			return nil, nil
 		}
@@ -114,24 +154,24 @@ func (t *Target) planFault(ctx context.Context, a *arm, f *testbed.Fault) (*faul
 		return nil, fmt.Errorf("fault %s: pod %s/%s has no container %s", f, a.ns, fr.pod.Name, fr.container)
 	}
 	fr.restarts = st.RestartCount
-	if t.killer == nil {
+	if fi.killer == nil {
 		fr.aimErr = errors.New("no way to kill a container on this cluster")
 		return fr, nil
 	}
-	fr.fire, fr.how, fr.aimErr = t.killer.aim(ctx, &fr.pod, fr.container, f.Action)
+	fr.fire, fr.how, fr.aimErr = fi.killer.aim(ctx, &fr.pod, fr.container, f.Action)
 	return fr, nil
 }
 
 // nodeProxy finds the mesh's per-node proxy on node (the first ready pod
 // that a mesh.Roles.NodeProxies selector matches there) and the container
 // to hit: the selector's, else the pod's first.
-func (t *Target) nodeProxy(ctx context.Context, node string) (corev1.Pod, string, error) {
-	sels := t.o.Mesh.Roles().NodeProxies
+func (fi faultInjector) nodeProxy(ctx context.Context, node string) (corev1.Pod, string, error) {
+	sels := fi.mesh.Roles().NodeProxies
 	for _, w := range sels {
-		l, err := t.c.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{
+		l, err := fi.pods.c.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{
 			LabelSelector: labels.SelectorFromSet(w.Labels).String(), FieldSelector: "spec.nodeName=" + node})
 		if err != nil {
-			return corev1.Pod{}, "", fmt.Errorf("list the %s mesh's node proxies on %s: %w", t.o.Mesh.Name(), node, err)
+			return corev1.Pod{}, "", fmt.Errorf("list the %s mesh's node proxies on %s: %w", fi.mesh.Name(), node, err)
 		}
 		sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
 		for _, p := range l.Items {
@@ -145,9 +185,9 @@ func (t *Target) nodeProxy(ctx context.Context, node string) (corev1.Pod, string
 		}
 	}
 	if len(sels) == 0 {
-		return corev1.Pod{}, "", fmt.Errorf("the %s mesh runs no per-node proxy", t.o.Mesh.Name())
+		return corev1.Pod{}, "", fmt.Errorf("the %s mesh runs no per-node proxy", fi.mesh.Name())
 	}
-	return corev1.Pod{}, "", fmt.Errorf("no ready node proxy of the %s mesh on node %s (selectors %s)", t.o.Mesh.Name(), node, describeSelectors(sels))
+	return corev1.Pod{}, "", fmt.Errorf("no ready node proxy of the %s mesh on node %s (selectors %s)", fi.mesh.Name(), node, describeSelectors(sels))
 }
 
 // describeSelectors prints node-proxy selectors as namespace/labels.
@@ -162,11 +202,11 @@ func describeSelectors(ws []mesh.Workload) string {
 // sidecarContainer names the proxy container of pod in arm a: the
 // bring-your-own sidecar, or the first of the mesh's sidecar containers
 // the pod runs; "" when it has none.
-func (t *Target) sidecarContainer(a *arm, pod *corev1.Pod) string {
+func (fi faultInjector) sidecarContainer(a *arm, pod *corev1.Pod) string {
 	if a.sidecar {
-		return t.sidecar.Name
+		return fi.sidecar.Name
 	}
-	for _, name := range t.o.Mesh.Roles().Sidecars {
+	for _, name := range fi.mesh.Roles().Sidecars {
 		if _, ok := containerStatus(pod, name); ok {
 			return name
 		}
@@ -279,9 +319,9 @@ func (fr *faultRun) who() string {
 // watchRestart polls, from the kill on, until the killed container runs
 // again, restarted by the kubelet, and its pod is ready; within
 // Options.RestartTimeout.
-func (t *Target) watchRestart(ctx context.Context, fr *faultRun) {
+func (fi faultInjector) watchRestart(ctx context.Context, fr *faultRun) {
 	err := wait.For(func(ctx context.Context) (bool, error) {
-		p, err := t.c.CoreV1().Pods(fr.pod.Namespace).Get(ctx, fr.pod.Name, metav1.GetOptions{})
+		p, err := fi.pods.c.CoreV1().Pods(fr.pod.Namespace).Get(ctx, fr.pod.Name, metav1.GetOptions{})
 		if err != nil {
 			fr.state = err.Error()
 			return false, nil // transient, or the pod is gone: poll on
@@ -290,12 +330,12 @@ func (t *Target) watchRestart(ctx context.Context, fr *faultRun) {
 		fr.restartsAfter, fr.state = st.RestartCount, describeState(st)
 		restarted := st.RestartCount > fr.restarts && st.State.Running != nil
 		if restarted && fr.running.IsZero() {
-			fr.running = t.now()
+			fr.running = fi.now()
 		}
 		return restarted && st.Ready && podReady(p), nil
-	}, wait.WithContext(ctx), wait.WithInterval(200*time.Millisecond), wait.WithTimeout(t.o.RestartTimeout), wait.WithImmediate())
+	}, wait.WithContext(ctx), wait.WithInterval(200*time.Millisecond), wait.WithTimeout(fi.restartTimeout), wait.WithImmediate())
 	if err == nil {
-		fr.back = t.now()
+		fr.back = fi.now()
 	}
 }
 
@@ -320,9 +360,9 @@ func describeState(st corev1.ContainerStatus) string {
 	return fmt.Sprintf("running (restarts %d)", st.RestartCount)
 }
 
-// judgeFault puts the fault's outcome on run (testbed.JudgeFault), with
+// judge puts the fault's outcome on run (testbed.JudgeFault), with
 // the kubelet's restart of the killed (or stopped) container.
-func (t *Target) judgeFault(run *testbed.Run, fr *faultRun) {
+func (fi faultInjector) judge(run *testbed.Run, fr *faultRun) {
 	if fr == nil {
 		return // this arm has no such container
 	}
@@ -332,7 +372,7 @@ func (t *Target) judgeFault(run *testbed.Run, fr *faultRun) {
 			fr.who(), fr.f.Action.Past(), fr.at.Sub(fr.started).Round(time.Millisecond), fr.how)
 		if fr.back.IsZero() {
 			run.Invalidate(validity.FaultNotRecovered, "%s was not running and ready again within %v of the window's end: %s",
-				fr.who(), t.o.RestartTimeout, fr.state)
+				fr.who(), fi.restartTimeout, fr.state)
 		} else {
 			run.Warn(validity.FaultRestarted, "the kubelet restarted %s (restarts %d → %d): running again %v and ready %v after the %s",
 				fr.who(), fr.restarts, fr.restartsAfter, fr.running.Sub(fr.at).Round(100*time.Millisecond), fr.back.Sub(fr.at).Round(100*time.Millisecond), fr.f.Action)
@@ -340,10 +380,10 @@ func (t *Target) judgeFault(run *testbed.Run, fr *faultRun) {
 	}
 	if fr.killed() && run.Load.Timeline == nil {
 		run.Invalidate(validity.FaultFailed, "fault run without a timeline: the loadgen image (%s) predates mbloadgen's timeline=; rebuild it",
-			orDefault(t.o.Workloads.Images.Loadgen, manifests.DefaultImages.Loadgen))
+			orDefault(fi.loadgenImage, manifests.DefaultImages.Loadgen))
 		return
 	}
-	testbed.JudgeFault(run, testbed.FaultOutcome{Fired: fr.fired, At: fr.at, Err: fr.err}, t.o.Words)
+	testbed.JudgeFault(run, testbed.FaultOutcome{Fired: fr.fired, At: fr.at, Err: fr.err}, fi.words)
 }
 
 // killer kills one container of a pod as a crash would, or as near to it

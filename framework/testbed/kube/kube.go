@@ -11,11 +11,9 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -27,34 +25,37 @@ import (
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/measure/nodestats"
 	"github.com/meshbench/meshbench/framework/mesh"
-	"github.com/meshbench/meshbench/framework/meshinstall"
 	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // Target runs both arms in namespaces of one cluster, or, with a
 // candidate sidecar (Options.Candidate), the baseline, reference and
 // candidate arms. It implements testbed.Target and testbed.Armed.
+//
+// Target coordinates; each concern is a small type over the target's
+// state, built by an accessor with only what it needs: the mesh's
+// installation (installer: meshInstaller), the workloads' deployment
+// (deployer), the upgrade gate's arms (gate: upgradeGate), the nodes'
+// counters and their alignment (aligner), the resources per role
+// (accountant), the faults (faults: faultInjector) and the pods' tunnels,
+// counters and logs (access: podAccess). The state each owns is embedded here (installState,
+// deployState, counterState, faultState).
 type Target struct {
-	// alignedSaid is closed once the first run aligned to the kubelets'
-	// refreshes has said what that costs.
-	alignedSaid sync.Once
-	o           Options
-	c           kubernetes.Interface
-	run         string // random suffix shared by the run's namespaces
+	o   Options
+	c   kubernetes.Interface
+	run string // random suffix shared by the run's namespaces
 
 	// Seams to the cluster, replaced in tests.
-	fwd   forwarder
-	fetch func(ctx context.Context, node string) (kubelet.Snapshot, error)
-	// counterSource says where fetch reads (the environment's CPUCounters);
-	// onDemand: its samples are taken at the read, so there is no
-	// refresh to wait for.
-	counterSource string
-	onDemand      bool
-	hc            *http.Client
-	now           func() time.Time
+	fwd forwarder
+	// counterState is where the nodes' counters are read (aligner).
+	counterState
+	hc  *http.Client
+	now func() time.Time
+
+	// deployState is what the deployer created (deployer).
+	deployState
 
 	mu         sync.Mutex
-	created    []string // namespaces to delete, in creation order
 	closed     bool
 	arms       map[testbed.Arm]*arm
 	env        testbed.Environment
@@ -68,20 +69,12 @@ type Target struct {
 	// sidecar is the bring-your-own sidecar mesh's wiring of the meshed
 	// arm (certificates made at set-up), nil for every other mesh.
 	sidecar *manifests.Sidecar
-	// restCfg is what New was given; helm is the mesh's installer when the
-	// run installed it.
+	// restCfg is what New was given; installState is the mesh's
+	// installer when the run installed it (meshInstaller).
 	restCfg *rest.Config
-	helm    *meshinstall.Helm
-	// replicas is the loadgen replicas deployed per namespace, 0 where
-	// none is (yet): scenarios that need more scale them up.
-	replicas map[string]int
-	// killer kills a container for a fault; faultWhyNot says why faults
-	// cannot run on this cluster, "" when they can.
-	killer      killer
-	faultWhyNot string
-	// agent reads the nodes' counters with Options.NodeCPU agent; nil
-	// otherwise.
-	agent *nodeAgent
+	installState
+	// faultState is the faults' killer (faultInjector).
+	faultState
 }
 
 // arm is one side's namespaces; in a run, as the run's placement sees it
@@ -225,11 +218,11 @@ func newTarget(c kubernetes.Interface, o Options) (*Target, error) {
 		run: envconf.RandomName("", 6),
 		// No keep-alive: tunnels are per run, and a later tunnel may get the
 		// local port of an earlier one.
-		hc:       &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}},
-		now:      time.Now,
-		arms:     map[testbed.Arm]*arm{},
-		verified: map[testbed.Arm]mesh.Verification{},
-		replicas: map[string]int{},
+		hc:          &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}},
+		now:         time.Now,
+		arms:        map[testbed.Arm]*arm{},
+		verified:    map[testbed.Arm]mesh.Verification{},
+		deployState: deployState{replicas: map[string]int{}},
 	}, nil
 }
 
@@ -286,7 +279,7 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 	if err := t.verify(ctx); err != nil {
 		return err
 	}
-	if t.idle, err = t.idleMemory(ctx); err != nil {
+	if t.idle, err = t.aligner().idleMemory(ctx); err != nil {
 		return err
 	}
 	t.env = t.environment(ctx)
@@ -297,14 +290,18 @@ func (t *Target) setUp(ctx context.Context) (err error) {
 // preflight finds (or installs) the mesh and reads the nodes, and fails
 // before anything is deployed when the kubelets cannot be read.
 func (t *Target) preflight(ctx context.Context) error {
-	info, err := t.detectMesh(ctx)
+	info, err := t.installer().detect(ctx)
 	if err != nil {
 		return err
 	}
 	t.meshInfo = info
-	if err := t.detectCandidate(ctx); err != nil {
+	cand, err := t.installer().detectCandidate(ctx)
+	if err != nil {
 		return err
 	}
+	t.mu.Lock()
+	t.candInfo = cand
+	t.mu.Unlock()
 	if t.nodes, err = t.readNodes(ctx); err != nil {
 		return err
 	}
@@ -328,7 +325,7 @@ func (t *Target) preflight(ctx context.Context) error {
 // candidate's image and configuration.
 func (t *Target) newArms() error {
 	t.arms[testbed.Baseline] = &arm{name: testbed.Baseline, ns: t.ns("baseline")}
-	meshed := t.newMeshedArms()
+	meshed := t.gate().newMeshedArms(t.ns)
 	for _, a := range meshed {
 		t.arms[a.name] = a
 	}
@@ -340,7 +337,7 @@ func (t *Target) newArms() error {
 	}
 	sp, ok := t.o.Mesh.(mesh.SidecarProxy)
 	if !ok || !sp.Wired() {
-		t.wireCandidate(nil)
+		t.gate().wireCandidate(nil)
 		return nil
 	}
 	var err error
@@ -351,7 +348,7 @@ func (t *Target) newArms() error {
 	for _, a := range meshed {
 		a.sidecar, a.proxy = true, t.sidecar
 	}
-	t.wireCandidate(t.sidecar)
+	t.gate().wireCandidate(t.sidecar)
 	return nil
 }
 
@@ -398,92 +395,26 @@ func (t *Target) deployArms(ctx context.Context) error {
 	if t.o.Placement == OutOfMesh {
 		shared = t.sharedNS()
 	}
-	sets, wants, err := t.render(append([]*arm{t.arms[testbed.Baseline]}, t.meshedArms()...), shared)
+	d := t.deployer()
+	sets, wants, err := d.render(append([]*arm{t.arms[testbed.Baseline]}, t.meshedArms()...), shared)
 	if err != nil {
 		return err
 	}
 	t.o.Logf("kube target: deploying %s in %s", strings.Join(componentsOf(wants), ", "), strings.Join(t.Namespaces(), ", "))
-	if err := t.apply(ctx, sets); err != nil {
+	if err := d.apply(ctx, sets); err != nil {
 		return err
 	}
-	if err := t.waitReady(ctx, wants); err != nil {
+	if err := d.waitReady(ctx, wants); err != nil {
 		return err
 	}
+	d.deployMu.Lock()
+	defer d.deployMu.Unlock()
 	for _, w := range wants {
 		if w.Component == manifests.Loadgen {
-			t.replicas[w.Namespace] = w.Replicas
+			d.replicas[w.Namespace] = w.Replicas
 		}
 	}
 	return nil
-}
-
-// waitReady waits, within Options.ReadyTimeout, until every wanted pod is
-// ready, and stops at once on a pod that cannot become ready.
-func (t *Target) waitReady(ctx context.Context, wants []want) error {
-	rctx, cancel := context.WithTimeout(ctx, t.o.ReadyTimeout)
-	defer cancel()
-	start := t.now()
-	r := &readiness{c: t.c, run: t.run, wants: wants, probes: t.o.ProbeFailures, grace: t.o.UnschedulableGrace,
-		every: 2 * time.Second, now: t.now, logf: t.o.Logf, logLines: 20}
-	if err := r.wait(rctx); err != nil {
-		return fmt.Errorf("kube target: %w", err)
-	}
-	t.o.Logf("kube target: %s ready in %v", strings.Join(componentsOf(wants), ", "), t.now().Sub(start).Round(time.Second))
-	return nil
-}
-
-func (t *Target) detectMesh(ctx context.Context) (mesh.Info, error) {
-	m := t.o.Mesh
-	info, err := m.Detect(ctx, t.c)
-	var ni *mesh.NotInstalledError
-	if errors.As(err, &ni) && t.o.InstallMesh {
-		inst, ok := m.(mesh.Installer)
-		if !ok {
-			return info, fmt.Errorf("kube target: %w; the %s adapter cannot install it, install it first", err, m.Name())
-		}
-		charts, err := inst.Charts(t.o.Install)
-		if err != nil {
-			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
-		}
-		start := t.now()
-		t.o.Logf("kube target: %s is not installed (%s): installing it from %d Helm chart(s)", m.Name(), ni.Looked, len(charts))
-		if err := meshinstall.Prepare(ctx, t.c, m, t.o.Install, t.o.Logf); err != nil {
-			return info, fmt.Errorf("kube target: %w", err)
-		}
-		t.mu.Lock()
-		t.helm = t.newHelm()
-		t.mu.Unlock()
-		if err := t.helm.Install(ctx, charts); err != nil {
-			return info, fmt.Errorf("kube target: install %s: %w", m.Name(), err)
-		}
-		t.o.Logf("kube target: %s installed in %v", m.Name(), t.now().Sub(start).Round(time.Second))
-		info, err = m.Detect(ctx, t.c)
-		if err != nil {
-			return info, fmt.Errorf("kube target: %s installed but not detected: %w", m.Name(), err)
-		}
-		return info, nil
-	}
-	if err != nil {
-		return info, fmt.Errorf("kube target: %w", err)
-	}
-	return info, nil
-}
-
-// Installed lists the Helm releases the target installed (and uninstalls
-// on Close); empty when the mesh was already there.
-func (t *Target) Installed() []meshinstall.Installed {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.helm == nil {
-		return nil
-	}
-	return t.helm.Installed()
-}
-
-// newHelm is the installer of the mesh, with the target's options.
-func (t *Target) newHelm() *meshinstall.Helm {
-	return meshinstall.NewHelm(t.restCfg, t.c, meshinstall.HelmOptions{ChartDir: t.o.ChartDir, Timeout: t.o.InstallTimeout,
-		Grace: t.o.UnschedulableGrace, Logf: t.o.Logf, Words: t.o.Words})
 }
 
 func (t *Target) readNodes(ctx context.Context) ([]NodeInfo, error) {
@@ -505,145 +436,6 @@ func (t *Target) readNodes(ctx context.Context) ([]NodeInfo, error) {
 	return out, nil
 }
 
-func (t *Target) createNamespace(ctx context.Context, ns *corev1.Namespace) error {
-	if _, err := t.c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsForbidden(err) {
-			return fmt.Errorf("kube target: creating namespace %s was forbidden: the identity in use needs RBAC create on namespaces: %w", ns.Name, err)
-		}
-		return fmt.Errorf("kube target: create namespace %s: %w", ns.Name, err)
-	}
-	t.mu.Lock()
-	t.created = append(t.created, ns.Name)
-	t.mu.Unlock()
-	return nil
-}
-
-// renderJob is what one namespace runs: its components, whether the
-// mesh is in it, and its loadgen replicas.
-type renderJob struct {
-	ns, armLabel string
-	comps        []manifests.Component
-	inject       bool
-	replicas     int
-}
-
-// render builds every namespace's objects (the arms', in order, and the
-// out-of-mesh loadgen's in shared when set) and what readiness waits for.
-func (t *Target) render(arms []*arm, shared string) ([]*manifests.Set, []want, error) {
-	apps := []manifests.Component{manifests.Backend, manifests.Frontend}
-	if shared == "" {
-		apps = manifests.Components
-	}
-	var jobs []renderJob
-	for _, a := range arms {
-		jobs = append(jobs, renderJob{a.ns, string(a.name), apps, a.name.IsMeshed(), t.o.Loadgens})
-	}
-	if shared != "" {
-		jobs = append(jobs, renderJob{shared, manifests.ArmShared, []manifests.Component{manifests.Loadgen}, false, t.o.Loadgens})
-	}
-	var sets []*manifests.Set
-	var wants []want
-	for _, j := range jobs {
-		s, ws, err := t.renderOne(j)
-		if err != nil {
-			return nil, nil, err
-		}
-		sets, wants = append(sets, s), append(wants, ws...)
-	}
-	return sets, wants, nil
-}
-
-// renderOne builds one namespace's objects, with the mesh injected (or
-// the bring-your-own sidecar wired, as the namespace's arm wires it) where
-// the job says.
-func (t *Target) renderOne(j renderJob) (*manifests.Set, []want, error) {
-	p := t.o.Workloads
-	p.Namespace, p.Arm, p.Run, p.Components, p.LoadgenReplicas = j.ns, j.armLabel, t.run, j.comps, j.replicas
-	a := t.armOf(j.ns)
-	if j.inject && a != nil && a.proxy != nil {
-		p.Sidecar = a.proxy
-	}
-	s, err := manifests.Render(p)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kube target: %w", err)
-	}
-	if inj, ok := t.o.Mesh.(mesh.Injector); ok && j.inject {
-		for _, d := range s.Deployments {
-			if err := t.inject(inj, a, &d.Spec.Template); err != nil {
-				return nil, nil, fmt.Errorf("kube target: %s: inject into %s/%s: %w", t.o.Mesh.Name(), d.Namespace, d.Name, err)
-			}
-		}
-	}
-	var wants []want
-	for _, d := range s.Deployments {
-		wants = append(wants, want{Namespace: j.ns, Component: manifests.Component(d.Labels[manifests.LabelComponent]), Replicas: int(*d.Spec.Replicas)})
-	}
-	return s, wants, nil
-}
-
-// inject injects the mesh into a pod template of arm a, with the arm's
-// own proxy image when it has one (an unwired candidate).
-func (t *Target) inject(inj mesh.Injector, a *arm, tmpl *corev1.PodTemplateSpec) error {
-	if err := inj.Inject(tmpl); err != nil {
-		return err
-	}
-	sp, ok := t.o.Mesh.(mesh.SidecarProxy)
-	if a == nil || a.image == "" || !ok {
-		return nil
-	}
-	name, _, _ := sp.Proxy()
-	return setProxyImage(tmpl, name, a.image)
-}
-
-// apply creates every set's objects, the namespaces concurrently, each in
-// creation order.
-func (t *Target) apply(ctx context.Context, sets []*manifests.Set) error {
-	errs := make([]error, len(sets))
-	var wg sync.WaitGroup
-	for i, s := range sets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, o := range s.Objects() {
-				if err := t.create(ctx, o); err != nil {
-					errs[i] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func (t *Target) create(ctx context.Context, o runtime.Object) error {
-	var err error
-	var kind, ns, name string
-	switch x := o.(type) {
-	case *corev1.ConfigMap:
-		kind, ns, name = "ConfigMap", x.Namespace, x.Name
-		_, err = t.c.CoreV1().ConfigMaps(ns).Create(ctx, x, metav1.CreateOptions{})
-	case *corev1.Secret:
-		kind, ns, name = "Secret", x.Namespace, x.Name
-		_, err = t.c.CoreV1().Secrets(ns).Create(ctx, x, metav1.CreateOptions{})
-	case *corev1.Service:
-		kind, ns, name = "Service", x.Namespace, x.Name
-		_, err = t.c.CoreV1().Services(ns).Create(ctx, x, metav1.CreateOptions{})
-	case *appsv1.Deployment:
-		kind, ns, name = "Deployment", x.Namespace, x.Name
-		_, err = t.c.AppsV1().Deployments(ns).Create(ctx, x, metav1.CreateOptions{})
-	default:
-		return fmt.Errorf("kube target: cannot create %T", o)
-	}
-	if err != nil {
-		if apierrors.IsForbidden(err) {
-			return fmt.Errorf("kube target: creating %s %s/%s was forbidden (RBAC, or an admission policy): %w", kind, ns, name, err)
-		}
-		return fmt.Errorf("kube target: create %s %s/%s: %w", kind, ns, name, err)
-	}
-	return nil
-}
-
 // verify checks, with the mesh adapter, that the meshed arms' pods carry
 // the mesh and that the baseline's (and the out-of-mesh loadgen's) do not.
 func (t *Target) verify(ctx context.Context) error {
@@ -660,7 +452,10 @@ func (t *Target) verify(ctx context.Context) error {
 			t.o.Logf("kube target: %s arm: %s", a.name, n)
 		}
 	}
-	errs = append(errs, t.revisionsApart())
+	t.mu.Lock()
+	ref := t.verified[testbed.Reference]
+	t.mu.Unlock()
+	errs = append(errs, t.gate().revisionsApart(ref))
 	if m := t.meshedArms()[0]; m.loadgenNS != m.ns {
 		if _, err := t.o.Mesh.Verify(ctx, t.c, m.loadgenNS, false); err != nil {
 			errs = append(errs, fmt.Errorf("out-of-mesh loadgen: %w", err))
@@ -684,8 +479,8 @@ func (t *Target) Nodes() []NodeInfo { return append([]NodeInfo(nil), t.nodes...)
 // Namespaces returns the namespaces of the run: baseline, meshed and, out
 // of mesh, the loadgen's.
 func (t *Target) Namespaces() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.deployMu.Lock()
+	defer t.deployMu.Unlock()
 	return append([]string(nil), t.created...)
 }
 
@@ -722,9 +517,11 @@ func (t *Target) Close(ctx context.Context) error {
 		t.mu.Unlock()
 		return nil
 	}
-	nss := append([]string(nil), t.created...)
-	helm := t.helm
 	t.mu.Unlock()
+	t.helmMu.Lock()
+	helm := t.helm
+	t.helmMu.Unlock()
+	nss := t.Namespaces()
 	if len(nss) == 0 && (helm == nil || len(helm.Installed()) == 0 && len(helm.Namespaces()) == 0) {
 		return nil
 	}

@@ -46,14 +46,19 @@ func failedRequests(frs []*fortioResult) int64 {
 	return n
 }
 
+// copyLoadgenLogs is podAccess.copyLoadgenLogs with the target's access.
+func (t *Target) copyLoadgenLogs(ctx context.Context, rs *runState, run *testbed.Run, limit int64) {
+	t.access().copyLoadgenLogs(ctx, rs, run, limit)
+}
+
 // copyLoadgenLogs writes to Options.LoadgenLog what the loadgen
 // containers of the run's pods logged since the run started (counters
 // read, then the warm-up and the window), when the run failed requests
 // and there is somewhere to write; at most limit bytes of the logs. A log
 // that cannot be read, or that passes limit, is a warning on run, never a
 // failed run.
-func (t *Target) copyLoadgenLogs(ctx context.Context, rs *runState, run *testbed.Run, limit int64) {
-	if t.o.LoadgenLog == nil || rs.failed == 0 {
+func (pa podAccess) copyLoadgenLogs(ctx context.Context, rs *runState, run *testbed.Run, limit int64) {
+	if pa.loadgenLog == nil || rs.failed == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, loadgenLogTimeout)
@@ -66,7 +71,7 @@ func (t *Target) copyLoadgenLogs(ctx context.Context, rs *runState, run *testbed
 		if i < len(rs.lgs) {
 			offset = rs.lgs[i].offset
 		}
-		n, err := t.copyPodLog(ctx, p, rs.countStart.Add(offset), left)
+		n, err := pa.copyPodLog(ctx, p, rs.countStart.Add(offset), left)
 		left -= n
 		if errors.Is(err, errLogCapped) {
 			run.Warn(validity.LoadgenLogs, "loadgen logs: only the first %s of the run's loadgen logs were read, up to loadgen %s/%s; the rest is only in the pods' logs",
@@ -90,17 +95,17 @@ func byteSize(n int64) string {
 // copyPodLog copies the log of pod p's loadgen container from since (on
 // the pod's clock) to Options.LoadgenLog, and returns how many bytes of
 // the log it read: at most limit, then errLogCapped.
-func (t *Target) copyPodLog(ctx context.Context, p corev1.Pod, since time.Time, limit int64) (int64, error) {
+func (pa podAccess) copyPodLog(ctx context.Context, p corev1.Pod, since time.Time, limit int64) (int64, error) {
 	// SinceTime goes to the API server in whole seconds: the lines'
 	// timestamps tell the rest.
 	st, ask := metav1.NewTime(since), limit+1
 	opts := &corev1.PodLogOptions{Container: string(manifests.Loadgen), SinceTime: &st, Timestamps: true, LimitBytes: &ask}
-	rc, err := t.c.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
+	rc, err := pa.pods.c.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read the log of loadgen %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	defer rc.Close()
-	n, err := copyLogLines(t.o.LoadgenLog, io.LimitReader(rc, ask), since, limit)
+	n, err := copyLogLines(pa.loadgenLog, io.LimitReader(rc, ask), since, limit)
 	if err != nil && !errors.Is(err, errLogCapped) {
 		return n, fmt.Errorf("copy the log of loadgen %s/%s: %w", p.Namespace, p.Name, err)
 	}

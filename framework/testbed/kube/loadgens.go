@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
@@ -50,18 +48,19 @@ func (t *Target) loadgenJobs(p Placement, replicas int) []renderJob {
 // until they are ready and the arms verified again.
 func (t *Target) ensureLoadgens(ctx context.Context, w testbed.Workload) error {
 	var wants []want
+	d := t.deployer()
 	for _, j := range t.loadgenJobs(Placement(w.Placement), w.Loadgens) {
-		t.mu.Lock()
-		have := t.replicas[j.ns]
-		t.mu.Unlock()
+		d.deployMu.Lock()
+		have := d.replicas[j.ns]
+		d.deployMu.Unlock()
 		if have >= j.replicas {
 			continue
 		}
 		var err error
 		if have == 0 {
-			err = t.deployLoadgens(ctx, j)
+			err = d.deployLoadgens(ctx, j)
 		} else {
-			err = t.scaleLoadgens(ctx, j.ns, j.replicas)
+			err = d.scaleLoadgens(ctx, j.ns, j.replicas)
 		}
 		if err != nil {
 			return err
@@ -71,41 +70,15 @@ func (t *Target) ensureLoadgens(ctx context.Context, w testbed.Workload) error {
 	if len(wants) == 0 {
 		return nil
 	}
-	if err := t.waitReady(ctx, wants); err != nil {
+	if err := d.waitReady(ctx, wants); err != nil {
 		return err
 	}
-	t.mu.Lock()
+	d.deployMu.Lock()
 	for _, w := range wants {
-		t.replicas[w.Namespace] = w.Replicas
+		d.replicas[w.Namespace] = w.Replicas
 	}
-	t.mu.Unlock()
+	d.deployMu.Unlock()
 	return t.afterLoadgens(ctx, wants)
-}
-
-// deployLoadgens creates the loadgens of one namespace, and the
-// namespace itself when it is the out-of-mesh one.
-func (t *Target) deployLoadgens(ctx context.Context, j renderJob) error {
-	if j.ns == t.sharedNS() {
-		if err := t.createNamespace(ctx, manifests.Namespace(j.ns, manifests.ArmShared, t.run, true)); err != nil {
-			return err
-		}
-	}
-	s, _, err := t.renderOne(j)
-	if err != nil {
-		return err
-	}
-	t.o.Logf("kube target: deploying %d×loadgen in %s", j.replicas, j.ns)
-	return t.apply(ctx, []*manifests.Set{s})
-}
-
-// scaleLoadgens sets the replicas of a namespace's loadgen Deployment.
-func (t *Target) scaleLoadgens(ctx context.Context, ns string, n int) error {
-	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)
-	if _, err := t.c.AppsV1().Deployments(ns).Patch(ctx, string(manifests.Loadgen), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("kube target: scale the loadgens of %s to %d: %w", ns, n, err)
-	}
-	t.o.Logf("kube target: scaling the loadgens of %s to %d", ns, n)
-	return nil
 }
 
 // afterLoadgens verifies the arms again with their new loadgens (meshed
@@ -128,7 +101,7 @@ func (t *Target) afterLoadgens(ctx context.Context, wants []want) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("kube target: the new loadgens are not what they claim: %w", err)
 	}
-	snaps, err := t.snapshots(ctx)
+	snaps, err := t.aligner().snapshots(ctx)
 	if err != nil {
 		return fmt.Errorf("kube target: idle memory of the new loadgens: %w", err)
 	}
@@ -158,7 +131,7 @@ func (t *Target) armOf(ns string) *arm {
 // loadgenPods picks the ready loadgen pods a run of a with n shards
 // drives: the first n by name.
 func (t *Target) loadgenPods(ctx context.Context, a *arm, n int) ([]corev1.Pod, error) {
-	pods, err := t.readyPods(ctx, a.loadgenNS, manifests.Loadgen)
+	pods, err := t.pods().ready(ctx, a.loadgenNS, manifests.Loadgen)
 	if err != nil {
 		return nil, err
 	}

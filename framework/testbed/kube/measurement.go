@@ -30,7 +30,7 @@ func (m *kubeletMeasurement) Start(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	m.before, err = m.t.snapshots(ctx)
+	m.before, err = m.t.aligner().snapshots(ctx)
 	return err
 }
 
@@ -38,7 +38,7 @@ func (m *kubeletMeasurement) Start(ctx context.Context) error {
 // refreshed (loadPastRefresh), when the counters are aligned to them. It
 // reports whether it did.
 func (m *kubeletMeasurement) closeUnderLoad(ctx context.Context, windowEnd time.Time) (bool, error) {
-	if !m.t.aligned() {
+	if !m.t.aligner().aligned() {
 		return false, nil
 	}
 	return true, m.loadPastRefresh(ctx, windowEnd)
@@ -55,7 +55,7 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (testbed.Measured, error)
 	if after == nil {
 		// The window ends now, not after the pods are listed.
 		var err error
-		if after, err = m.t.snapshots(ctx); err != nil {
+		if after, err = m.t.aligner().snapshots(ctx); err != nil {
 			return testbed.Measured{}, err
 		}
 	}

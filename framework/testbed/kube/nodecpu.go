@@ -86,7 +86,7 @@ func (t *Target) deployNodeAgent(ctx context.Context) error {
 		return fmt.Errorf("kube target: create DaemonSet %s/%s: %w", ns, ds.Name, err)
 	}
 	t.o.Logf("kube target: deploying the node CPU agent (%s) on %d nodes in %s", ds.Spec.Template.Spec.Containers[0].Image, len(t.nodes), ns)
-	if err := t.waitReady(ctx, []want{{Namespace: ns, Component: manifests.NodeCPU, Replicas: len(t.nodes)}}); err != nil {
+	if err := t.deployer().waitReady(ctx, []want{{Namespace: ns, Component: manifests.NodeCPU, Replicas: len(t.nodes)}}); err != nil {
 		return fmt.Errorf("the node CPU agent cannot run: %w\n%s", err, agentFallback(t.o.Words))
 	}
 	return t.agent.findPods(ctx, ns)

@@ -30,6 +30,23 @@ func (t *tunnel) Close() {
 	}
 }
 
+// podAccess reaches into the run's pods from the harness: port-forwards
+// (fwd) to the loadgens and the apps, the apps' nginx counters (read with
+// hc), the sidecars' plain-request logs and the loadgens' logs, copied to
+// loadgenLog (Options.LoadgenLog; nil: not copied), the loadgens' network
+// and the nodes the pods run on.
+type podAccess struct {
+	pods       runPods
+	fwd        forwarder
+	hc         *http.Client
+	loadgenLog io.Writer
+}
+
+// access is the target's way into its pods.
+func (t *Target) access() podAccess {
+	return podAccess{pods: t.pods(), fwd: t.fwd, hc: t.hc, loadgenLog: t.o.LoadgenLog}
+}
+
 // forwarder opens tunnels to pods; the cluster implementation port-forwards
 // through the API server, tests point at local servers.
 type forwarder func(ctx context.Context, namespace, pod string, port int) (*tunnel, error)

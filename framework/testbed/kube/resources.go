@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/measure"
@@ -33,15 +34,21 @@ const (
 const minCoverage = 0.9
 
 // snapshots reads every node's kubelet concurrently.
-func (t *Target) snapshots(ctx context.Context) (map[string]kubelet.Snapshot, error) {
-	names := make([]string, len(t.nodes))
-	for i, n := range t.nodes {
+func (al aligner) snapshots(ctx context.Context) (map[string]kubelet.Snapshot, error) {
+	names := make([]string, len(al.nodes))
+	for i, n := range al.nodes {
 		names[i] = n.Name
 	}
-	return t.snapshotNodes(ctx, names)
+	return al.snapshotNodes(ctx, names)
 }
 
+// snapshotNodes is aligner.snapshotNodes with the target's aligner.
 func (t *Target) snapshotNodes(ctx context.Context, nodes []string) (map[string]kubelet.Snapshot, error) {
+	return t.aligner().snapshotNodes(ctx, nodes)
+}
+
+// snapshotNodes reads the kubelets of nodes concurrently.
+func (al aligner) snapshotNodes(ctx context.Context, nodes []string) (map[string]kubelet.Snapshot, error) {
 	out := make([]kubelet.Snapshot, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
@@ -49,7 +56,7 @@ func (t *Target) snapshotNodes(ctx context.Context, nodes []string) (map[string]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = t.fetch(ctx, n)
+			out[i], errs[i] = al.fetch(ctx, n)
 			out[i].Node = n
 		}()
 	}
@@ -64,12 +71,40 @@ func (t *Target) snapshotNodes(ctx context.Context, nodes []string) (map[string]
 	return m, nil
 }
 
+// accountant turns the nodes' counters into a run's resources per role:
+// it classifies the cluster's containers by the mesh's roles and the arms,
+// and sums their usage over the window on the nodes, with each
+// container's idle memory; the aligner says why counters were diluted.
+type accountant struct {
+	mesh  mesh.Mesh
+	arms  map[testbed.Arm]*arm
+	nodes []NodeInfo
+	idle  map[kubelet.ContainerKey]float64
+	pods  runPods
+	al    aligner
+}
+
+// accountant is the target's accountant.
+func (t *Target) accountant() accountant {
+	return accountant{mesh: t.o.Mesh, arms: t.arms, nodes: t.nodes, idle: t.idle, pods: t.pods(), al: t.aligner()}
+}
+
+// roleOf is accountant.roleOf with the target's accountant.
+func (t *Target) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
+	return t.accountant().roleOf(a, pods)
+}
+
+// resourceWindow is accountant.resourceWindow with the target's accountant.
+func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time, killed kubelet.ContainerKey) windowReport {
+	return t.accountant().resourceWindow(roleOf, before, after, loadedFrom, loadedTo, killed)
+}
+
 // roleOf classifies the containers of the cluster for a run of arm: the
 // mesh's control plane and node proxies whatever the arm; the arm's own
 // (and its loadgen's) sidecars, apps and loadgen; everything else,
 // including the idle other arm, as "other".
-func (t *Target) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
-	r := t.o.Mesh.Roles()
+func (ac accountant) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
+	r := ac.mesh.Roles()
 	var rules []kubelet.RoleRule
 	add := func(role measure.Role, ws []mesh.Workload) {
 		for _, w := range ws {
@@ -78,7 +113,7 @@ func (t *Target) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
 	}
 	add(measure.RoleControlPlane, r.ControlPlane)
 	add(measure.RoleNodeProxy, r.NodeProxies)
-	for _, other := range t.arms {
+	for _, other := range ac.arms {
 		if other != a && other.ns != a.ns {
 			rules = append(rules, kubelet.RoleRule{Role: kubelet.RoleOther, Namespace: other.ns})
 			if other.loadgenNS != a.loadgenNS {
@@ -129,7 +164,7 @@ type nodeSpan struct {
 // counters were under load for less than minCoverage of it make the run's
 // CPU figures invalid, in one reason for them all (CPUInvalid). killed,
 // unless zero, is the container a fault killed: its restart is expected.
-func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time, killed kubelet.ContainerKey) windowReport {
+func (ac accountant) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]kubelet.Snapshot, loadedFrom, loadedTo time.Time, killed kubelet.ContainerKey) windowReport {
 	var rep windowReport
 	relevant := func(k kubelet.ContainerKey) bool {
 		return roleOf(k.Namespace, k.Pod, k.Container) != kubelet.RoleOther
@@ -164,9 +199,9 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 		}
 	}
 	if len(diluted) > 0 {
-		rep.CPUInvalid.Add(validity.CPUDiluted, "%s", t.diluted(diluted))
+		rep.CPUInvalid.Add(validity.CPUDiluted, "%s", ac.al.diluted(diluted))
 	}
-	rep.Window = t.window(roleOf, rep.Usages, loadedFrom)
+	rep.Window = ac.window(roleOf, rep.Usages, loadedFrom)
 	invalid, warn := throttling(roleOf, rep.Usages)
 	rep.Invalid = append(rep.Invalid, invalid...)
 	rep.Warnings = append(rep.Warnings, warn...)
@@ -177,15 +212,15 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 // start, with each container's idle memory. The containers of no role of
 // ours are left out: they are reported as node utilisation, not per
 // container.
-func (t *Target) window(roleOf kubelet.RoleOf, usages []kubelet.Usage, start time.Time) measure.Window {
+func (ac accountant) window(roleOf kubelet.RoleOf, usages []kubelet.Usage, start time.Time) measure.Window {
 	alloc := map[string]float64{}
-	for _, n := range t.nodes {
+	for _, n := range ac.nodes {
 		alloc[n.Name] = n.AllocatableCores
 	}
 	w := kubelet.Window(roleOf, alloc, usages...)
 	w.Start = start
 	for i := range w.Usage {
-		if idle, ok := t.idle[containerKey(w.Usage[i].Name)]; ok {
+		if idle, ok := ac.idle[containerKey(w.Usage[i].Name)]; ok {
 			w.Usage[i].IdleRSS = int64(idle)
 		}
 	}
@@ -222,26 +257,29 @@ func throttling(roleOf kubelet.RoleOf, usages []kubelet.Usage) (invalid, warn va
 	return invalid, warn
 }
 
+// diluted is aligner.diluted with the target's aligner.
+func (t *Target) diluted(ns []nodeSpan) string { return t.aligner().diluted(ns) }
+
 // diluted says, in one sentence for the whole run, that the counters of
 // the nodes ns spanned more than the loaded span, so that each was under
 // load for less than minCoverage of its span.
-func (t *Target) diluted(ns []nodeSpan) string {
+func (al aligner) diluted(ns []nodeSpan) string {
 	parts := make([]string, len(ns))
 	for i, n := range ns {
 		parts[i] = fmt.Sprintf("%v on node %s (%.0f%% under load)", n.span.Round(100*time.Millisecond), n.node, n.coverage*100)
 	}
 	spans := strings.Join(parts, ", ")
-	if t.onDemand {
+	if al.onDemand {
 		return fmt.Sprintf("CPU diluted: the counters read on the nodes span %s, under the %.0f%% needed: per-role CPU is diluted by idle time around the window",
 			spans, minCoverage*100)
 	}
-	if t.aligned() {
+	if al.aligned() {
 		return fmt.Sprintf("CPU diluted: the kubelet's counters span %s, under the %.0f%% needed: per-role CPU is diluted by idle time; "+
 			"the kubelets did not collect them under load within the %v the run waits for them; %s reads them at the instant",
-			spans, minCoverage*100, t.o.CounterWait, t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
+			spans, minCoverage*100, al.counterWait, al.words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
 	}
 	return fmt.Sprintf("CPU diluted: the kubelet's counters span %s, under the %.0f%% needed: per-role CPU is diluted by idle time; "+
-		"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or %s", spans, minCoverage*100, t.o.Words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
+		"use a window and a warm-up longer than the kubelet's refresh interval (10-15 s), or %s", spans, minCoverage*100, al.words.Say(testbed.SettingNodeCPU, NodeCPUAgent))
 }
 
 // containerKey parses kubelet.ContainerKey.String().
@@ -307,16 +345,16 @@ func windowProblems(err error, relevant func(kubelet.ContainerKey) bool) validit
 
 // allPods lists the pods the roles are read from: the whole cluster, or,
 // without the right to list it, the run's and the mesh's namespaces.
-func (t *Target) allPods(ctx context.Context) ([]corev1.Pod, error) {
-	l, err := t.c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+func (ac accountant) allPods(ctx context.Context) ([]corev1.Pod, error) {
+	l, err := ac.pods.c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err == nil {
 		return l.Items, nil
 	}
 	nss := map[string]bool{}
-	for _, a := range t.arms {
+	for _, a := range ac.arms {
 		nss[a.ns], nss[a.loadgenNS] = true, true
 	}
-	r := t.o.Mesh.Roles()
+	r := ac.mesh.Roles()
 	for _, ws := range [][]mesh.Workload{r.ControlPlane, r.NodeProxies, r.Waypoints} {
 		for _, w := range ws {
 			if w.Namespace != "" {
@@ -326,7 +364,7 @@ func (t *Target) allPods(ctx context.Context) ([]corev1.Pod, error) {
 	}
 	var out []corev1.Pod
 	for ns := range nss {
-		l, err := t.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		l, err := ac.pods.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("list pods in %s: %w", ns, err)
 		}
@@ -335,10 +373,19 @@ func (t *Target) allPods(ctx context.Context) ([]corev1.Pod, error) {
 	return out, nil
 }
 
-// readyPods lists the ready pods of component c in ns, by name.
-func (t *Target) readyPods(ctx context.Context, ns string, c manifests.Component) ([]corev1.Pod, error) {
-	l, err := t.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
-		LabelSelector: manifests.LabelComponent + "=" + string(c) + "," + manifests.LabelRun + "=" + t.run,
+// runPods lists the pods of one run (its manifests.LabelRun) through c.
+type runPods struct {
+	c   kubernetes.Interface
+	run string
+}
+
+// pods lists the target's run's pods.
+func (t *Target) pods() runPods { return runPods{c: t.c, run: t.run} }
+
+// ready lists the ready pods of component c in ns, by name.
+func (rp runPods) ready(ctx context.Context, ns string, c manifests.Component) ([]corev1.Pod, error) {
+	l, err := rp.c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: manifests.LabelComponent + "=" + string(c) + "," + manifests.LabelRun + "=" + rp.run,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s pods in %s: %w", c, ns, err)
@@ -356,9 +403,9 @@ func (t *Target) readyPods(ctx context.Context, ns string, c manifests.Component
 // loadgenBudget is the CPU the used loadgen pods may burn, in millicores:
 // per node, the sum of their CPU limits, or the node's allocatable cores
 // when any of them has no limit (pods of one node share its cores).
-func (t *Target) loadgenBudget(pods []corev1.Pod) float64 {
+func (ac accountant) loadgenBudget(pods []corev1.Pod) float64 {
 	alloc := map[string]float64{}
-	for _, n := range t.nodes {
+	for _, n := range ac.nodes {
 		alloc[n.Name] = n.AllocatableCores * 1000
 	}
 	limits := map[string]float64{}

@@ -2,14 +2,10 @@ package kube
 
 import (
 	"cmp"
-	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/meshbench/meshbench/framework/mesh"
-	"github.com/meshbench/meshbench/framework/meshinstall"
 	"github.com/meshbench/meshbench/framework/testbed"
 )
 
@@ -31,75 +27,16 @@ func (t *Target) meshOf(a *arm) mesh.Mesh {
 
 // candidateMesh is the adapter of the candidate revision; nil without a
 // revision candidate.
-func (t *Target) candidateMesh() mesh.Mesh {
-	c := t.o.Candidate
+func (g upgradeGate) candidateMesh() mesh.Mesh {
+	c := g.cand
 	if c == nil || c.Revision == "" {
 		return nil
 	}
-	rm, ok := t.o.Mesh.(mesh.Revisioned)
+	rm, ok := g.mesh.(mesh.Revisioned)
 	if !ok {
 		return nil // refused by Options.normalize
 	}
 	return rm.AtRevision(c.Revision)
-}
-
-// detectCandidate finds the candidate revision's istiod before anything is
-// deployed, installing it when the run installs the mesh
-// (Options.InstallMesh); a missing revision is an error that says how to
-// install it.
-func (t *Target) detectCandidate(ctx context.Context) error {
-	cm := t.candidateMesh()
-	if cm == nil {
-		return nil
-	}
-	c, w := t.o.Candidate, t.o.Words
-	info, err := cm.Detect(ctx, t.c)
-	var ni *mesh.NotInstalledError
-	switch {
-	case errors.As(err, &ni) && t.o.InstallMesh:
-		info, err = t.installRevision(ctx, cm, ni)
-	case errors.As(err, &ni):
-		ns := cmp.Or(info.Namespace, "istio-system")
-		return fmt.Errorf("kube target: %s: %w; the candidate arm's namespace %s would be labelled %s=%s: install that revision first "+
-			"(istioctl install --revision=%s, or helm install istiod-%s istio/istiod -n %s --set revision=%s) or pass %s",
-			w.Say(testbed.SettingCandidate, c.String()), err, t.ns(string(testbed.Candidate)), "istio.io/rev", c.Revision, c.Revision, c.Revision, ns, c.Revision,
-			w.Say(testbed.SettingMeshInstall, ""))
-	}
-	if err != nil {
-		return fmt.Errorf("kube target: %s: %w", w.Say(testbed.SettingCandidate, c.String()), err)
-	}
-	t.mu.Lock()
-	t.candInfo = info
-	t.mu.Unlock()
-	return nil
-}
-
-// installRevision installs the candidate revision's istiod (the mesh's
-// charts but base, which the reference's installation holds), of the
-// version the run installs, and detects it again. The installer
-// uninstalls it on Close, before the reference's releases.
-func (t *Target) installRevision(ctx context.Context, cm mesh.Mesh, ni *mesh.NotInstalledError) (mesh.Info, error) {
-	charts, err := meshinstall.RevisionCharts(cm, t.o.Install)
-	if err != nil {
-		return mesh.Info{}, fmt.Errorf("install %s revision %s: %w", cm.Name(), t.o.Candidate.Revision, err)
-	}
-	start := t.now()
-	t.o.Logf("kube target: %s revision %s is not installed (%s): installing it from %d Helm chart(s)", cm.Name(), t.o.Candidate.Revision, ni.Looked, len(charts))
-	t.mu.Lock()
-	if t.helm == nil {
-		t.helm = t.newHelm()
-	}
-	h := t.helm
-	t.mu.Unlock()
-	if err := h.Install(ctx, charts); err != nil {
-		return mesh.Info{}, fmt.Errorf("install %s revision %s: %w", cm.Name(), t.o.Candidate.Revision, err)
-	}
-	t.o.Logf("kube target: %s revision %s installed in %v", cm.Name(), t.o.Candidate.Revision, t.now().Sub(start).Round(time.Second))
-	info, err := cm.Detect(ctx, t.c)
-	if err != nil {
-		return info, fmt.Errorf("%s revision %s installed but not detected: %w", cm.Name(), t.o.Candidate.Revision, err)
-	}
-	return info, nil
 }
 
 // revisionsApart checks, in a revision gate whose reference is the
@@ -107,15 +44,13 @@ func (t *Target) installRevision(ctx context.Context, cm mesh.Mesh, ni *mesh.Not
 // candidate revision (a default tag pointing at it would make the gate
 // compare the candidate with itself). A reference with a revision is
 // checked by its adapter's Verify.
-func (t *Target) revisionsApart() error {
-	c := t.o.Candidate
-	rm, ok := t.o.Mesh.(mesh.Revisioned)
+// v is the reference arm's verification.
+func (g upgradeGate) revisionsApart(v mesh.Verification) error {
+	c := g.cand
+	rm, ok := g.mesh.(mesh.Revisioned)
 	if c == nil || c.Revision == "" || !ok || rm.Revision() != "" {
 		return nil
 	}
-	t.mu.Lock()
-	v := t.verified[testbed.Reference]
-	t.mu.Unlock()
 	var pods []string
 	for _, p := range v.Pods {
 		if p.Revision == c.Revision {
@@ -126,24 +61,22 @@ func (t *Target) revisionsApart() error {
 		return nil
 	}
 	return fmt.Errorf("reference arm: the sidecars of pods %s were injected by Istio revision %s, the candidate's: the default injector (istio-injection=enabled) is that revision, "+
-		"so the gate would compare the candidate with itself; name the reference's revision with %s", strings.Join(pods, ", "), c.Revision, t.o.Words.Say(testbed.SettingMeshRevision, ""))
+		"so the gate would compare the candidate with itself; name the reference's revision with %s", strings.Join(pods, ", "), c.Revision, g.words.Say(testbed.SettingMeshRevision, ""))
 }
 
 // revisionsConfig describes the arms of a revision gate for the
-// environment: each arm's revision and the version of its istiod.
-func (t *Target) revisionsConfig(cfg map[string]string) {
-	t.mu.Lock()
-	cand := t.candInfo
-	t.mu.Unlock()
+// environment: each arm's revision and the version of its istiod, as
+// refInfo and cand say.
+func (g upgradeGate) revisionsConfig(cfg map[string]string, refInfo, cand mesh.Info) {
 	ref := ""
-	if rm, ok := t.o.Mesh.(mesh.Revisioned); ok {
+	if rm, ok := g.mesh.(mesh.Revisioned); ok {
 		ref = rm.Revision()
 	}
 	for _, x := range []struct {
 		arm  testbed.Arm
 		rev  string
 		info mesh.Info
-	}{{testbed.Reference, ref, t.meshInfo}, {testbed.Candidate, t.o.Candidate.Revision, cand}} {
+	}{{testbed.Reference, ref, refInfo}, {testbed.Candidate, g.cand.Revision, cand}} {
 		key := "arm." + string(x.arm)
 		what := "revision " + x.rev
 		if x.rev == "" {

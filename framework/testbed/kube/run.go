@@ -96,13 +96,14 @@ func (rs *runState) unmeasured() []load.Options {
 }
 
 // roles lists the cluster's pods and classifies their containers for
-// this run (Target.roleOf), the run's idle loadgen replicas included.
+// this run (accountant.roleOf), the run's idle loadgen replicas included.
 func (rs *runState) roles(ctx context.Context, t *Target) (kubelet.RoleOf, []corev1.Pod, error) {
-	pods, err := t.allPods(ctx)
+	ac := t.accountant()
+	pods, err := ac.allPods(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return withIdleLoadgens(t.roleOf(rs.a, pods), pods, rs.lgPods), pods, nil
+	return withIdleLoadgens(ac.roleOf(rs.a, pods), pods, rs.lgPods), pods, nil
 }
 
 func (rs *runState) close() {
@@ -164,12 +165,12 @@ func (t *Target) connect(ctx context.Context, rs *runState) error {
 		rs.shardOpts[i].Labels = strings.TrimSpace(rs.shardOpts[i].Labels + " " + rs.lgPods[i].Namespace + "/" + rs.lgPods[i].Name)
 	}
 	rs.hc = &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2}}
-	lgs, closeLG, err := t.loadgens(ctx, rs.hc, rs.a.loadgenNS, rs.lgPods)
+	lgs, closeLG, err := t.access().loadgens(ctx, rs.hc, rs.a.loadgenNS, rs.lgPods)
 	if err != nil {
 		return err
 	}
 	rs.lgs, rs.closers = lgs, append(rs.closers, closeLG)
-	apps, closeApps, err := t.appTunnels(ctx, rs.a)
+	apps, closeApps, err := t.access().appTunnels(ctx, rs.a)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func (t *Target) connect(ctx context.Context, rs *runState) error {
 func (t *Target) warm(ctx context.Context, rs *runState) error {
 	var err error
 	rs.countStart = t.now()
-	if rs.c0, err = t.counters(ctx, rs.apps); err != nil {
+	if rs.c0, err = t.access().counters(ctx, rs.apps); err != nil {
 		return err
 	}
 	if rs.a.sidecar {
@@ -192,14 +193,14 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 		if rs.peers0, err = t.peerCounts(ctx, rs.a); err != nil {
 			return err
 		}
-		if rs.plain0, err = t.plainCounts(ctx, rs.a); err != nil {
+		if rs.plain0, err = t.access().plainCounts(ctx, rs.a); err != nil {
 			return err
 		}
 	}
 	rs.loadedFrom = t.now()
 	m := &kubeletMeasurement{t: t, rs: rs}
 	rs.resources = m
-	if t.aligned() {
+	if t.aligner().aligned() {
 		err = m.warmUntilRefreshed(ctx)
 	} else {
 		err = t.warmUp(ctx, rs)
@@ -216,7 +217,7 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 	if rs.xfrm0, err = t.readXFRM(ctx); err != nil {
 		return err
 	}
-	if rs.o.Warmup <= 0 && !t.aligned() {
+	if rs.o.Warmup <= 0 && !t.aligner().aligned() {
 		rs.loadedFrom = t.now()
 	}
 	return nil
@@ -240,7 +241,7 @@ func (t *Target) warmUp(ctx context.Context, rs *runState) error {
 // (closeUnderLoad), reads them otherwise, waits for what the fault killed
 // to be back, and reads the apps' counters after the run.
 func (t *Target) measure(ctx context.Context, rs *runState) error {
-	rs.fault.start(ctx, t.now, t.watchRestart)
+	rs.fault.start(ctx, t.now, t.faults().watchRestart)
 	frs, err := runShards(ctx, rs.lgs, rs.shardOpts, rs.o.Duration)
 	rs.fault.wait()
 	if err != nil {
@@ -264,7 +265,7 @@ func (t *Target) measure(ctx context.Context, rs *runState) error {
 		return err
 	}
 	awaitRestart(rs.fault)
-	if rs.c1, err = t.counters(ctx, rs.apps); err != nil {
+	if rs.c1, err = t.access().counters(ctx, rs.apps); err != nil {
 		return err
 	}
 	rs.countWindow = t.now().Sub(rs.countStart)
@@ -299,7 +300,7 @@ func (t *Target) judge(ctx context.Context, rs *runState) (*testbed.Run, error) 
 	}
 	run.Encryption = encryptionOver(rs.xfrm0, rs.xfrm1)
 	judgeEncryption(run, mesh.KernelEncryption(t.o.Mesh, t.meshInfo))
-	testbed.Judge(run, t.loadgenBudget(rs.lgPods))
+	testbed.Judge(run, t.accountant().loadgenBudget(rs.lgPods))
 	return run, nil
 }
 
@@ -330,7 +331,7 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *testbed.Run) erro
 			}
 		}
 		var err error
-		if rs.plain1, err = t.plainCounts(ctx, rs.a); err != nil {
+		if rs.plain1, err = t.access().plainCounts(ctx, rs.a); err != nil {
 			return err
 		}
 		mtls, why = t.mtls(ctx, rs.a)
@@ -366,12 +367,12 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *testbed.Run) erro
 }
 
 // loadgens opens a tunnel to each loadgen pod.
-func (t *Target) loadgens(ctx context.Context, hc *http.Client, ns string, pods []corev1.Pod) ([]*loadgen, func(), error) {
+func (pa podAccess) loadgens(ctx context.Context, hc *http.Client, ns string, pods []corev1.Pod) ([]*loadgen, func(), error) {
 	names := make([]string, len(pods))
 	for i, p := range pods {
 		names[i] = p.Name
 	}
-	tns, err := openTunnels(ctx, t.fwd, ns, names, manifests.Port)
+	tns, err := openTunnels(ctx, pa.fwd, ns, names, manifests.Port)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -404,7 +405,7 @@ func prime(ctx context.Context, lgs []*loadgen) error {
 
 // appTunnels opens a tunnel to every backend and frontend pod of a, for
 // their request counters.
-func (t *Target) appTunnels(ctx context.Context, a *arm) (map[manifests.Component][]*tunnel, func(), error) {
+func (pa podAccess) appTunnels(ctx context.Context, a *arm) (map[manifests.Component][]*tunnel, func(), error) {
 	out := map[manifests.Component][]*tunnel{}
 	closeAll := func() {
 		for _, ts := range out {
@@ -414,7 +415,7 @@ func (t *Target) appTunnels(ctx context.Context, a *arm) (map[manifests.Componen
 		}
 	}
 	for _, c := range []manifests.Component{manifests.Backend, manifests.Frontend} {
-		pods, err := t.readyPods(ctx, a.ns, c)
+		pods, err := pa.pods.ready(ctx, a.ns, c)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
@@ -427,7 +428,7 @@ func (t *Target) appTunnels(ctx context.Context, a *arm) (map[manifests.Componen
 		for i, p := range pods {
 			names[i] = p.Name
 		}
-		tns, err := openTunnels(ctx, t.fwd, a.ns, names, manifests.Port)
+		tns, err := openTunnels(ctx, pa.fwd, a.ns, names, manifests.Port)
 		if err != nil {
 			closeAll()
 			return nil, nil, err

@@ -61,15 +61,15 @@ func (t *Target) peerCounts(ctx context.Context, a *arm) ([]mesh.Edge, error) {
 // plainCounts reads, per workload of arm a, the requests its sidecars
 // took on their plain (permissive) port, from each sidecar's log of them
 // through the API server's pod proxy; cumulative since the pods started.
-func (t *Target) plainCounts(ctx context.Context, a *arm) (map[string]int64, error) {
+func (pa podAccess) plainCounts(ctx context.Context, a *arm) (map[string]int64, error) {
 	out := map[string]int64{}
 	for _, c := range []manifests.Component{manifests.Backend, manifests.Frontend} {
-		pods, err := t.readyPods(ctx, a.ns, c)
+		pods, err := pa.pods.ready(ctx, a.ns, c)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range pods {
-			body, err := t.c.CoreV1().Pods(a.ns).ProxyGet("http", p.Name, strconv.Itoa(manifests.SidecarStatusPort), manifests.PlainPath, nil).DoRaw(ctx)
+			body, err := pa.pods.c.CoreV1().Pods(a.ns).ProxyGet("http", p.Name, strconv.Itoa(manifests.SidecarStatusPort), manifests.PlainPath, nil).DoRaw(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("read the plain requests of %s/%s (port %d%s): %w", a.ns, p.Name, manifests.SidecarStatusPort, manifests.PlainPath, err)
 			}
