@@ -125,11 +125,17 @@ istio_binaries() {
 	want=$(istio_tag "${n}")
 	for b in pilot-discovery pilot-agent; do
 		is_static "${bin}/${b}" || die "${bin}/${b} is not a static binary"
-		got=$("${bin}/${b}" version --short 2>/dev/null || true)
-		[ "${got}" = "${want}" ] || die "Istio ${n}: ${b} reports version '${got}', not ${want}"
+		got=$(istio_reported "${bin}/${b}")
+		[ "${got}" = "${want} ${v##*-}" ] || die "Istio ${n}: ${b} reports version and revision '${got}', not ${want} ${v##*-}"
 	done
 	ISTIO_DOING=""
 	log "Istio ${n}: pilot-discovery and pilot-agent report ${want}"
+}
+
+# istio_reported CMD...: the version and revision that CMD (a binary, or a
+# docker run of an image) reports with `version -o json`.
+istio_reported() {
+	("$@" version -o json 2>/dev/null || true) | jq -r '"\(.clientVersion.version) \(.clientVersion.revision)"' 2>/dev/null || true
 }
 
 # istio_cache_key N: what the images of N depend on.
@@ -179,9 +185,9 @@ istio_images() {
 		--change 'WORKDIR /' --change 'ENTRYPOINT ["/usr/local/bin/pilot-agent"]'
 	rm -rf "${dir}"
 	# The images run what they were built for, as the user they name.
-	[ "$(docker run --rm "${pilot}" version --short)" = "${tag}" ] || die "${pilot} does not run pilot-discovery ${tag}"
+	[ "$(istio_reported docker run --rm "${pilot}")" = "${tag} ${v##*-}" ] || die "${pilot} does not run pilot-discovery ${tag}"
 	[ "$(docker run --rm --entrypoint id "${pilot}" -u)" = 1337 ] || die "${pilot} does not run as 1337"
-	[ "$(docker run --rm "${agent}" version --short)" = "${tag}" ] || die "${agent} does not run pilot-agent ${tag}"
+	[ "$(istio_reported docker run --rm "${agent}")" = "${tag} ${v##*-}" ] || die "${agent} does not run pilot-agent ${tag}"
 }
 
 istio_check_all() {
@@ -212,6 +218,7 @@ if [ "${stage}" = load ]; then
 	[ -n "${3:-}" ] || die "usage: istio.sh VERSION load CLUSTER"
 fi
 if [ "${stage}" != tags ]; then
+	mkdir -p "${MESHBENCH_CACHE}"
 	timed "istio check" istio_check_all "${versions[@]}"
 	for n in "${versions[@]}"; do
 		timed "istio ${n} binaries" istio_binaries "${n}"
