@@ -14,8 +14,9 @@ SHELLCHECK ?= shellcheck
 # they source (lib.sh, versions.env) beside them.
 SCRIPTS   = $(wildcard hack/*.sh hack/offline/*.sh hack/ci/*.sh) .ci/run
 # Istio's Helm charts, read from its Go module (the module proxy serves it
-# where no chart repository is reachable), for the mesh-install e2e test.
-ISTIO_CHARTS ?= istio.io/istio@v0.0.0-20260827124520-eed52ebb66ad
+# where no chart repository is reachable), for the mesh-install e2e test:
+# the 1.31-dev pseudo-version hack/offline/versions.env pins (istio.sh).
+ISTIO_CHARTS ?= istio.io/istio@$(shell sed -n 's/^ISTIO_VERSION_131=//p' hack/offline/versions.env)
 # Cilium: the agent and operator images are built offline from this module
 # (hack/offline/cilium.sh), and its chart is read from it.
 CILIUM_VERSION ?= $(shell sed -n 's/^CILIUM_VERSION=//p' hack/offline/versions.env)
