@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kind-images.sh: mesh-upgrade.yml's kind job, first step: Docker and the
-# offline images (hack/offline), as root (sudo when the runner is not
+# offline images `make e2e` uses (hack/offline/e2e-images.sh), as root (sudo when the runner is not
 # root). Writes HEAD_NGINX, and for PIN=kind-sidecar BASE_NGINX (the base
 # commit BASE_SHA's own sidecar image, built from its versions.env), to
 # $GITHUB_ENV.
@@ -12,10 +12,8 @@ pin=${PIN:-}
 [ -n "${pin}" ] || bad_input pin "" "empty"
 env_file=${GITHUB_ENV:-/dev/null}
 
-as_root hack/offline/docker.sh
-as_root hack/offline/node-image.sh
-as_root hack/offline/images.sh go meshbench/mbloadgen:dev ./cmd/mbloadgen >/dev/null
-head_nginx=$(as_root hack/offline/images.sh nginx | tail -n 1)
+as_root hack/offline/e2e-images.sh
+head_nginx=$(as_root hack/offline/images.sh nginx | tail -n 1) # cached: prints its tag
 echo "HEAD_NGINX=${head_nginx}" >>"${env_file}"
 if [ "${pin}" = kind-sidecar ]; then
 	sha=${BASE_SHA:-}

@@ -11,16 +11,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 main() {
 	timed docker "${OFFLINE_DIR}/docker.sh"
-	# Every Debian package the builds below install, first: two apt-gets
-	# at once fail on dpkg's lock.
-	apt_install debootstrap gcc libc6-dev jq libseccomp-dev pkg-config
+	apt_install "${BUILD_PACKAGES[@]}"
 	# The node image (Go builds) and the workload images (a debootstrap
 	# and a Go build) at once: each leaves the other's idle time to use.
-	timed node-image "${OFFLINE_DIR}/node-image.sh" &
+	# Each script prints its own stages' times.
+	timed node-image.sh "${OFFLINE_DIR}/node-image.sh" &
 	local node=$!
-	timed nginx-image "${OFFLINE_DIR}/images.sh" nginx >/dev/null
-	timed loadgen-image "${OFFLINE_DIR}/images.sh" go meshbench/mbloadgen:dev ./cmd/mbloadgen >/dev/null
-	timed nodecpu-image "${OFFLINE_DIR}/images.sh" mbnodecpu >/dev/null
+	"${OFFLINE_DIR}/images.sh" nginx >/dev/null
+	"${OFFLINE_DIR}/images.sh" go meshbench/mbloadgen:dev ./cmd/mbloadgen >/dev/null
+	"${OFFLINE_DIR}/images.sh" mbnodecpu >/dev/null
 	wait "${node}" || die "the node image failed (its log is above)"
 }
 

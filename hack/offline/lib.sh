@@ -53,6 +53,13 @@ timed() {
 # stamp_ok FILE KEY: true when FILE exists and holds exactly KEY.
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 
+# BUILD_PACKAGES: the Debian packages the offline builds need (debootstrap
+# for the roots; gcc, libc6-dev, libseccomp-dev and pkg-config for runc and
+# pause; jq for the scripts), installed once before builds run side by
+# side: two apt-gets at once fail on dpkg's lock.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+BUILD_PACKAGES=(debootstrap gcc libc6-dev jq libseccomp-dev pkg-config)
+
 # apt_install PKG...: installs the Debian packages that are missing.
 apt_install() {
 	local missing=() p

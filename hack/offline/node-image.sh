@@ -384,7 +384,7 @@ main() {
 		return 0
 	fi
 	mkdir -p "${MESHBENCH_CACHE}"
-	apt_install debootstrap gcc libc6-dev jq libseccomp-dev pkg-config
+	apt_install "${BUILD_PACKAGES[@]}"
 	docker info >/dev/null 2>&1 || die "no Docker engine: run hack/offline/docker.sh first"
 	case "${what}" in
 	binaries) stage_binaries ;;
