@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"errors"
+	"github.com/meshbench/meshbench/internal/testcharts"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -198,7 +199,7 @@ func TestIstioInjectMakesTheSidecarExplicit(t *testing.T) {
 // files/injection-template.yaml) with the annotations Inject sets: the
 // chart's default resources, with their 2-CPU limit, must be gone.
 func TestIstioSidecarAnnotationsDropTheChartLimit(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(istioChartsDir(t), "istio-control", "istio-discovery", "files", "injection-template.yaml"))
+	b, err := os.ReadFile(filepath.Join(testcharts.IstioDir(t), "istio-control", "istio-discovery", "files", "injection-template.yaml"))
 	require.NoError(t, err)
 	src := string(b)
 	start := strings.Index(src, `{{- define "resources"  }}`)

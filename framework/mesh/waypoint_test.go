@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"encoding/json"
+	"github.com/meshbench/meshbench/internal/testcharts"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -191,7 +192,7 @@ func TestAmbientEnableWithWaypoint(t *testing.T) {
 // TestWaypointRoleMatchesIstio checks the label the waypoint CPU role
 // selects against Istio's own waypoint template and constant.
 func TestWaypointRoleMatchesIstio(t *testing.T) {
-	charts := istioChartsDir(t)
+	charts := testcharts.IstioDir(t)
 	tmpl, err := os.ReadFile(filepath.Join(charts, "istio-control", "istio-discovery", "files", "waypoint.yaml"))
 	require.NoError(t, err)
 	assert.Contains(t, string(tmpl), `"gateway.istio.io/managed" .ControllerLabel`)

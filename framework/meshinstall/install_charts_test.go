@@ -1,10 +1,9 @@
 package meshinstall
 
 import (
+	"github.com/meshbench/meshbench/internal/testcharts"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -20,26 +19,6 @@ import (
 
 	"github.com/meshbench/meshbench/framework/mesh"
 )
-
-// istioChartsDir returns Istio's Helm charts as its Go module holds them:
-// $MESHBENCH_ISTIO_CHARTS, or <module>/manifests/charts of the version the
-// Makefile's ISTIO_CHARTS names when that module is in the module cache.
-// Without either the test is skipped, saying how to get them.
-func istioChartsDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("MESHBENCH_ISTIO_CHARTS"); d != "" {
-		return d
-	}
-	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
-	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^ISTIO_CHARTS \?= (\S+)@(\S+)$`).FindSubmatch(mk)
-	require.NotNil(t, m, "the Makefile names no ISTIO_CHARTS")
-	dir := filepath.Join(modCache(t), string(m[1])+"@"+string(m[2]), "manifests", "charts")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("Istio's charts are not in the module cache (go mod download -json %s@%s, or set MESHBENCH_ISTIO_CHARTS): %v", m[1], m[2], err)
-	}
-	return dir
-}
 
 func loadChart(t *testing.T, dir, name string) (*chart.Chart, string) {
 	t.Helper()
@@ -97,7 +76,7 @@ func renderImages(t *testing.T, c *chart.Chart, ch mesh.Chart) []string {
 }
 
 func TestIstioSourceTreeChartsRunTheReleaseImages(t *testing.T) {
-	dir := istioChartsDir(t)
+	dir := testcharts.IstioDir(t)
 	m, err := mesh.New("istio-ambient")
 	require.NoError(t, err)
 	charts, err := m.(mesh.Installer).Charts(mesh.InstallOptions{Registry: "r.local/istio"})
@@ -123,7 +102,7 @@ func TestIstioSourceTreeChartsRunTheReleaseImages(t *testing.T) {
 }
 
 func TestPinChartRefuses(t *testing.T) {
-	dir := istioChartsDir(t)
+	dir := testcharts.IstioDir(t)
 	m, err := mesh.New("istio")
 	require.NoError(t, err)
 	charts, err := m.(mesh.Installer).Charts(mesh.InstallOptions{})
@@ -213,7 +192,7 @@ func TestCiliumChartTakesTheValues(t *testing.T) {
 	m, err := mesh.New("cilium")
 	require.NoError(t, err)
 	version := mesh.DefaultVersion(m)
-	dir := filepath.Join(modCache(t), "github.com", "cilium", "cilium@v"+version, "install", "kubernetes", "cilium")
+	dir := filepath.Join(testcharts.ModCache(t), "github.com", "cilium", "cilium@v"+version, "install", "kubernetes", "cilium")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("Cilium's chart is not in the module cache (go mod download -json github.com/cilium/cilium@v%s): %v", version, err)
 	}
@@ -248,14 +227,4 @@ func TestCiliumChartTakesTheValues(t *testing.T) {
 		`enable-hubble: "false"`, `routing-mode: "tunnel"`, `tunnel-protocol: "vxlan"`} {
 		assert.Contains(t, config, want)
 	}
-}
-
-func modCache(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("GOMODCACHE"); d != "" {
-		return d
-	}
-	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	require.NoError(t, err)
-	return strings.TrimSpace(string(out))
 }
