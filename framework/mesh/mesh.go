@@ -45,6 +45,20 @@ type MTLSChecker interface {
 	MTLS(ctx context.Context, c kubernetes.Interface, namespace string) ([]Edge, error)
 }
 
+// InApp is a mesh whose data plane runs inside the application, as
+// Istio's proxyless gRPC does: no proxy carries the traffic; the app's own
+// gRPC client and server take their routes, clusters and mTLS certificates
+// from the control plane over xDS. Its meshed arm's loadgen dials
+// DialScheme (xds:///service:port) and its backends serve gRPC with xDS
+// server credentials; the baseline arm runs the same binaries speaking
+// plain gRPC. Every figure of such a mesh is the app's xDS client and
+// server, never a proxy's: reports say so.
+type InApp interface {
+	Mesh
+	// DialScheme is the gRPC target scheme of the meshed arm: "xds".
+	DialScheme() string
+}
+
 // Injector is a mesh that edits the meshed arm's pod templates before they
 // are created: the bring-your-own sidecar adds its proxy; Istio makes its
 // sidecar's resources and Envoy threads explicit.
