@@ -56,19 +56,29 @@ func (s *runSlot) hook(ho *fhttp.HTTPOptions, ro *periodic.RunnerOptions) {
 	if !s.armed || s.rec != nil || s.tl != nil {
 		return
 	}
+	s.rec, s.tl = newRecorders(ro, s.hdr, s.bucket, ho.HTTPReqTimeOut)
+}
+
+// newRecorders sets ro's access logger to the recorders a run asks for:
+// HDR latencies (hdr) and a timeline in buckets of width bucket (when > 0)
+// over the run's duration plus one request's timeout and a second.
+func newRecorders(ro *periodic.RunnerOptions, hdr bool, bucket, timeout time.Duration) (*load.Recorder, *load.TimelineRecorder) {
 	var ls []periodic.AccessLogger
-	if s.hdr {
-		s.rec = load.NewRecorder(ro)
-		ls = append(ls, s.rec)
+	var rec *load.Recorder
+	var tl *load.TimelineRecorder
+	if hdr {
+		rec = load.NewRecorder(ro)
+		ls = append(ls, rec)
 	}
-	if s.bucket > 0 {
-		span := ro.Duration + ho.HTTPReqTimeOut + time.Second
-		s.tl = load.NewTimelineRecorder(time.Now(), s.bucket, span, ro.NumThreads)
-		ls = append(ls, s.tl)
+	if bucket > 0 {
+		span := ro.Duration + timeout + time.Second
+		tl = load.NewTimelineRecorder(time.Now(), bucket, span, ro.NumThreads)
+		ls = append(ls, tl)
 	}
 	if len(ls) > 0 {
 		ro.AccessLogger = load.Loggers(ls...)
 	}
+	return rec, tl
 }
 
 // arm prepares the next run; take returns its recorders, if any, and
@@ -87,9 +97,10 @@ func (s *runSlot) take() (*load.Recorder, *load.TimelineRecorder) {
 	return rec, tl
 }
 
-// runHandler runs one load through fortio's REST handler, synchronously
-// and one at a time, and adds HDRField (and TimelineField when asked) to
-// its answer.
+// runHandler runs one load through fortio's REST handler, or, for an
+// xds:/// or grpc:// url, through mbloadgen's gRPC ping runner
+// (grpcRunHandler), synchronously and one at a time, and adds HDRField
+// (and TimelineField when asked) to its answer.
 func runHandler(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Get("async") == "on" {
@@ -109,6 +120,10 @@ func runHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer runs.running.Unlock()
+	if isGRPCURL(q.Get("url")) {
+		grpcRunHandler(w, r, q.Get("hdr") != "off", bucket)
+		return
+	}
 	runs.arm(q.Get("hdr") != "off", bucket)
 	buf := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
 	rapi.RESTRunHandler(buf, r)

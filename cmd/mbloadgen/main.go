@@ -66,40 +66,103 @@ func main() {
 }
 
 func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, o)
+}
+
+// options are mbloadgen's flags.
+type options struct {
+	// listen is the HTTP address (REST API, echo, health); ":8080".
+	listen string
+	// grpcListen is the gRPC backend's address; "" (the default) serves none.
+	grpcListen string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
 	fs := flag.NewFlagSet("mbloadgen", flag.ContinueOnError)
-	listen := fs.String("listen", ":8080", "address to serve the REST API, echo and health endpoints on")
+	fs.StringVar(&o.listen, "listen", ":8080", "address to serve the REST API, echo and health endpoints on")
+	fs.StringVar(&o.grpcListen, "grpc-listen", "", "address to serve the gRPC ping and health services on, e.g. :8079 (default: none); xDS-managed when "+BootstrapEnv+" is set")
 	level := fs.String("loglevel", "info", "fortio log level: debug, verbose, info, warning, error")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
 	lvl, err := flog.ValidateLevel(*level)
 	if err != nil {
-		return fmt.Errorf("-loglevel: %w", err)
+		return o, fmt.Errorf("-loglevel: %w", err)
 	}
 	flog.SetLogLevelQuiet(lvl)
-	ln, err := net.Listen("tcp", *listen)
+	return o, nil
+}
+
+// serve serves HTTP on o.listen, and the gRPC backend on o.grpcListen
+// when set, until ctx ends or either server fails.
+func serve(ctx context.Context, o options) error {
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *listen, err)
+		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
-	srv := &http.Server{Handler: NewMux(), ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	gctx, stopGRPC := context.WithCancel(ctx)
+	defer stopGRPC()
+	peers, grpcErrc, err := startGRPC(gctx, o.grpcListen)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: NewMux(peers), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	flog.Printf("mbloadgen %s serving fortio %s REST API on %s", moduleVersion("github.com/meshbench/meshbench"), fortioVersion(), ln.Addr())
 	select {
 	case err := <-errc:
 		return err
+	case err = <-grpcErrc:
 	case <-ctx.Done():
 	}
 	// Runs in flight are stopped; their callers get an error or a short result.
 	rapi.StopByRunID(0, false)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutdown: %w", err)
+	if serr := srv.Shutdown(sctx); serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, fmt.Errorf("shutdown: %w", serr))
 	}
-	return nil
+	if ctx.Err() != nil && grpcErrc != nil {
+		stopGRPC()
+		err = errors.Join(err, <-grpcErrc)
+	}
+	return err
+}
+
+// startGRPC starts the gRPC backend on addr, unless addr is "" (then
+// peers and the channel are nil). The channel gets the backend's end,
+// nil once ctx ends and it has stopped.
+func startGRPC(ctx context.Context, addr string) (*Peers, <-chan error, error) {
+	if addr == "" {
+		return nil, nil, nil
+	}
+	xdsManaged := os.Getenv(BootstrapEnv) != ""
+	peers := NewPeers(xdsManaged)
+	srv, err := newGRPCBackend(peers, xdsManaged)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-grpc-listen %s: %w", addr, err)
+	}
+	if xdsManaged {
+		flog.Printf("mbloadgen serving gRPC ping and health on %s, xDS-managed (%s=%s): it serves once the management server sends its listener", ln.Addr(), BootstrapEnv, os.Getenv(BootstrapEnv))
+	} else {
+		flog.Printf("mbloadgen serving gRPC ping and health on %s, plaintext", ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- serveGRPC(ctx, ln, srv, 5*time.Second) }()
+	return peers, errc, nil
 }
 
 // NewMux returns mbloadgen's handlers. rapi.AddHandlers is not used because
@@ -111,7 +174,10 @@ func run(args []string) error {
 // flag on every run, so concurrent runs race. A run asked for while another
 // is in progress gets 409 Conflict; async=on gets 400. Each run records HDR
 // histograms through fortio's REST hook (rapi.SetHook), which NewMux sets.
-func NewMux() *http.ServeMux {
+//
+// peers is the gRPC backend's count of its callers, served on PeersPath
+// (empty when nil).
+func NewMux(peers *Peers) *http.ServeMux {
 	mux := http.NewServeMux()
 	const ui = "/fortio/"
 	rapi.SetHook(runs.hook)
@@ -125,6 +191,7 @@ func NewMux() *http.ServeMux {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc(NetInfoPath, netInfoHandler)
+	mux.Handle(PeersPath, peers)
 	mux.HandleFunc(DebugPath, fhttp.DebugHandler)
 	mux.HandleFunc("/", fhttp.EchoHandler)
 	return mux

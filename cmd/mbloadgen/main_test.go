@@ -26,8 +26,14 @@ import (
 
 func server(t *testing.T) *httptest.Server {
 	t.Helper()
+	return muxServer(t, nil)
+}
+
+// muxServer serves NewMux(peers) on loopback until the test ends.
+func muxServer(t *testing.T, peers *Peers) *httptest.Server {
+	t.Helper()
 	flog.SetLogLevelQuiet(flog.Error)
-	srv := httptest.NewServer(NewMux())
+	srv := httptest.NewServer(NewMux(peers))
 	t.Cleanup(srv.Close)
 	return srv
 }
