@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -217,4 +218,40 @@ func getPeers(t *testing.T, base string) PeersReport {
 	var r PeersReport
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
 	return r
+}
+
+// TestServeGRPCBackend: -grpc-listen serves the plaintext backend beside
+// the HTTP listener, whose /meshbench/peers counts its calls, and both
+// stop when the context ends.
+func TestServeGRPCBackend(t *testing.T) {
+	t.Setenv(BootstrapEnv, "")
+	flog.SetLogLevelQuiet(flog.Error)
+	o := options{listen: addrOf(freePort(t)), grpcListen: addrOf(freePort(t))}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- serve(ctx, o) }()
+	waitHealthy(t, "http://"+o.listen+HealthPath)
+	require.NoError(t, healthCheck(ctx, o.grpcListen, insecure.NewCredentials()))
+	cc, err := grpc.NewClient("passthrough:///"+o.grpcListen, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	for range 3 {
+		_, err := fgrpc.NewPingServerClient(cc).Ping(ctx, &fgrpc.PingMessage{})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, PeersReport{Peers: []PeerCalls{{Calls: 3}}}, getPeers(t, "http://"+o.listen))
+	cancel()
+	assert.NoError(t, <-errc)
+}
+
+// TestPeersWithoutBackend: without -grpc-listen, /meshbench/peers answers
+// an empty list.
+func TestPeersWithoutBackend(t *testing.T) {
+	srv := server(t)
+	resp, err := http.Get(srv.URL + PeersPath)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"xds": false, "peers": []}`, string(b))
 }

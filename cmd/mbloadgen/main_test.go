@@ -223,4 +223,7 @@ func TestFlags(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "-loglevel"), err.Error())
 	assert.Error(t, run([]string{"-listen", "256.0.0.1:0"}))
+	err = run([]string{"-listen", "127.0.0.1:0", "-grpc-listen", "256.0.0.1:0"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-grpc-listen 256.0.0.1:0")
 }
