@@ -225,6 +225,7 @@ func getPeers(t *testing.T, base string) PeersReport {
 // stop when the context ends.
 func TestServeGRPCBackend(t *testing.T) {
 	t.Setenv(BootstrapEnv, "")
+	t.Setenv(BootstrapConfigEnv, "")
 	flog.SetLogLevelQuiet(flog.Error)
 	o := options{listen: addrOf(freePort(t)), grpcListen: addrOf(freePort(t))}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -30,9 +30,18 @@ import (
 const PeersPath = "/meshbench/peers"
 
 // BootstrapEnv names the xDS bootstrap file; Istio's grpc-agent injection
-// sets it in the app's containers. When it is set, -grpc-listen serves an
+// sets it in the app's containers. When it is set (or gRPC's
+// BootstrapConfigEnv, the bootstrap itself), -grpc-listen serves an
 // xDS-managed server.
-const BootstrapEnv = "GRPC_XDS_BOOTSTRAP"
+const (
+	BootstrapEnv       = "GRPC_XDS_BOOTSTRAP"
+	BootstrapConfigEnv = "GRPC_XDS_BOOTSTRAP_CONFIG"
+)
+
+// xdsBootstrapped says gRPC has an xDS bootstrap in its environment.
+func xdsBootstrapped() bool {
+	return os.Getenv(BootstrapEnv) != "" || os.Getenv(BootstrapConfigEnv) != ""
+}
 
 // Peers counts the ping calls the gRPC backend answered, per what the
 // call's connection saw of its client: the path proof of a proxyless

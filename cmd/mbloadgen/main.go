@@ -14,6 +14,20 @@
 // /fortio/rest/status and /fortio/rest/stop list and stop runs. A loadgen
 // runs one load at a time.
 //
+// The same endpoint runs gRPC loads, fortio's ping on fortio's periodic
+// engine, for Istio's proxyless data plane (gRFC A29):
+//
+//	POST /fortio/rest/run?url=xds:///backend.ns.svc.cluster.local:8079&c=8&qps=-1&t=30s&r=0.00001&payload-size=64
+//
+// url=xds:///host:port dials through xDS (the bootstrap in
+// GRPC_XDS_BOOTSTRAP) with xDS credentials, plaintext as their fallback;
+// url=grpc://host:port dials dns:///host:port in plaintext. Each of the c
+// threads has its own connection, opened by one uncounted ping. The answer
+// is fortio's RunnerResults with RetCodes keyed by gRPC status code (0 is
+// OK) and the same HDRField and TimelineField as HTTP runs; a run that
+// cannot start (a bad url, an unreachable backend) gets fortio's jrpc
+// error reply.
+//
 // It also serves fortio's echo handler on / (so two mbloadgens, or one, can
 // be a test's server as well as its client), fortio's debug handler on
 // /debug, a readiness endpoint on /healthz (with the loadgen's clock in
@@ -21,7 +35,16 @@
 // pod's network interfaces with their MTU and the fortio version, which a
 // restricted pod cannot otherwise reveal without exec.
 //
-//	mbloadgen -listen :8080
+// With -grpc-listen it is also a gRPC backend: fortio's ping service (the
+// payload echoed after the message's DelayNanos) and the standard health
+// service. When GRPC_XDS_BOOTSTRAP is set, as Istio's proxyless injection
+// sets it, the server is xDS-managed (xds.NewGRPCServer, xDS credentials,
+// plaintext as their fallback) and serves once the control plane has sent
+// its listener. /meshbench/peers (PeersPath) counts its ping calls per
+// client, as the connection's TLS saw it: SPIFFE ID, client certificate
+// (mTLS) and TLS version; the harness's proof of a proxyless path.
+//
+//	mbloadgen -listen :8080 [-grpc-listen :8079]
 package main
 
 import (
@@ -145,7 +168,7 @@ func startGRPC(ctx context.Context, addr string) (*Peers, <-chan error, error) {
 	if addr == "" {
 		return nil, nil, nil
 	}
-	xdsManaged := os.Getenv(BootstrapEnv) != ""
+	xdsManaged := xdsBootstrapped()
 	peers := NewPeers(xdsManaged)
 	srv, err := newGRPCBackend(peers, xdsManaged)
 	if err != nil {
@@ -156,7 +179,7 @@ func startGRPC(ctx context.Context, addr string) (*Peers, <-chan error, error) {
 		return nil, nil, fmt.Errorf("-grpc-listen %s: %w", addr, err)
 	}
 	if xdsManaged {
-		flog.Printf("mbloadgen serving gRPC ping and health on %s, xDS-managed (%s=%s): it serves once the management server sends its listener", ln.Addr(), BootstrapEnv, os.Getenv(BootstrapEnv))
+		flog.Printf("mbloadgen serving gRPC ping and health on %s, xDS-managed (%s=%q): it serves once the management server sends its listener", ln.Addr(), BootstrapEnv, os.Getenv(BootstrapEnv))
 	} else {
 		flog.Printf("mbloadgen serving gRPC ping and health on %s, plaintext", ln.Addr())
 	}
