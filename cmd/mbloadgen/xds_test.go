@@ -373,25 +373,35 @@ func routeConfig(hostPort, cluster string) *routepb.RouteConfiguration {
 }
 
 // certProvider is the bootstrap's certificate provider instance, with the
-// certificate names Istio asks for.
-func certProvider(name string) *tlspb.CommonTlsContext_CertificateProviderInstance {
-	return &tlspb.CommonTlsContext_CertificateProviderInstance{InstanceName: "default", CertificateName: name}
+// certificate names Istio asks for ("default", "ROOTCA").
+func certProvider(name string) *tlspb.CertificateProviderPluginInstance {
+	return &tlspb.CertificateProviderPluginInstance{InstanceName: "default", CertificateName: name}
 }
 
 // commonTLS is Istio's proxyless TLS context: the workload certificate and
 // the roots from the provider, and the peer's SPIFFE ID to match when set.
+// istiod sends each provider instance twice, in the current fields and in
+// the deprecated ones for older gRPC clients, and so does the test.
 func commonTLS(peerID string) *tlspb.CommonTlsContext {
-	def := &tlspb.CertificateValidationContext{}
+	def := &tlspb.CertificateValidationContext{CaCertificateProviderInstance: certProvider("ROOTCA")}
 	if peerID != "" {
+		//lint:ignore SA1019 istiod sends match_subject_alt_names to proxyless gRPC
 		def.MatchSubjectAltNames = []*matcherpb.StringMatcher{{MatchPattern: &matcherpb.StringMatcher_Exact{Exact: peerID}}}
 	}
-	return &tlspb.CommonTlsContext{
-		TlsCertificateCertificateProviderInstance: certProvider("default"),
-		ValidationContextType: &tlspb.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlspb.CommonTlsContext_CombinedCertificateValidationContext{
-			DefaultValidationContext:                     def,
-			ValidationContextCertificateProviderInstance: certProvider("ROOTCA"),
-		}},
+	combined := &tlspb.CommonTlsContext_CombinedCertificateValidationContext{DefaultValidationContext: def}
+	//lint:ignore SA1019 istiod also sends the roots' provider in the deprecated field
+	combined.ValidationContextCertificateProviderInstance = deprecatedProvider("ROOTCA")
+	ctx := &tlspb.CommonTlsContext{
+		TlsCertificateProviderInstance: certProvider("default"),
+		ValidationContextType:          &tlspb.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: combined},
 	}
+	//lint:ignore SA1019 istiod also sends the certificate's provider in the deprecated field
+	ctx.TlsCertificateCertificateProviderInstance = deprecatedProvider("default")
+	return ctx
+}
+
+func deprecatedProvider(name string) *tlspb.CommonTlsContext_CertificateProviderInstance {
+	return &tlspb.CommonTlsContext_CertificateProviderInstance{InstanceName: "default", CertificateName: name}
 }
 
 func tlsSocket(m proto.Message) *corepb.TransportSocket {
