@@ -17,7 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -137,6 +139,7 @@ func TestGRPCRunErrors(t *testing.T) {
 		{"grpc://backend:8079/ping", "", "want grpc://host:port"},
 		{"grpc://" + closed, "", "first ping to dns:///" + closed + " on connection 1 of 2"},
 		{"grpc://" + closed, "soon", `payload-size="soon"`},
+		{"grpc://" + closed, "5000000", "payload-size=5000000: want at most 4193280 bytes"},
 	} {
 		extra := url.Values{}
 		if tc.extra != "" {
@@ -255,4 +258,21 @@ func TestPeersWithoutBackend(t *testing.T) {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"xds": false, "peers": []}`, string(b))
+}
+
+// TestGRPCRunCountsStatusCodes: calls that a server answers with an error
+// status are counted under that gRPC code, and the run is not refused.
+func TestGRPCRunCountsStatusCodes(t *testing.T) {
+	gs := grpc.NewServer() // health only: Ping is Unimplemented
+	healthpb.RegisterHealthServer(gs, health.NewServer())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = gs.Serve(ln) }()
+	t.Cleanup(gs.Stop)
+	srv := server(t)
+	code, body := post(t, runURL(srv, "grpc://"+ln.Addr().String(), url.Values{"n": {"10"}}))
+	require.Equal(t, http.StatusOK, code, string(body))
+	res := decodeGRPC(t, body)
+	assert.Equal(t, map[int]int64{int(codes.Unimplemented): 10}, res.RetCodes)
+	assert.Equal(t, int64(10), res.DurationHistogram.Count)
 }

@@ -39,6 +39,9 @@ const (
 // a gRPC run, which for xds:/// includes fetching the xDS resources.
 const WarmupTimeout = 15 * time.Second
 
+// MaxPayloadSize is the largest payload-size of a gRPC run, in bytes.
+const MaxPayloadSize = 4<<20 - 1<<10
+
 // grpcRun is one gRPC ping run asked on the REST API: url=xds:///host:port
 // (xDS-managed client, xDS credentials over plaintext) or
 // url=grpc://host:port (plaintext gRPC through DNS).
@@ -141,7 +144,12 @@ func parseGRPCRun(r *http.Request) (*grpcRun, error) {
 	if g.timeout <= 0 {
 		g.timeout = fhttp.HTTPReqTimeOutDefaultValue
 	}
-	g.payload = strings.Repeat("a", p.int("payload-size"))
+	size := p.int("payload-size")
+	if size > MaxPayloadSize {
+		p.errs = append(p.errs, fmt.Errorf("payload-size=%d: want at most %d bytes (gRPC's default 4 MiB message limit, less room for the other fields)", size, MaxPayloadSize))
+		size = 0
+	}
+	g.payload = strings.Repeat("a", size)
 	g.ro = ro
 	return g, errors.Join(p.errs...)
 }
@@ -187,7 +195,10 @@ func (p *formParser) duration(key string) (d time.Duration) {
 
 // dial opens n connections, one per fortio thread (as fortio's HTTP
 // runner keeps one per thread), each with one uncounted ping so that its
-// handshake (and the xDS resolution) is not measured.
+// handshake (and the xDS resolution) is not measured. A first ping that
+// gets no answer (Unavailable, DeadlineExceeded) fails the run; any other
+// status is a server's answer, and the run counts such calls in RetCodes
+// (as fortio's REST runs allow initial errors).
 func (g *grpcRun) dial(ctx context.Context, n int) ([]*grpc.ClientConn, error) {
 	creds := insecure.NewCredentials()
 	if g.xds {
@@ -206,7 +217,7 @@ func (g *grpcRun) dial(ctx context.Context, n int) ([]*grpc.ClientConn, error) {
 		wctx, cancel := context.WithTimeout(ctx, WarmupTimeout)
 		_, err = fgrpc.NewPingServerClient(cc).Ping(wctx, &fgrpc.PingMessage{Payload: g.payload})
 		cancel()
-		if err != nil {
+		if c := status.Code(err); c == codes.Unavailable || c == codes.DeadlineExceeded || c == codes.Canceled {
 			return conns, fmt.Errorf("first ping to %s on connection %d of %d: %w", g.target, len(conns), n, err)
 		}
 	}
