@@ -263,6 +263,9 @@ func (pa podAccess) placement(ctx context.Context, a *arm) string {
 		if err != nil {
 			return ""
 		}
+		if len(pods) == 0 {
+			continue // not deployed: gRPC has no frontend
+		}
 		var nodes []string
 		for _, p := range pods {
 			nodes = appendNew(nodes, p.Spec.NodeName)
