@@ -344,7 +344,7 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *testbed.Run) erro
 // edges puts the edges of rs on run, and returns how many requests a
 // killed sidecar's lost logs may leave unrecorded, and why there is no
 // mTLS evidence, when there is none.
-func (t *Target) edges(ctx context.Context, rs *runState, run *testbed.Run) (lost int64, why string, err error) {
+func (t *Target) edges(ctx context.Context, rs *runState, run *testbed.Run) (int64, string, error) {
 	if rs.w.Protocol == load.GRPC {
 		mtls, why := t.mtls(ctx, rs.a)
 		run.Edges = grpcEdge(rs.a, run.Load.Codes[http.StatusOK], mtls)
@@ -363,7 +363,7 @@ func (t *Target) edges(ctx context.Context, rs *runState, run *testbed.Run) (los
 	}
 	// What a killed (or stopped) sidecar had buffered of its logs is lost
 	// with it.
-	lost = rs.fault.lostLog(rs.o.Concurrency)
+	lost := rs.fault.lostLog(rs.o.Concurrency)
 	// The sidecars' logs are buffered for up to a second.
 	if d := time.Until(rs.loadedTo.Add(1500 * time.Millisecond)); d > 0 && t.o.CounterWait >= 0 {
 		select {
@@ -372,6 +372,7 @@ func (t *Target) edges(ctx context.Context, rs *runState, run *testbed.Run) (los
 		case <-time.After(d):
 		}
 	}
+	var err error
 	if rs.plain1, err = t.access().plainCounts(ctx, rs.a); err != nil {
 		return 0, "", err
 	}
