@@ -39,6 +39,18 @@ func grpcName(code int) string {
 	return codes.Code(code - grpcCodeBase).String()
 }
 
+// grpcTarget reports whether u is a gRPC target a loadgen dials:
+// grpc://host:port (plain gRPC) or xds:///host:port (its xDS client).
+func grpcTarget(u *url.URL) bool {
+	switch u.Scheme {
+	case "grpc":
+		return u.Host != ""
+	case "xds":
+		return u.Host == "" && strings.TrimPrefix(u.Path, "/") != ""
+	}
+	return false
+}
+
 // grpcCaller is one fortio thread's gRPC client: its own connection, one
 // call in flight, and the status of every call it made.
 type grpcCaller struct {
@@ -80,6 +92,9 @@ func runGRPC(ctx context.Context, o Options, ro periodic.RunnerOptions) (_ *wind
 	u, err := url.Parse(o.URL)
 	if err != nil {
 		return nil, fmt.Errorf("grpc target %q: %w", o.URL, err)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("grpc target %q: the in-process client has no xDS client; it dials http:// and grpc:// hosts", o.URL)
 	}
 	ro.RunType = "meshbench gRPC ping"
 	r := periodic.NewPeriodicRunner(&ro)

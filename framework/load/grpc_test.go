@@ -105,3 +105,12 @@ func TestGRPCCode(t *testing.T) {
 	assert.Equal(t, 1014, GRPCCode(codes.Unavailable))
 	assert.Equal(t, "-1:1 200:5 1014(Unavailable):2 1016(Unauthenticated):1 1017:1", FormatCodes(map[int]int64{200: 5, 1014: 2, -1: 1, 1016: 1, 1017: 1}))
 }
+
+// TestGRPCInProcessDialsNoXDS: an xds:/// target is for a loadgen with an
+// xDS client (cmd/mbloadgen); the in-process client says it has none,
+// before it opens a connection.
+func TestGRPCInProcessDialsNoXDS(t *testing.T) {
+	_, err := Measure(context.Background(), Options{URL: "xds:///backend.ns.svc.cluster.local:8079", Protocol: GRPC, Duration: time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `grpc target "xds:///backend.ns.svc.cluster.local:8079": the in-process client has no xDS client; it dials http:// and grpc:// hosts`)
+}

@@ -66,7 +66,11 @@ func ParseProtocol(s string) (Protocol, error) {
 // Options are the settings of one load. The zero value of every field means
 // its documented default, filled in by Normalize.
 type Options struct {
-	// URL is the target, http:// only (TLS is the mesh's job, not the loadgen's).
+	// URL is the target, http:// only (TLS is the mesh's job, not the
+	// loadgen's). For grpc it may also be a gRPC target as a remote loadgen
+	// dials it (cmd/mbloadgen): grpc://host:port, plain gRPC, or
+	// xds:///host:port, through its xDS client (a proxyless mesh); the
+	// in-process client dials http:// and grpc:// hosts only.
 	URL string `json:"url"`
 	// Concurrency is the number of connections, each with one request in
 	// flight (fortio's -c). Default 1.
@@ -146,6 +150,7 @@ func (o *Options) Normalize() error {
 		errs = append(errs, errors.New("url: missing"))
 	case err != nil:
 		errs = append(errs, fmt.Errorf("url %q: %w", o.URL, err))
+	case o.Protocol == GRPC && grpcTarget(u):
 	case u.Scheme != "http" || u.Host == "":
 		errs = append(errs, fmt.Errorf("url %q: want http://host:port/path", o.URL))
 	}

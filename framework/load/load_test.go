@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -55,6 +56,23 @@ func TestNormalizeErrors(t *testing.T) {
 	assert.EqualError(t, o.Normalize(), "new connections: a flow's users keep their connections alive; a new connection per request drives connections, not a flow")
 	o = Options{URL: "http://x:1/", NewConnections: true}
 	assert.NoError(t, o.Normalize(), "http1 opens a new connection per request")
+}
+
+// TestNormalizeGRPCTargets: a grpc load may name its target as a remote
+// loadgen dials it, plain (grpc://host:port) or through its xDS client
+// (xds:///host:port); other protocols, and other forms, are refused.
+func TestNormalizeGRPCTargets(t *testing.T) {
+	for _, u := range []string{"grpc://backend.ns.svc.cluster.local:8079", "xds:///backend.ns.svc.cluster.local:8079", "http://x:1/"} {
+		o := Options{URL: u, Protocol: GRPC}
+		assert.NoError(t, o.Normalize(), u)
+	}
+	for _, c := range []struct {
+		url   string
+		proto Protocol
+	}{{"grpc://x:1", HTTP1}, {"xds:///x:1", H2}, {"xds://x:1", GRPC}, {"xds:///", GRPC}, {"grpc:///x:1", GRPC}} {
+		o := Options{URL: c.url, Protocol: c.proto}
+		assert.EqualError(t, o.Normalize(), fmt.Sprintf("url %q: want http://host:port/path", c.url), "%s %s", c.proto, c.url)
+	}
 }
 
 func TestParseProtocol(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/testbed/kind"
@@ -202,6 +203,7 @@ func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options,
 		Workloads: manifests.Params{
 			Images:       manifests.Images{Nginx: c.NginxImage, Loadgen: c.LoadgenImage},
 			ResponseSize: c.ResponseSize,
+			Protocol:     backendProtocol(c.Protocol),
 		},
 		Logf:  logf,
 		Words: flagWords,
@@ -212,6 +214,15 @@ func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options,
 		o.LoadgenLog = s.loadLog
 	}
 	return o, nil
+}
+
+// backendProtocol is what the cluster's backends serve for -protocol p:
+// gRPC for grpc, HTTP (nginx, which takes h2c too) otherwise.
+func backendProtocol(p load.Protocol) string {
+	if p == load.GRPC {
+		return manifests.GRPC
+	}
+	return manifests.HTTP
 }
 
 // deleteCluster deletes the kind cluster when this run created it.

@@ -248,7 +248,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "warm-up before each window, thrown away: the processes, and the sidecars' mTLS connection pools, live across runs, so the warm-up lets the load settle; the window opens its own loadgen connections")
 	fs.Float64Var(&c.QPS, "qps", 0, "open-loop target rate in req/s per run; 0 is closed loop at maximum rate")
 	fs.Float64Var(&c.RateTolerance, "rate-tolerance", 0.05, "fraction by which an open-loop run may miss -qps and stay valid")
-	fs.Var(protocolFlag{&c.Protocol}, "protocol", "http1, h2 or grpc: h2 and grpc are HTTP/2 on every hop on the local target (h2c in plain text, h2 over mTLS); on clusters h2 is the loadgen's hop and grpc is not available")
+	fs.Var(protocolFlag{&c.Protocol}, "protocol", "http1, h2 or grpc: h2 and grpc are HTTP/2 on every hop on the local target (h2c in plain text, h2 over mTLS); on clusters h2 is the loadgen's hop, and grpc deploys gRPC backends and runs one-hop only (a proxyless mesh's meshed arm dials xds:///)")
 	fs.IntVar(&c.ResponseSize, "payload", 128, "response body size in bytes")
 	fs.IntVar(&c.RequestSize, "request-size", 0, "request body size in bytes (non-zero sends POSTs)")
 	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or envoy, nginx or haproxy when on PATH; caddy@VERSION builds that release; a +no-keepalive suffix turns keep-alive between sidecars off, +access-log writes an access log line per request")

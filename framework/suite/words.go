@@ -14,6 +14,7 @@ var settingFlags = map[string]string{
 	testbed.SettingMeshVersion:      "mesh-version",
 	testbed.SettingMeshCharts:       "mesh-charts",
 	testbed.SettingResponseSize:     "payload",
+	testbed.SettingProtocol:         "protocol",
 	testbed.SettingDuration:         "duration",
 	testbed.SettingCiliumEncryption: "cilium-encryption",
 }

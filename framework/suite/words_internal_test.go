@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/testbed/kube"
@@ -34,6 +35,11 @@ func TestFlagWords(t *testing.T) {
 	o, err := s.kubeOptions(&Config{Target: "remote", Mesh: "none"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "-node-cpu=kubelet", o.Words.Say(testbed.SettingNodeCPU, kube.NodeCPUKubelet))
+	assert.Equal(t, "http", o.Workloads.Protocol)
+	assert.Equal(t, "-protocol=grpc", o.Words.Say(testbed.SettingProtocol, "grpc"))
+	o, err = s.kubeOptions(&Config{Target: "remote", Mesh: "none", Protocol: load.GRPC}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "grpc", o.Workloads.Protocol, "-protocol=grpc deploys the gRPC backends")
 
 	c := &Config{Mesh: "cilium", CiliumEncryption: "none"}
 	m, err := mesh.New(c.Mesh, c.MeshOptions()...)

@@ -33,6 +33,10 @@ const (
 	// SettingResponseSize is the backends' response body, in bytes
 	// (manifests.Params.ResponseSize).
 	SettingResponseSize = "ResponseSize"
+	// SettingProtocol is what the client speaks, and on a cluster what
+	// the backends are deployed to serve: http1, h2 or grpc
+	// (manifests.Params.Protocol).
+	SettingProtocol = "Protocol"
 	// SettingDuration is the measured window of each run.
 	SettingDuration = "Duration"
 	// SettingCiliumEncryption is Cilium's transparent encryption: ipsec,
@@ -44,7 +48,7 @@ const (
 // that it has words for each.
 func Settings() []string {
 	return []string{SettingTarget, SettingNodeCPU, SettingCandidate, SettingMeshInstall, SettingMeshRevision,
-		SettingMeshVersion, SettingMeshCharts, SettingResponseSize, SettingDuration, SettingCiliumEncryption}
+		SettingMeshVersion, SettingMeshCharts, SettingResponseSize, SettingProtocol, SettingDuration, SettingCiliumEncryption}
 }
 
 // Setting is a setting of the run a message names: one of Settings, and

@@ -113,6 +113,11 @@ type Run struct {
 	// Edges is the proof of the path: who called whom, and whether mTLS
 	// verified the caller.
 	Edges []Edge `json:"edges"`
+	// Dial is the scheme the client dialled a grpc workload with: "grpc"
+	// (plain gRPC, through the arm's sidecar when it has one) or a
+	// proxyless mesh's "xds" (the app's own xDS client and server carry
+	// the traffic and the mTLS: no proxy is measured). Empty for HTTP.
+	Dial string `json:"dial,omitempty"`
 	// Encryption is the kernel's account of transparent encryption over
 	// the window, where the target can read the nodes (kind); nil elsewhere.
 	Encryption *Encryption `json:"encryption,omitempty"`

@@ -66,7 +66,11 @@ type Workload struct {
 	RequestSize int `json:"requestSize,omitempty"`
 	// Protocol is http1, h2 or grpc (fortio's gRPC ping). The local target
 	// speaks it on every hop: h2 and grpc are HTTP/2 end to end. On
-	// clusters h2 is the loadgen's hop only, and grpc is not served.
+	// clusters h2 is the loadgen's hop only, and grpc is one-hop only, to a
+	// gRPC backend deployed for it (kube Options.Workloads.Protocol): the
+	// baseline's loadgen dials grpc://, a proxyless mesh's (mesh.InApp) its
+	// own scheme, xds:///, and a sidecar mesh's grpc:// through its proxy.
+	// Run.Dial records which.
 	Protocol load.Protocol `json:"protocol"`
 	// NewConnections opens a new TCP connection for every request, as a
 	// short-lived client does, instead of keeping one per unit of

@@ -227,7 +227,7 @@ func underLoad(ctx context.Context, rs *runState, limit time.Duration, read func
 	if err := errors.Join(r.err, readErr); err != nil {
 		return err
 	}
-	rs.failed += failedRequests(r.frs)
+	rs.failed += failedRequests(r.frs, rs.o.Protocol)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -95,9 +96,11 @@ type renderJob struct {
 // render builds every namespace's objects (the arms', in order, and the
 // out-of-mesh loadgen's in shared when set) and what readiness waits for.
 func (d deployer) render(arms []*arm, shared string) ([]*manifests.Set, []want, error) {
-	apps := []manifests.Component{manifests.Backend, manifests.Frontend}
-	if shared == "" {
-		apps = manifests.Components
+	// The protocol's workloads (gRPC has no frontend), without the
+	// loadgen when it runs out of the mesh.
+	apps := manifests.ComponentsOf(d.o.Workloads.Protocol)
+	if shared != "" {
+		apps = slices.DeleteFunc(apps, func(c manifests.Component) bool { return c == manifests.Loadgen })
 	}
 	var jobs []renderJob
 	for _, a := range arms {

@@ -33,6 +33,11 @@
 // arm's frontend and backend and, in the meshed arm, the mesh's own mTLS
 // telemetry.
 //
+// With gRPC backends (Options.Workloads.Protocol grpc, grpc.go) runs are
+// one hop: the baseline's loadgen dials plain gRPC, a proxyless mesh's
+// (mesh.InApp) meshed arm its xDS scheme; the hop counts the loadgen's
+// calls answered OK, and its mTLS is the mesh's telemetry.
+//
 // A scenario's loadgen placement and shards are deployed when it first
 // runs (loadgens.go): the out-of-mesh namespace on first use, the arms'
 // loadgens scaled up alike. A fault (fault.go) kills a container of the

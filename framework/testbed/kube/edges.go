@@ -121,27 +121,7 @@ func (c counted) served(comp manifests.Component) int64 {
 // the path's caller, and what exceeds what the path explains (beyond the
 // probes' allowance) is reported as a stray edge from "unknown".
 func pathEdges(a *arm, p testbed.Path, c counted, mtls []mesh.Edge) []testbed.Edge {
-	ns := func(w string) string {
-		if w == string(manifests.Loadgen) {
-			return a.loadgenNS
-		}
-		return a.ns
-	}
-	edge := func(src, dst string, n int64) testbed.Edge {
-		e := testbed.Edge{Src: src, Dst: dst, Requests: n}
-		if !a.name.IsMeshed() {
-			return e
-		}
-		for _, m := range mtls {
-			if m.Src == ns(src)+"/"+src && m.Dst == ns(dst)+"/"+dst {
-				e.Evidence = m.Evidence
-				if m.Secured {
-					e.Peer, e.Secured = src, true
-				}
-			}
-		}
-		return e
-	}
+	edge := func(src, dst string, n int64) testbed.Edge { return armEdge(a, src, dst, n, mtls) }
 	be, fe := c.served(manifests.Backend), c.served(manifests.Frontend)
 	var out []testbed.Edge
 	switch p {
@@ -157,6 +137,32 @@ func pathEdges(a *arm, p testbed.Path, c counted, mtls []mesh.Edge) []testbed.Ed
 		}
 	}
 	return out
+}
+
+// armEdge is the hop src → dst of arm a that carried n requests, secured
+// (with src as its verified peer) when a is meshed and the mesh's
+// telemetry (mtls) says the pair was mutually authenticated, with that
+// telemetry's evidence.
+func armEdge(a *arm, src, dst string, n int64, mtls []mesh.Edge) testbed.Edge {
+	ns := func(w string) string {
+		if w == string(manifests.Loadgen) {
+			return a.loadgenNS
+		}
+		return a.ns
+	}
+	e := testbed.Edge{Src: src, Dst: dst, Requests: n}
+	if !a.name.IsMeshed() {
+		return e
+	}
+	for _, m := range mtls {
+		if m.Src == ns(src)+"/"+src && m.Dst == ns(dst)+"/"+dst {
+			e.Evidence = m.Evidence
+			if m.Secured {
+				e.Peer, e.Secured = src, true
+			}
+		}
+	}
+	return e
 }
 
 // probeAllowance is how many probe requests n pods may have served in d.

@@ -111,6 +111,7 @@ func (t *Target) meshConfig(ctx context.Context, info mesh.Info, measured string
 	// loadgen's hop is HTTP/2.
 	cfg["protocols"] = fmt.Sprintf("http1 :%d, h2c :%d (loadgen hop only)", manifests.Port, manifests.H2Port)
 	cfg["responseSize"] = strconv.Itoa(p.ResponseSize)
+	t.grpcConfig(cfg)
 	cfg["nginxImage"] = orDefault(t.o.Workloads.Images.Nginx, manifests.DefaultImages.Nginx)
 	cfg["loadgenImage"] = orDefault(t.o.Workloads.Images.Loadgen, manifests.DefaultImages.Loadgen)
 	cfg["nginxWorkers"] = "auto"
@@ -261,6 +262,9 @@ func (pa podAccess) placement(ctx context.Context, a *arm) string {
 		pods, err := pa.pods.ready(ctx, ns, c)
 		if err != nil {
 			return ""
+		}
+		if len(pods) == 0 {
+			continue // not deployed: gRPC has no frontend
 		}
 		var nodes []string
 		for _, p := range pods {

@@ -50,7 +50,7 @@ type fortioResult struct {
 	NumThreads        int
 	Version           string
 	DurationHistogram *fstats.HistogramData
-	RetCodes          map[int]int64
+	RetCodes          map[int]int64 // HTTP status codes, or a grpc run's gRPC status codes (0 is OK): read them with codes
 	SocketCount       int64
 	URL               string
 	// MeshbenchHDR is what mbloadgen adds (cmd/mbloadgen HDRField): the
@@ -97,7 +97,8 @@ func snippet(b []byte) string {
 
 // runQuery is the REST query and JSON body that run o for d on one loadgen.
 // fortio reads headers and the payload from the JSON body, the rest from
-// the query.
+// the query; a grpc run's ping payload is payload-size bytes, in the
+// query.
 func runQuery(o load.Options, d time.Duration) (url.Values, []byte, error) {
 	q := url.Values{}
 	q.Set("url", o.URL)
@@ -114,6 +115,10 @@ func runQuery(o load.Options, d time.Duration) (url.Values, []byte, error) {
 	q.Set("timeout", o.Timeout.String())
 	if o.Protocol == load.H2 {
 		q.Set("h2", "on") // h2c with prior knowledge on http:// URLs
+	}
+	if o.Protocol == load.GRPC && o.RequestSize > 0 {
+		// the ping's payload, which the server echoes (grpcPayload)
+		q.Set("payload-size", strconv.Itoa(o.RequestSize))
 	}
 	if o.NewConnections {
 		// fortio's REST API has no keep-alive switch: each connection
@@ -142,7 +147,7 @@ func runQuery(o load.Options, d time.Duration) (url.Values, []byte, error) {
 		}
 		body["headers"] = hs
 	}
-	if o.RequestSize > 0 {
+	if o.RequestSize > 0 && o.Protocol != load.GRPC {
 		body["payload"] = strings.Repeat("x", o.RequestSize)
 	}
 	if len(body) == 0 {

@@ -34,13 +34,14 @@ const loadgenLogTimeout = 2 * time.Minute
 // errLogCapped is what a copy that stopped at its limit returns.
 var errLogCapped = errors.New("loadgen log capped")
 
-// failedRequests is how many requests of the shards' results failed, as
-// load.NewResult counts a result's errors (load.Failed).
-func failedRequests(frs []*fortioResult) int64 {
+// failedRequests is how many requests of the shards' results in protocol
+// proto failed, as load.NewResult counts a result's errors (load.Failed
+// of fortioResult.codes: for grpc every status but OK).
+func failedRequests(frs []*fortioResult, proto load.Protocol) int64 {
 	var n int64
 	for _, fr := range frs {
 		if fr != nil {
-			n += load.Failed(fr.RetCodes)
+			n += load.Failed(fr.codes(proto))
 		}
 	}
 	return n

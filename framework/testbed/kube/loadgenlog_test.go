@@ -143,8 +143,15 @@ func TestCopyLoadgenLogsOnlyAfterFailures(t *testing.T) {
 func TestFailedRequests(t *testing.T) {
 	assert.Equal(t, int64(3), failedRequests([]*fortioResult{
 		{RetCodes: map[int]int64{200: 10, 503: 2, -1: 1}}, nil, {RetCodes: map[int]int64{200: 5}},
-	}))
-	assert.Zero(t, failedRequests([]*fortioResult{{RetCodes: map[int]int64{200: 5}}}))
+	}, load.HTTP1))
+	assert.Zero(t, failedRequests([]*fortioResult{{RetCodes: map[int]int64{200: 5}}}, load.H2))
+	// gRPC status codes: OK (0) succeeded, everything else failed.
+	assert.Equal(t, int64(4), failedRequests([]*fortioResult{
+		{RetCodes: map[int]int64{0: 10, 14: 2, 4: 1}}, nil, {RetCodes: map[int]int64{0: 5, -1: 1}},
+	}, load.GRPC))
+	assert.Zero(t, failedRequests([]*fortioResult{{RetCodes: map[int]int64{0: 5}}}, load.GRPC))
+	assert.Equal(t, int64(5), failedRequests([]*fortioResult{{RetCodes: map[int]int64{200: 5}}}, load.GRPC),
+		"200 is no gRPC status: a gRPC run that answered it did not succeed")
 }
 
 // TestCopyLogLines: the copy stops before the line that would pass the

@@ -103,9 +103,11 @@ type Options struct {
 	// kubelet to restart the killed container and for its pod to be ready
 	// again. Default 2m.
 	RestartTimeout time.Duration
-	// Workloads sets images, response size and resources (see
-	// manifests.Params; Namespace, Arm, Run, Components and LoadgenReplicas
-	// are set by the target).
+	// Workloads sets images, response size, resources and the protocol the
+	// backends serve (see manifests.Params; Namespace, Arm, Run, Components
+	// and LoadgenReplicas are set by the target). With Protocol
+	// manifests.GRPC the backend serves gRPC and runs are one-hop grpc
+	// only (grpc.go).
 	Workloads manifests.Params
 	// NamespacePrefix starts every namespace name. Default "meshbench".
 	NamespacePrefix string
@@ -184,6 +186,9 @@ func (o *Options) normalize() error {
 	w.Namespace, w.Arm, w.Run, w.LoadgenReplicas, w.Components = "check", "check", "check", o.Loadgens, nil
 	if err := w.Normalize(); err != nil {
 		errs = append(errs, fmt.Errorf("workloads: %w", err))
+	}
+	if sp, ok := o.Mesh.(mesh.SidecarProxy); ok && sp.Wired() && w.Protocol == manifests.GRPC {
+		errs = append(errs, fmt.Errorf("workloads: protocol grpc: the %s mesh's proxy, as the harness wires it, proxies HTTP/1.1 and h2c to its app, not gRPC", o.Mesh.Name()))
 	}
 	return errors.Join(errs...)
 }

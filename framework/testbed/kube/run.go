@@ -58,7 +58,8 @@ type runState struct {
 	s     testbed.Spec
 	w     testbed.Workload
 	o     load.Options
-	a     *arm // as the run's placement sees it
+	a     *arm   // as the run's placement sees it
+	dial  string // the scheme the loadgen dials a gRPC backend with (Target.dialScheme); "" for HTTP
 	fault *faultRun
 	hc    *http.Client
 	// closers close the tunnels, last opened first.
@@ -132,6 +133,10 @@ func (t *Target) prepare(ctx context.Context, s testbed.Spec) (*runState, error)
 	}
 	rs := &runState{s: s, w: w, o: testbed.LoadOptions(w, s.Window), a: t.runArm(base, w)}
 	rs.o.URL = rs.a.url(w.Path, rs.o.Protocol)
+	if w.Protocol == load.GRPC {
+		rs.dial = t.dialScheme(rs.a)
+		rs.o.URL, rs.o.RequestSize = rs.a.grpcURL(rs.dial), grpcPayload(w)
+	}
 	fr, err := t.planFault(ctx, rs.a, s.Fault)
 	if err != nil {
 		return nil, fmt.Errorf("kube target: %s %s: %w", s.Arm, w.Path, err)
@@ -170,6 +175,9 @@ func (t *Target) connect(ctx context.Context, rs *runState) error {
 		return err
 	}
 	rs.lgs, rs.closers = lgs, append(rs.closers, closeLG)
+	if rs.w.Protocol == load.GRPC {
+		return nil // the gRPC backend has no request counters (grpcEdge)
+	}
 	apps, closeApps, err := t.access().appTunnels(ctx, rs.a)
 	if err != nil {
 		return err
@@ -232,7 +240,7 @@ func (t *Target) warmUp(ctx context.Context, rs *runState) error {
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	rs.failed += failedRequests(frs)
+	rs.failed += failedRequests(frs, rs.o.Protocol)
 	return nil
 }
 
@@ -248,7 +256,7 @@ func (t *Target) measure(ctx context.Context, rs *runState) error {
 		return err
 	}
 	rs.frs, rs.loadedTo = frs, t.now()
-	rs.failed += failedRequests(frs)
+	rs.failed += failedRequests(frs, rs.o.Protocol)
 	if m, ok := rs.resources.(*kubeletMeasurement); ok {
 		loaded, err := m.closeUnderLoad(ctx, rs.loadedTo)
 		if err != nil {
@@ -286,7 +294,7 @@ func (t *Target) judge(ctx context.Context, rs *runState) (*testbed.Run, error) 
 	if err != nil {
 		return nil, err
 	}
-	run := &testbed.Run{Arm: rs.s.Arm, Path: rs.w.Path, Workload: rs.w, Load: res, Invalid: slices.Clone(res.Invalid)}
+	run := &testbed.Run{Arm: rs.s.Arm, Path: rs.w.Path, Workload: rs.w, Load: res, Invalid: slices.Clone(res.Invalid), Dial: rs.dial}
 	if len(shards) > 1 {
 		run.Shards = shards
 	}
@@ -305,45 +313,12 @@ func (t *Target) judge(ctx context.Context, rs *runState) (*testbed.Run, error) 
 }
 
 // prove puts the path proof on run: the edges from the nginx counters and
-// the mesh's telemetry (or the sidecars' logs), checked against the path.
+// the mesh's telemetry (or the sidecars' logs; for grpc, the loadgen's
+// count: grpcEdge), checked against the path.
 func (t *Target) prove(ctx context.Context, rs *runState, run *testbed.Run) error {
-	cnt := counted{Delta: map[manifests.Component]int64{}, Pods: map[manifests.Component]int{}, Allowance: map[manifests.Component]int64{}}
-	for comp, ts := range rs.apps {
-		cnt.Delta[comp] = rs.c1[comp] - rs.c0[comp]
-		cnt.Pods[comp] = len(ts)
-		cnt.Allowance[comp] = probeAllowance(len(ts), rs.countWindow)
-	}
-	var mtls []mesh.Edge
-	why := ""
-	// What a killed (or stopped) sidecar had buffered of its logs is lost
-	// with it.
-	var lost int64
-	if rs.a.sidecar {
-		lost = rs.fault.lostLog(rs.o.Concurrency)
-	}
-	if rs.a.sidecar {
-		// The sidecars' logs are buffered for up to a second.
-		if d := time.Until(rs.loadedTo.Add(1500 * time.Millisecond)); d > 0 && t.o.CounterWait >= 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(d):
-			}
-		}
-		var err error
-		if rs.plain1, err = t.access().plainCounts(ctx, rs.a); err != nil {
-			return err
-		}
-		mtls, why = t.mtls(ctx, rs.a)
-		if lost > 0 {
-			cnt.Allowance[rs.fault.component()] += lost
-			run.Warn(validity.LostLogs, "%s lost up to %d lines of its logs of verified peers and plain requests when it was %s: up to that many of %s's requests are allowed without its sidecar's record",
-				rs.fault.who(), lost, rs.fault.f.Action.Past(), rs.fault.component())
-		}
-		run.Edges = sidecarEdges(rs.w.Path, cnt, rs.peers0, mtls, plainDelta(rs.plain0, rs.plain1), rs.a.placement == OutOfMesh)
-	} else {
-		mtls, why = t.mtls(ctx, rs.a)
-		run.Edges = pathEdges(rs.a, rs.w.Path, cnt, mtls)
+	lost, why, err := t.edges(ctx, rs, run)
+	if err != nil {
+		return err
 	}
 	checkArm := rs.s.Arm
 	if t.o.Mesh.Name() == "none" && rs.s.Arm != testbed.Baseline {
@@ -364,6 +339,51 @@ func (t *Target) prove(ctx context.Context, rs *runState, run *testbed.Run) erro
 		run.Warn(validity.LoadgenOutOfMesh, "%s", note)
 	}
 	return nil
+}
+
+// edges puts the edges of rs on run, and returns how many requests a
+// killed sidecar's lost logs may leave unrecorded, and why there is no
+// mTLS evidence, when there is none.
+func (t *Target) edges(ctx context.Context, rs *runState, run *testbed.Run) (int64, string, error) {
+	if rs.w.Protocol == load.GRPC {
+		mtls, why := t.mtls(ctx, rs.a)
+		run.Edges = grpcEdge(rs.a, run.Load.Codes[http.StatusOK], mtls)
+		return 0, why, nil
+	}
+	cnt := counted{Delta: map[manifests.Component]int64{}, Pods: map[manifests.Component]int{}, Allowance: map[manifests.Component]int64{}}
+	for comp, ts := range rs.apps {
+		cnt.Delta[comp] = rs.c1[comp] - rs.c0[comp]
+		cnt.Pods[comp] = len(ts)
+		cnt.Allowance[comp] = probeAllowance(len(ts), rs.countWindow)
+	}
+	if !rs.a.sidecar {
+		mtls, why := t.mtls(ctx, rs.a)
+		run.Edges = pathEdges(rs.a, rs.w.Path, cnt, mtls)
+		return 0, why, nil
+	}
+	// What a killed (or stopped) sidecar had buffered of its logs is lost
+	// with it.
+	lost := rs.fault.lostLog(rs.o.Concurrency)
+	// The sidecars' logs are buffered for up to a second.
+	if d := time.Until(rs.loadedTo.Add(1500 * time.Millisecond)); d > 0 && t.o.CounterWait >= 0 {
+		select {
+		case <-ctx.Done():
+			return 0, "", ctx.Err()
+		case <-time.After(d):
+		}
+	}
+	var err error
+	if rs.plain1, err = t.access().plainCounts(ctx, rs.a); err != nil {
+		return 0, "", err
+	}
+	mtls, why := t.mtls(ctx, rs.a)
+	if lost > 0 {
+		cnt.Allowance[rs.fault.component()] += lost
+		run.Warn(validity.LostLogs, "%s lost up to %d lines of its logs of verified peers and plain requests when it was %s: up to that many of %s's requests are allowed without its sidecar's record",
+			rs.fault.who(), lost, rs.fault.f.Action.Past(), rs.fault.component())
+	}
+	run.Edges = sidecarEdges(rs.w.Path, cnt, rs.peers0, mtls, plainDelta(rs.plain0, rs.plain1), rs.a.placement == OutOfMesh)
+	return lost, why, nil
 }
 
 // loadgens opens a tunnel to each loadgen pod.

@@ -8,9 +8,10 @@ import (
 )
 
 // shardResult turns one loadgen's fortio result into a load.Result for
-// the shard's options o.
+// the shard's options o, its return codes counted for o's protocol
+// (fortioResult.codes).
 func shardResult(o load.Options, fr *fortioResult) *load.Result {
-	r := load.NewResult(o, fr.StartTime, fr.ActualDuration, fr.ActualQPS, fr.RetCodes, fr.DurationHistogram)
+	r := load.NewResult(o, fr.StartTime, fr.ActualDuration, fr.ActualQPS, fr.codes(o.Protocol), fr.DurationHistogram)
 	r.HDR = fr.MeshbenchHDR
 	if tl := fr.MeshbenchTimeline; tl != nil {
 		// The loadgen counted on its node's clock; the harness times

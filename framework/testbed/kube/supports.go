@@ -35,6 +35,7 @@ func (t *Target) Supports(w testbed.Workload, f *testbed.Fault) error {
 	_ = def.Normalize(def)
 	why := t.workloadUnsupported(w, def)
 	why = append(why, t.placementUnsupported(w)...)
+	why = append(why, t.grpcPlacementUnsupported(w)...)
 	if f != nil {
 		why = append(why, t.faultUnsupported(w, *f)...)
 	}
@@ -50,12 +51,11 @@ func (t *Target) workloadUnsupported(w, def testbed.Workload) []string {
 	if h := w.Path.Hops(); h > 2 {
 		why = append(why, fmt.Sprintf("path %s: the cluster workloads have one frontend, so at most two hops", w.Path))
 	}
-	if w.ResponseSize != def.ResponseSize {
+	// A gRPC ping's payload is the client's, per run (grpcPayload).
+	if w.ResponseSize != def.ResponseSize && w.Protocol != load.GRPC {
 		why = append(why, fmt.Sprintf("payload %d B: the backends were deployed with %s", w.ResponseSize, t.o.Words.Say(testbed.SettingResponseSize, strconv.Itoa(def.ResponseSize))))
 	}
-	if w.Protocol == load.GRPC {
-		why = append(why, "gRPC needs the mbapp backend image on this cluster")
-	}
+	why = append(why, t.protocolUnsupported(w)...)
 	if w.ServiceTime > 0 {
 		why = append(why, fmt.Sprintf("service time %v: the nginx backend answers at once; a service time needs the mbapp backend image on this cluster", w.ServiceTime))
 	}

@@ -20,11 +20,12 @@ func supportsTarget(t *testing.T, meshName string) *Target {
 }
 
 // TestSupportsProtocols: h2 runs on the nginx workloads (the loadgen's hop),
-// gRPC is skipped with what it needs.
+// gRPC is skipped with what it needs (TestSupportsGRPC).
 func TestSupportsProtocols(t *testing.T) {
 	tg := supportsTarget(t, "none")
 	assert.NoError(t, tg.Supports(testbed.Workload{Protocol: load.H2}, nil))
-	assert.EqualError(t, tg.Supports(testbed.Workload{Protocol: load.GRPC}, nil), "gRPC needs the mbapp backend image on this cluster")
+	assert.EqualError(t, tg.Supports(testbed.Workload{Protocol: load.GRPC}, nil),
+		"protocol grpc: the backends were deployed for HTTP (nginx); gRPC needs the gRPC backend, deployed with Protocol=grpc")
 }
 
 // TestSupportsPlacements: any placement and number of loadgens is served
