@@ -333,3 +333,16 @@ func writeRule(b *bytes.Buffer, l Limit) {
 		fmt.Fprintf(b, "    %s: %s\n", m, strconv.FormatFloat(v, 'g', -1, 64))
 	}
 }
+
+// Slack is how far a measured figure sits below limit on m's severity
+// scale (the scale a Regression multiplies): limit over the high end of
+// got's interval. Above 1 the whole interval passes with that factor to
+// spare (1.25: the figure could grow 25 % and still pass); below 1 it
+// does not. It is NaN when got has no figure.
+func Slack(m Metric, got stats.Summary, limit float64) float64 {
+	if got.N == 0 {
+		return math.NaN()
+	}
+	_, hi := bounds(got)
+	return severity(m, limit) / severity(m, hi)
+}

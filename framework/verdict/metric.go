@@ -109,3 +109,7 @@ func (m Metric) number(v float64) string {
 	}
 	return fmt.Sprintf("%.*f", m.info().Prec, v)
 }
+
+// Format prints v in the metric's unit and precision, as messages do,
+// e.g. "3.21ms" or "9.40×".
+func (m Metric) Format(v float64) string { return m.format(v) }
