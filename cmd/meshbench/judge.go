@@ -46,10 +46,11 @@ func judgeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	failed := 0
 	for _, in := range ins {
-		j, err := judge(th, in, report.Slower(*slower), stderr)
+		recs, err := report.Simulate(in.Results.Records, report.Slower(*slower))
 		if err != nil {
-			return fmt.Errorf("judge: %w", err)
+			return fmt.Errorf("judge: %s: %w", in.File, err)
 		}
+		j := judge(th, in.File, recs, stderr)
 		if err := j.print(stdout, *slower); err != nil {
 			return fmt.Errorf("judge: %w", err)
 		}
@@ -71,18 +72,13 @@ type judgement struct {
 	verdict verdict.Verdict
 }
 
-// judge compares in's records again, changed by ch (report.Simulate),
-// leaving out the points with invalid runs (said on stderr), and checks
-// them against th.
-func judge(th *verdict.Thresholds, in report.Input, ch report.Change, stderr io.Writer) (judgement, error) {
-	recs, err := report.Simulate(in.Results.Records, ch)
-	if err != nil {
-		return judgement{}, fmt.Errorf("%s: %w", in.File, err)
-	}
-	j := judgement{file: in.File, th: th}
+// judge compares the records of file again, leaving out the points with
+// invalid runs (said on stderr), and checks them against th.
+func judge(th *verdict.Thresholds, file string, recs []report.Record, stderr io.Writer) judgement {
+	j := judgement{file: file, th: th}
 	for _, c := range report.Compare(recs) {
 		if n := c.Baseline.Invalid + c.Meshed.Invalid; n > 0 {
-			fmt.Fprintf(stderr, "judge: %s: %s left out: %d invalid run(s)\n", in.File, c.Scenario(), n)
+			fmt.Fprintf(stderr, "judge: %s: %s left out: %d invalid run(s)\n", file, c.Scenario(), n)
 			continue
 		}
 		if o := c.Observation(); len(o.Values) > 0 {
@@ -90,7 +86,7 @@ func judge(th *verdict.Thresholds, in report.Input, ch report.Change, stderr io.
 		}
 	}
 	j.verdict = th.Check(j.obs)
-	return j, nil
+	return j
 }
 
 // print writes one line per point and limit: the figure, the limit, the

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	fstats "fortio.org/fortio/stats"
@@ -36,6 +37,9 @@ func Slower(k float64) Change { return Change{Latency: k, CPU: k, Throughput: 1 
 // another machine or a regressed mesh would have measured them. The
 // records and their runs are not modified.
 func Simulate(records []Record, ch Change, arms ...testbed.Arm) ([]Record, error) {
+	if err := ch.check(); err != nil {
+		return nil, err
+	}
 	out := make([]Record, len(records))
 	for i, r := range records {
 		out[i] = r
@@ -49,6 +53,19 @@ func Simulate(records []Record, ch Change, arms ...testbed.Arm) ([]Record, error
 		out[i].Run = &run
 	}
 	return out, nil
+}
+
+// check refuses a factor that is negative, NaN or infinite.
+func (ch Change) check() error {
+	for _, f := range []struct {
+		name string
+		k    float64
+	}{{"latency", ch.Latency}, {"CPU", ch.CPU}, {"throughput", ch.Throughput}} {
+		if f.k < 0 || math.IsNaN(f.k) || math.IsInf(f.k, 0) {
+			return fmt.Errorf("simulate: %s ×%g: want a finite factor > 0, or 0 to leave it", f.name, f.k)
+		}
+	}
+	return nil
 }
 
 // apply changes a copy of run.
