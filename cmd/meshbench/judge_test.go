@@ -51,8 +51,8 @@ func TestJudgeFailsExitsOne(t *testing.T) {
 func TestJudgeRefusesBadInput(t *testing.T) {
 	var out, errs bytes.Buffer
 	for args, want := range map[string]string{
-		"-slower 1 " + quietLocal: "judge: -thresholds: no fixture given\n" + usage,
-		"-thresholds ../../fixtures/thresholds/local.yaml": "judge: no results file given\n" + usage,
+		"-slower 1 " + quietLocal:                                                  "judge: -thresholds: no fixture given\n" + usage,
+		"-thresholds ../../fixtures/thresholds/local.yaml":                         "judge: no results file given\n" + usage,
 		"-thresholds ../../fixtures/thresholds/local.yaml -slower 0 " + quietLocal: "judge: -slower=0: want a finite factor > 0, e.g. 1.6",
 	} {
 		err := run(context.Background(), append([]string{"judge"}, strings.Fields(args)...), &out, &errs)
