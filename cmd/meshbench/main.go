@@ -9,6 +9,7 @@
 //	meshbench report -o out -format md -prices my-prices.yaml base.json candidate.json
 //	meshbench report -format csv,smp results/20261130T170000Z-local.json
 //	meshbench calibrate -o fixtures/thresholds/local.yaml quiet1.json quiet2.json
+//	meshbench judge -thresholds fixtures/thresholds/local.yaml -slower 1.6 fixtures/thresholds/calibration/*-local.json.gz
 //	meshbench history -o out -fail-on-change 10 results/    # exit 1 past the limit, 2 bad input
 //
 // gate runs the gate's benchmark with go test and exits with its verdict,
@@ -68,8 +69,12 @@ const usage = `usage:
       with -base (a base tree's output), the changed ones as NAME REFERENCE CANDIDATE
   meshbench report [-o DIR] [-format html,md,csv,smp] [-prices FILE] [-spectrum-c N] RESULTS.json [MORE.json]
       reports (html, md) and exports (csv: one row per run; smp: Service Mesh Performance results) of results files
-  meshbench calibrate [-o FIXTURE] [-note TEXT] RESULTS.json [MORE.json]
-      a threshold fixture from quiet runs: each point's limits between the quiet intervals and a doubling
+  meshbench calibrate [-o FIXTURE] [-note TEXT] [-absolute] RESULTS.json [MORE.json]
+      a threshold fixture from quiet runs: each point's limits between the quiet intervals and a doubling,
+      relative to the same run's baseline (-absolute: in ms and CPU-ms, which do not travel across machines)
+  meshbench judge -thresholds FIXTURE [-slower K] RESULTS.json [MORE.json]
+      recorded results re-judged against a fixture, limit by limit with its slack, optionally as a machine
+      K times slower (below 1: faster) would have measured them; exits 1 on a breach
   meshbench history [-o DIR] [-p PVALUE] [-window N] [-follow-version] [-fail-on-change PCT] RESULTS...
       change points across runs (files or directories), per comparable group, scenario and metric;
       exits 1 when a series' newest run sits after a change worse than PCT percent, 2 on bad input`
@@ -93,6 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return reportCmd(args[1:], stdout, stderr)
 	case "calibrate":
 		return calibrateCmd(args[1:], stdout, stderr)
+	case "judge":
+		return judgeCmd(args[1:], stdout, stderr)
 	case "history":
 		return historyCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -58,6 +58,36 @@ const (
 	Loss
 	// Meshed is the meshed arm's own figure, summarised over repeats.
 	Meshed
+	// RelativeDelta is meshed minus baseline over the baseline, paired by
+	// repeat, in percent of the baseline (50 means the mesh added half the
+	// baseline's figure). It is Increase's number, but a regression that
+	// doubles the delta doubles it, so a calibration scales it as a delta.
+	RelativeDelta
+	// Ratio is the meshed arm's figure over the baseline arm's figure of
+	// another metric (Limit.Over), paired by repeat, unitless (×). The
+	// baseline of the same run measures the machine, so the ratio does not
+	// move with the machine's speed; a meshed figure that doubles doubles
+	// it.
+	Ratio
+)
+
+// Units is what a limit's figure is measured in, and so which
+// calibration writes it (verdict.Calibrate).
+type Units int
+
+const (
+	// AnyUnits: the figure is already relative to the same run's baseline
+	// (the p99 increase, the throughput loss) or does not move with the
+	// machine's speed (a sidecar's RSS), so every calibration writes it.
+	AnyUnits Units = iota
+	// MachineUnits: milliseconds or CPU-milliseconds of the machine that
+	// measured. They judge the machine as much as the mesh: only an
+	// absolute calibration writes them (meshbench calibrate -absolute).
+	MachineUnits
+	// BaselineUnits: the meshed figure in units of the same run's
+	// interleaved baseline, which a slower or faster machine scales
+	// alike. Only a relative calibration (the default) writes them.
+	BaselineUnits
 )
 
 // Limit is one key a threshold fixture may limit on a metric: the
@@ -83,6 +113,16 @@ type Limit struct {
 	// NotCalibrated keeps the limit out of the fixtures meshbench
 	// calibrate writes: it is set by hand, as meshCores is.
 	NotCalibrated bool
+	// Over is, for a Ratio, the name of the metric of the baseline arm the
+	// meshed figure is divided by, e.g. P50.
+	Over string
+	// OneOf names a group of optional limits of which every rule sets at
+	// least one, e.g. "p50": a rule limits the p50 in ms or relative to
+	// its baseline, but never leaves it ungated.
+	OneOf string
+	// Units is what the figure is measured in, and which calibration
+	// writes the limit.
+	Units Units
 }
 
 // Def is one metric: one entry of the table.
@@ -123,6 +163,9 @@ const (
 	SidecarCPUPer1kReq = "sidecarCPUPer1kReq" // CPU-ms of all sidecars per 1000 requests
 	SidecarRSS         = "sidecarRSS"         // largest RSS of one sidecar under load, MiB
 	MeshCores          = "meshCores"          // CPU of the whole mesh, cores
+	// WorkloadCPUPer1kReq is the CPU-ms of the apps and the load
+	// generator per 1000 requests: in a baseline arm, the whole arm's.
+	WorkloadCPUPer1kReq = "workloadCPUPer1kReq"
 )
 
 // Keys of the threshold limits in the table.
@@ -134,6 +177,16 @@ const (
 	SidecarCPUPer1kReqMs = "sidecarCPUPer1kReqMs"
 	SidecarRSSMiB        = "sidecarRSSMiB"
 	MeshCoresLimit       = "meshCores"
+	// Limits in units of the same run's baseline (BaselineUnits).
+	P50DeltaPct               = "p50DeltaPct"
+	MeshedP99OverBaselineP50  = "meshedP99OverBaselineP50"
+	SidecarCPUOverBaselineCPU = "sidecarCPUOverBaselineCPU"
+)
+
+// Groups of limits a rule sets at least one of (Limit.OneOf).
+const (
+	OneOfP50        = "p50"
+	OneOfSidecarCPU = "sidecar CPU"
 )
 
 // All returns the table in its order: the order in which the benchmark

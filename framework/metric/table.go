@@ -10,7 +10,14 @@ import (
 // table is every metric, in the order of All.
 var table = []Def{
 	{Name: P50, Label: "p50 latency", Unit: "ms", Benchstat: "p50-ms", Worse: HigherIsWorse, Read: percentile(50),
-		Limits: []Limit{{Key: P50DeltaMs, Of: Delta, Label: "p50 delta", Unit: "ms", Prec: 2, Want: "milliseconds", Sample: "2"}}},
+		Limits: []Limit{
+			{Key: P50DeltaMs, Of: Delta, Label: "p50 delta", Unit: "ms", Prec: 2, Want: "milliseconds", Sample: "2",
+				Optional: true, OneOf: OneOfP50, Units: MachineUnits},
+			// The delta in units of the same run's baseline p50, which a
+			// slower machine raises alike.
+			{Key: P50DeltaPct, Of: RelativeDelta, Label: "p50 delta over baseline p50", Unit: "%", Prec: 1, Want: "a percentage of the baseline p50", Sample: "900",
+				Optional: true, OneOf: OneOfP50, Units: BaselineUnits},
+		}},
 	{Name: P90, Label: "p90 latency", Unit: "ms", Benchstat: "p90-ms", Worse: HigherIsWorse, Read: percentile(90)},
 	{Name: P99, Label: "p99 latency", Unit: "ms", Benchstat: "p99-ms", Worse: HigherIsWorse, Read: percentile(99),
 		Limits: []Limit{
@@ -19,7 +26,12 @@ var table = []Def{
 			// the baseline's tail, which on a shared machine can differ
 			// ×2 between quiet runs and then hides a doubled meshed p99
 			// from p99DeltaPct.
-			{Key: MeshedP99Ms, Of: Meshed, Label: "meshed p99", Unit: "ms", Prec: 2, Want: "milliseconds", Sample: "5", Optional: true},
+			{Key: MeshedP99Ms, Of: Meshed, Label: "meshed p99", Unit: "ms", Prec: 2, Want: "milliseconds", Sample: "5", Optional: true, Units: MachineUnits},
+			// The same tail in units of the baseline's p50: the baseline's
+			// median measures the machine's speed and is far steadier than
+			// its tail.
+			{Key: MeshedP99OverBaselineP50, Of: Ratio, Over: P50, Label: "meshed p99 over baseline p50", Unit: "×", Prec: 2, Want: "a ratio", Sample: "40",
+				Optional: true, Units: BaselineUnits},
 		}},
 	{Name: P999, Label: "p99.9 latency", Unit: "ms", Benchstat: "p99.9-ms", Worse: HigherIsWorse, Read: percentile(99.9)},
 	// Gate it on closed-loop scenarios, where it is the maximum.
@@ -27,7 +39,14 @@ var table = []Def{
 		Limits: []Limit{{Key: ThroughputLossPct, Of: Loss, Label: "throughput loss", Unit: "%", Prec: 1, Want: "a percentage", Sample: "85"}}},
 	// The cost of the mesh per request, the steadiest figure there is.
 	{Name: SidecarCPUPer1kReq, Label: "sidecar CPU per 1k req", Unit: "CPU-ms", Benchstat: "sidecar-cpu-ms/kreq", Worse: HigherIsWorse, CPU: true, Read: sidecarCPUPer1k,
-		Limits: []Limit{{Key: SidecarCPUPer1kReqMs, Of: Meshed, Label: "sidecar CPU per 1k requests", Unit: " CPU-ms", Prec: 1, Want: "CPU-milliseconds per 1000 requests", Sample: "1500"}}},
+		Limits: []Limit{
+			{Key: SidecarCPUPer1kReqMs, Of: Meshed, Label: "sidecar CPU per 1k requests", Unit: " CPU-ms", Prec: 1, Want: "CPU-milliseconds per 1000 requests", Sample: "1500",
+				Optional: true, OneOf: OneOfSidecarCPU, Units: MachineUnits},
+			// Per request, over what the whole baseline arm (apps and
+			// load generator, no mesh) used per request in the same pair.
+			{Key: SidecarCPUOverBaselineCPU, Of: Ratio, Over: WorkloadCPUPer1kReq, Label: "sidecar CPU over baseline CPU per request", Unit: "×", Prec: 2, Want: "a ratio", Sample: "9",
+				Optional: true, OneOf: OneOfSidecarCPU, Units: BaselineUnits},
+		}},
 	{Name: SidecarRSS, Label: "sidecar RSS", Unit: "MiB", Benchstat: "sidecar-rss-MiB", Worse: HigherIsWorse, Read: sidecarRSS,
 		Limits: []Limit{{Key: SidecarRSSMiB, Of: Meshed, Label: "sidecar RSS", Unit: " MiB", Prec: 1, Want: "MiB", Sample: "300"}}},
 	// Sidecars, node proxies, waypoints and control plane: the benchmark
@@ -35,6 +54,10 @@ var table = []Def{
 	// the sidecars', so neither has this sum.
 	{Name: MeshCores, Label: "mesh cores", Unit: "cores", Worse: HigherIsWorse, CPU: true, NotGated: true, Read: meshCores,
 		Limits: []Limit{{Key: MeshCoresLimit, Of: Meshed, Label: "mesh cores", Unit: " cores", Prec: 2, Want: "cores", Sample: "1.5", Optional: true, NotCalibrated: true}}},
+	// What the workload itself costs per request, mesh left out: in a
+	// baseline arm, everything the arm ran. It is the machine's yardstick
+	// for the sidecar's CPU (SidecarCPUOverBaselineCPU).
+	{Name: WorkloadCPUPer1kReq, Label: "workload CPU per 1k req", Unit: "CPU-ms", Benchstat: "workload-cpu-ms/kreq", Worse: HigherIsWorse, CPU: true, NotGated: true, Read: workloadCPUPer1k},
 }
 
 // percentile reads the q-th latency percentile in ms, as
@@ -50,6 +73,15 @@ func throughput(r *testbed.Run) (float64, bool) { return r.Load.AchievedQPS, tru
 func sidecarCPUPer1k(r *testbed.Run) (float64, bool) {
 	u, ok := r.Resources.Role(measure.RoleSidecar)
 	return r.CPUPer1k(u.MilliCores), ok && r.Load.Requests > 0
+}
+
+// workloadCPUPer1k is the CPU the apps and the load generator used per
+// 1000 requests over the measured window; a run without either, or
+// without requests, has none.
+func workloadCPUPer1k(r *testbed.Run) (float64, bool) {
+	app, okApp := r.Resources.Role(measure.RoleApp)
+	gen, okGen := r.Resources.Role(measure.RoleLoadgen)
+	return r.CPUPer1k(app.MilliCores + gen.MilliCores), (okApp || okGen) && r.Load.Requests > 0
 }
 
 // sidecarRSS is the largest resident memory of any one sidecar under load.

@@ -327,20 +327,34 @@ func (c Comparison) Observation() verdict.Observation {
 		return o
 	}
 	maps.Copy(o.Values, c.limits)
-	if n := c.Meshed.CPUInvalid; n > 0 {
-		why := fmt.Sprintf("the CPU figures of %d of the meshed arm's %d runs are not valid (their cpuInvalid reasons: counters under load for less than 90 %% of their span are diluted by idle time)",
-			n, c.Meshed.Repeats)
-		o.Unjudged = map[verdict.Metric]string{}
-		for _, d := range metric.All() {
-			if !d.CPU {
-				continue
-			}
-			for _, l := range d.Limits {
-				o.Unjudged[verdict.Metric(l.Key)] = why
+	o.Unjudged = c.unjudged()
+	return o
+}
+
+// unjudged is why the comparison's CPU limits cannot be judged: a meshed
+// run's CPU figures that are not valid, or, for a ratio over the
+// baseline's CPU, a baseline run's. It is nil when every one can.
+func (c Comparison) unjudged() map[verdict.Metric]string {
+	why := func(arm string, a ArmStats) string {
+		return fmt.Sprintf("the CPU figures of %d of the %s arm's %d runs are not valid (their cpuInvalid reasons: counters under load for less than 90 %% of their span are diluted by idle time)",
+			a.CPUInvalid, arm, a.Repeats)
+	}
+	out := map[verdict.Metric]string{}
+	for _, d := range metric.All() {
+		for _, l := range d.Limits {
+			over, _ := metric.Lookup(l.Over)
+			switch {
+			case d.CPU && c.Meshed.CPUInvalid > 0:
+				out[verdict.Metric(l.Key)] = why("meshed", c.Meshed)
+			case l.Of == metric.Ratio && over.CPU && c.Baseline.CPUInvalid > 0:
+				out[verdict.Metric(l.Key)] = why("baseline", c.Baseline)
 			}
 		}
 	}
-	return o
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // limitFigures is the figure of every threshold limit of the table from
@@ -350,14 +364,19 @@ func limitFigures(base, mesh []Record) map[verdict.Metric]stats.Summary {
 	out := map[verdict.Metric]stats.Summary{}
 	for _, d := range metric.All() {
 		for _, l := range d.Limits {
-			if l.Of == metric.Meshed {
+			switch l.Of {
+			case metric.Meshed:
 				if s, ok := meshedFigure(d, mesh); ok {
 					out[verdict.Metric(l.Key)] = s
 				}
-				continue
-			}
-			if s, err := paired(d.Name, l.Of, base, mesh); err == nil {
-				out[verdict.Metric(l.Key)] = s
+			case metric.Ratio:
+				if s, err := pairedOver(d.Name, l.Over, base, mesh); err == nil {
+					out[verdict.Metric(l.Key)] = s
+				}
+			default:
+				if s, err := paired(d.Name, l.Of, base, mesh); err == nil {
+					out[verdict.Metric(l.Key)] = s
+				}
 			}
 		}
 	}
@@ -389,7 +408,7 @@ func paired(name string, of metric.Overhead, base, mesh []Record) (stats.Summary
 	switch of {
 	case metric.Delta:
 		return stats.PairedDelta(b, m)
-	case metric.Increase:
+	case metric.Increase, metric.RelativeDelta:
 		r, err := stats.PairedRatio(b, m)
 		return r.PercentChange(), err
 	case metric.Loss:
@@ -397,6 +416,24 @@ func paired(name string, of metric.Overhead, base, mesh []Record) (stats.Summary
 		return r.PercentLoss(), err
 	}
 	return stats.Summary{}, fmt.Errorf("%s: overhead %d is not a pairing", name, of)
+}
+
+// pairedOver is the metric named name of each meshed run over the metric
+// named over of the baseline run of the same repeat (metric.Ratio); a
+// run without a figure counts as 0, and a pair whose baseline reads 0
+// fails.
+func pairedOver(name, over string, base, mesh []Record) (stats.Summary, error) {
+	d, ok := metric.Lookup(name)
+	if !ok {
+		return stats.Summary{}, fmt.Errorf("no metric %q", name)
+	}
+	o, ok := metric.Lookup(over)
+	if !ok {
+		return stats.Summary{}, fmt.Errorf("%s: no metric %q to divide by", name, over)
+	}
+	m := pick(mesh, func(r Record) float64 { v, _ := d.Read(r.Run); return v })
+	b := pick(base, func(r Record) float64 { v, _ := o.Read(r.Run); return v })
+	return stats.PairedRatio(b, m)
 }
 
 // upgradeArms turns an upgrade gate's runs into two ordinary comparisons

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"testing"
 	"time"
 
@@ -65,7 +66,13 @@ func TestCompare(t *testing.T) {
 	assert.InDelta(t, 1000, obs.Values[verdict.SidecarCPUPer1kReqMs].Median, 1e-9)
 	assert.InDelta(t, 0.5, obs.Values[verdict.MeshCores].Median, 1e-9, "0.4 and 0.6 cores of sidecar")
 	assert.InDelta(t, 0.35, obs.Values[verdict.MeshedP99Ms].Median, 1e-9, "the meshed arm's own p99, ms")
-	assert.Len(t, obs.Values, 7)
+	// In units of the same pair's baseline: the p50 delta over the
+	// baseline p50 (+200 % and +100 %), the meshed p99 over the baseline
+	// p50, the sidecar's CPU per request over the baseline arm's.
+	assert.Equal(t, stats.Summary{Median: 150, Lo: 100, Hi: 200, N: 2}, round(obs.Values[verdict.P50DeltaPct]))
+	assert.Equal(t, stats.Summary{Median: 2.5, Lo: 2, Hi: 3, N: 2}, round(obs.Values[verdict.MeshedP99OverBaselineP50]))
+	assert.Equal(t, stats.Summary{Median: 1, Lo: 0.8, Hi: 1.2, N: 2}, round(obs.Values[verdict.SidecarCPUOverBaselineCPU]))
+	assert.Len(t, obs.Values, 10)
 	assert.InDelta(t, 0.115, c.Meshed.MeshCoresPer1kRPS.Median, 1e-9, "0.4/5 and 0.6/4 cores per 1k req/s")
 	assert.InDelta(t, 64, c.Meshed.MeshRSSMiB.Median, 1e-9)
 	assert.Equal(t, 0.0, c.Baseline.MeshCores.Median, "no mesh in the baseline")
@@ -135,4 +142,12 @@ func TestCompareOpenLoopHDR(t *testing.T) {
 	closed := Compare([]Record{record(testbed.Baseline, 0, 0.0001, 100, 0), record(testbed.Meshed, 0, 0.0002, 100, 0)})
 	assert.Zero(t, closed[0].Meshed.P99Uncorrected, "no correction in closed loop")
 	assert.Nil(t, closed[0].Meshed.MergedHDR, "no HDR in these records")
+}
+
+// round rounds a summary's figures to 9 decimals, for exact comparisons
+// of figures computed in floating point.
+func round(s stats.Summary) stats.Summary {
+	r := func(v float64) float64 { return math.Round(v*1e9) / 1e9 }
+	s.Median, s.Lo, s.Hi = r(s.Median), r(s.Lo), r(s.Hi)
+	return s
 }

@@ -37,7 +37,14 @@ func TestThresholdsLeaveDilutedCPUUndecided(t *testing.T) {
 	assert.Zero(t, c.Meshed.Invalid, "the run stands")
 	obs := c.Observation()
 	why := "the CPU figures of 1 of the meshed arm's 3 runs are not valid (their cpuInvalid reasons: counters under load for less than 90 % of their span are diluted by idle time)"
-	assert.Equal(t, map[verdict.Metric]string{verdict.SidecarCPUPer1kReqMs: why, verdict.MeshCores: why}, obs.Unjudged)
+	assert.Equal(t, map[verdict.Metric]string{verdict.SidecarCPUPer1kReqMs: why, verdict.SidecarCPUOverBaselineCPU: why, verdict.MeshCores: why}, obs.Unjudged)
+
+	// A baseline run's CPU that is not valid leaves the ratio over the
+	// baseline's CPU unjudged, and nothing else.
+	recs := dilutedRecords()
+	recs[0].CPUInvalid, recs[3].CPUInvalid = recs[3].CPUInvalid, nil
+	why0 := "the CPU figures of 1 of the baseline arm's 3 runs are not valid (their cpuInvalid reasons: counters under load for less than 90 % of their span are diluted by idle time)"
+	assert.Equal(t, map[verdict.Metric]string{verdict.SidecarCPUOverBaselineCPU: why0}, Compare(recs)[0].Observation().Unjudged)
 
 	th, err := verdict.Load("../verdict/testdata/good.yaml")
 	require.NoError(t, err)
@@ -50,7 +57,7 @@ func TestThresholdsLeaveDilutedCPUUndecided(t *testing.T) {
 	assert.NoError(t, v.Err())
 
 	// The same runs, every one valid: every limit held.
-	recs := dilutedRecords()
+	recs = dilutedRecords()
 	recs[3].CPUInvalid = nil
 	v = th.Check([]verdict.Observation{Compare(recs)[0].Observation()})
 	assert.Empty(t, v.Undecided)

@@ -3,6 +3,7 @@ package stats
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -151,6 +152,30 @@ func MergeHDR(hs ...*HDR) (*HDR, error) {
 		}
 		if dropped := out.h.Merge(h.h); dropped != 0 {
 			return nil, fmt.Errorf("stats: merge HDR input %d: %d values fell outside meshbench's layout", i, dropped)
+		}
+	}
+	return out, nil
+}
+
+// Scaled returns a new histogram holding every value of h times k (k > 0):
+// the latencies a machine k times slower would have recorded, within
+// HDR's 0.1 %. Each of h's buckets moves whole, its count at its highest
+// value times k. A nil h gives nil.
+func (h *HDR) Scaled(k float64) (*HDR, error) {
+	if h == nil {
+		return nil, nil
+	}
+	if !(k > 0) || math.IsInf(k, 0) {
+		return nil, fmt.Errorf("stats: scale an HDR histogram by %g: want a finite factor > 0", k)
+	}
+	out := NewHDR()
+	for _, b := range h.h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		v := min(max(int64(math.Round(float64(b.To)*k)), 0), HDRHighest)
+		if err := out.h.RecordValues(v, b.Count); err != nil {
+			return nil, fmt.Errorf("stats: scale an HDR histogram by %g: %w", k, err)
 		}
 	}
 	return out, nil

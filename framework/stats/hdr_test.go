@@ -194,3 +194,25 @@ func TestHDRRecordClampsToLayout(t *testing.T) {
 	assert.Equal(t, 1999e-9, h.Percentile(50))
 	assert.InEpsilon(t, 60.0, h.Max(), 1e-3)
 }
+
+// Scaled moves every value by the factor, within HDR's 0.1 %.
+func TestHDRScaled(t *testing.T) {
+	h := NewHDR()
+	for v := int64(1); v <= 1000; v++ {
+		h.Record(v * 1000) // 1 µs to 1 ms
+	}
+	for _, k := range []float64{1.6, 1 / 1.6, 2} {
+		s, err := h.Scaled(k)
+		require.NoError(t, err)
+		assert.Equal(t, h.Count(), s.Count())
+		for _, p := range []float64{50, 99, 100} {
+			assert.InEpsilon(t, h.Percentile(p)*k, s.Percentile(p), 2e-3, "p%g ×%g", p, k)
+		}
+	}
+	_, err := h.Scaled(0)
+	assert.EqualError(t, err, "stats: scale an HDR histogram by 0: want a finite factor > 0")
+	var none *HDR
+	s, err := none.Scaled(2)
+	assert.NoError(t, err)
+	assert.Nil(t, s)
+}

@@ -29,6 +29,9 @@ const Regression = 2.0
 type Calibration struct {
 	// Target is the target the fixture is for, as its "target:" line names it.
 	Target string
+	// Units are the limits' units: metric.BaselineUnits for limits that
+	// travel across machines, metric.MachineUnits for ms and CPU-ms.
+	Units metric.Units
 	// Points are the measured points' rules, one per point.
 	Points []CalibratedPoint
 	// Catchall are the rules for the scenarios no quiet run measured, one
@@ -59,11 +62,14 @@ type CalibratedPoint struct {
 	Toothless []Metric
 }
 
-// calibrated returns the metrics a calibration limits, in table order:
-// every limit of the table but those set by hand (metric.Limit's
-// NotCalibrated: meshCores).
-func calibrated() []Metric {
-	return metricsWhere(func(l metric.Limit) bool { return !l.NotCalibrated })
+// calibrated returns the metrics a calibration in units u limits, in
+// table order: every limit of the table but those set by hand
+// (metric.Limit's NotCalibrated: meshCores) and those in the other units
+// (metric.Limit's Units).
+func calibrated(u metric.Units) []Metric {
+	return metricsWhere(func(l metric.Limit) bool {
+		return !l.NotCalibrated && (l.Units == metric.AnyUnits || l.Units == u)
+	})
 }
 
 // severity maps a metric's value to a scale on which the Regression
@@ -96,15 +102,21 @@ func fromSeverity(m Metric, s float64) float64 {
 }
 
 // Calibrate computes a fixture for target from quiet runs, each given as
-// its observations. Every point any run measured gets a rule; at each
+// its observations, with limits in units u: metric.BaselineUnits (limits
+// relative to the same run's baseline, which travel across machine
+// speeds) or metric.MachineUnits (ms and CPU-ms, as fixtures were
+// before). Every point any run measured gets a rule; at each
 // metric the limit is the geometric mean of the highest interval end of
 // the quiet runs and Regression times the lowest, on severity's scale, so
 // that the quiet runs pass and a regression fails by the same factor. An
 // observation without a metric, with one that is not finite, or with one
 // it could not judge (Observation.Unjudged), is left out of that metric's
 // figures. It fails when the runs measured nothing.
-func Calibrate(target string, runs ...[]Observation) (*Calibration, error) {
-	c := &Calibration{Target: target}
+func Calibrate(target string, u metric.Units, runs ...[]Observation) (*Calibration, error) {
+	if u != metric.BaselineUnits && u != metric.MachineUnits {
+		return nil, fmt.Errorf("calibrate: units %d: want baseline or machine units", u)
+	}
+	c := &Calibration{Target: target, Units: u}
 	index := map[string]int{}
 	for _, run := range runs {
 		for _, o := range run {
@@ -118,7 +130,7 @@ func Calibrate(target string, runs ...[]Observation) (*Calibration, error) {
 				c.Points = append(c.Points, CalibratedPoint{Scenario: o.Scenario, Quiet: map[Metric][]stats.Summary{},
 					Rule: Limit{Path: o.Path, Concurrency: Concurrency{Min: o.Concurrency, Max: o.Concurrency}, Match: pointLabels(o.Labels)}})
 			}
-			for _, m := range calibrated() {
+			for _, m := range calibrated(u) {
 				if _, unjudged := o.Unjudged[m]; unjudged {
 					continue // a figure no limit may judge sets none
 				}
@@ -132,7 +144,7 @@ func Calibrate(target string, runs ...[]Observation) (*Calibration, error) {
 		return nil, errors.New("calibrate: the runs hold no comparison of a meshed arm with its baseline")
 	}
 	for i := range c.Points {
-		c.Points[i].limits()
+		c.Points[i].limits(u)
 	}
 	c.catchall()
 	return c, nil
@@ -148,11 +160,11 @@ func pointLabels(s labels.Set) map[string]string {
 	return m
 }
 
-// limits sets each metric's limit from the quiet intervals.
-func (p *CalibratedPoint) limits() {
-	for _, m := range calibrated() {
+// limits sets each metric's limit in units u from the quiet intervals.
+func (p *CalibratedPoint) limits(u metric.Units) {
+	for _, m := range calibrated(u) {
 		qs := p.Quiet[m]
-		if len(qs) == 0 && m.info().Optional {
+		if len(qs) == 0 && m.info().Optional && m.info().OneOf == "" {
 			continue // not measured, not limited
 		}
 		if len(qs) == 0 {
@@ -235,7 +247,7 @@ func (c *Calibration) catchall() {
 			if rule == nil {
 				rule = &Limit{Path: path, Concurrency: Concurrency{Min: 1}}
 			}
-			for _, m := range calibrated() {
+			for _, m := range calibrated(c.Units) {
 				v, ok := p.Rule.Max(m)
 				if !ok {
 					continue // an optional metric this point leaves out
@@ -279,7 +291,7 @@ func (c *Calibration) YAML(header string) []byte {
 // quietLine prints each metric's quiet intervals, run by run.
 func (p CalibratedPoint) quietLine() string {
 	var parts []string
-	for _, m := range calibrated() {
+	for _, m := range Metrics() {
 		var runs []string
 		for _, q := range p.Quiet[m] {
 			lo, hi := bounds(q)
@@ -313,11 +325,24 @@ func writeRule(b *bytes.Buffer, l Limit) {
 		conc = "*"
 	}
 	fmt.Fprintf(b, "%spath: %s\n    concurrency: %q\n", first, l.Path, conc)
-	for _, m := range calibrated() {
+	for _, m := range Metrics() {
 		v, ok := l.Max(m)
 		if !ok {
-			continue // an optional metric the rule leaves out
+			continue // a limit of the other units, or an optional one left out
 		}
 		fmt.Fprintf(b, "    %s: %s\n", m, strconv.FormatFloat(v, 'g', -1, 64))
 	}
+}
+
+// Slack is how far a measured figure sits below limit on m's severity
+// scale (the scale a Regression multiplies): limit over the high end of
+// got's interval. Above 1 the whole interval passes with that factor to
+// spare (1.25: the figure could grow 25 % and still pass); below 1 it
+// does not. It is NaN when got has no figure.
+func Slack(m Metric, got stats.Summary, limit float64) float64 {
+	if got.N == 0 {
+		return math.NaN()
+	}
+	_, hi := bounds(got)
+	return severity(m, limit) / severity(m, hi)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/stats"
 )
 
@@ -32,7 +33,7 @@ func TestCalibrateExactLimits(t *testing.T) {
 		SidecarCPUPer1kReqMs: iv(520, 500, 1000), // high end past ×2 the lowest: tight
 		SidecarRSSMiB:        iv(56, 55, 58),
 	}
-	c, err := Calibrate("local", []Observation{one}, []Observation{two})
+	c, err := Calibrate("local", metric.MachineUnits, []Observation{one}, []Observation{two})
 	require.NoError(t, err)
 	require.Len(t, c.Points, 1)
 	p := c.Points[0]
@@ -69,7 +70,7 @@ func TestCalibrateExactLimits(t *testing.T) {
 	// Low ends that differ by a doubling leave no room at all: the limit
 	// keeps the quiet runs passing, 1.25 over the highest end.
 	two.Values[SidecarCPUPer1kReqMs] = iv(950, 900, 1000)
-	c, err = Calibrate("local", []Observation{one}, []Observation{two})
+	c, err = Calibrate("local", metric.MachineUnits, []Observation{one}, []Observation{two})
 	require.NoError(t, err)
 	assert.Equal(t, []Metric{SidecarCPUPer1kReqMs}, c.Points[0].Toothless)
 	assert.Equal(t, 1200.0, c.Points[0].Rule.Allowed[SidecarCPUPer1kReqMs], "1.25 × 1000, to two digits")
@@ -77,6 +78,6 @@ func TestCalibrateExactLimits(t *testing.T) {
 }
 
 func TestCalibrateRefusesNothing(t *testing.T) {
-	_, err := Calibrate("local", []Observation{{Scenario: "BenchmarkOneHop/c=1"}})
+	_, err := Calibrate("local", metric.MachineUnits, []Observation{{Scenario: "BenchmarkOneHop/c=1"}})
 	assert.EqualError(t, err, "calibrate: the runs hold no comparison of a meshed arm with its baseline")
 }

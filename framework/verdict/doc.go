@@ -9,16 +9,20 @@
 //	limits:
 //	  - path: one-hop          # one-hop | two-hop | "*"
 //	    concurrency: "1-4"     # "N", "N-M", "N+" or "*"
-//	    p50DeltaMs: 2          # meshed-minus-baseline p50, milliseconds
+//	    p50DeltaPct: 900       # meshed-minus-baseline p50, percent of the baseline p50 (or p50DeltaMs, milliseconds)
 //	    p99DeltaPct: 600       # p99 increase over baseline, percent
-//	    meshedP99Ms: 5         # optional: the meshed arm's own p99, milliseconds
+//	    meshedP99OverBaselineP50: 40  # optional: the meshed p99 over the baseline p50, a ratio (meshedP99Ms: in milliseconds)
 //	    throughputLossPct: 85  # req/s loss versus baseline, percent
-//	    sidecarCPUPer1kReqMs: 1500  # sidecar CPU per 1000 requests, CPU-milliseconds
+//	    sidecarCPUOverBaselineCPU: 9  # sidecar CPU per request over the baseline arm's, a ratio (or sidecarCPUPer1kReqMs, CPU-ms per 1000 requests)
 //	    sidecarRSSMiB: 300     # resident memory of any one sidecar, MiB
 //	    meshCores: 1.5         # optional: cores of the whole mesh (sidecars, node proxies, waypoints, control plane)
 //
-// Every field but meshedP99Ms and meshCores is required (a rule without
-// one of them does not gate it) and every limit is a finite number ≥ 0: an unknown
+// p99DeltaPct, throughputLossPct and sidecarRSSMiB are required, and so is
+// one of each pair (p50DeltaPct or p50DeltaMs; sidecarCPUOverBaselineCPU
+// or sidecarCPUPer1kReqMs); the meshed p99 and meshCores are optional (a
+// rule without one does not gate it). The limits relative to the baseline
+// travel across machine speeds; those in ms and CPU-ms do not. Every limit
+// is a finite number ≥ 0: an unknown
 // key (a misspelled limit), a missing limit or a value YAML reads as text
 // would otherwise switch a gate off without anyone noticing, so [Parse]
 // rejects them, naming the file, the line and the field. A bare * is a YAML

@@ -38,6 +38,23 @@ const (
 	// sidecars, node proxies, waypoints and control plane. It is optional in
 	// a fixture: a rule without it does not gate it.
 	MeshCores Metric = metric.MeshCoresLimit
+
+	// The limits in units of the same run's baseline, which a slower or
+	// faster machine moves alike in both arms, so that a fixture travels
+	// across machine speeds. Each is optional; a rule sets p50DeltaMs or
+	// P50DeltaPct, and SidecarCPUPer1kReqMs or SidecarCPUOverBaselineCPU.
+
+	// P50DeltaPct is the meshed p50 minus the baseline p50, in percent of
+	// the baseline p50.
+	P50DeltaPct Metric = metric.P50DeltaPct
+	// MeshedP99OverBaselineP50 is the meshed arm's p99 over the baseline
+	// arm's p50 of the same pair, a ratio: the tail a client of the mesh
+	// sees, in units of the machine's own median.
+	MeshedP99OverBaselineP50 Metric = metric.MeshedP99OverBaselineP50
+	// SidecarCPUOverBaselineCPU is the sidecars' CPU per request over the
+	// CPU per request of the baseline arm's apps and load generator (the
+	// whole baseline arm) of the same pair, a ratio.
+	SidecarCPUOverBaselineCPU Metric = metric.SidecarCPUOverBaselineCPU
 )
 
 // tableLimits returns the limits of the table (package metric), in its
@@ -92,3 +109,7 @@ func (m Metric) number(v float64) string {
 	}
 	return fmt.Sprintf("%.*f", m.info().Prec, v)
 }
+
+// Format prints v in the metric's unit and precision, as messages do,
+// e.g. "3.21ms" or "9.40×".
+func (m Metric) Format(v float64) string { return m.format(v) }

@@ -2,6 +2,8 @@ package verdict
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,34 +79,52 @@ func TestEveryTableLimitRoundTrips(t *testing.T) {
 	}
 	assert.Equal(t, Metrics(), breached, "every limit breached, in table order")
 
-	// The optional limits may be left out, and are then not limited.
+	// The optional limits may be left out, and are then not limited, but
+	// for one of each group (metric.Limit's OneOf): the first of the table.
+	kept := map[string]bool{}
 	for _, l := range metric.Limits() {
-		if l.Optional {
+		if l.Optional && (l.OneOf == "" || kept[l.OneOf]) {
 			delete(set, Metric(l.Key))
 		}
+		kept[l.OneOf] = kept[l.OneOf] || l.OneOf != ""
 	}
 	th, err = Parse("required.yaml", []byte(ruleYAML(set)))
 	require.NoError(t, err)
 	for _, l := range metric.Limits() {
 		_, ok := th.Limits[0].Max(Metric(l.Key))
-		assert.Equal(t, !l.Optional, ok, l.Key)
+		_, want := set[Metric(l.Key)]
+		assert.Equal(t, want, ok, l.Key)
 	}
+	assert.Equal(t, []Metric{P50DeltaMs, P99DeltaPct, SidecarCPUPer1kReqMs, SidecarRSSMiB, ThroughputLossPct}, slices.Sorted(maps.Keys(set)),
+		"the required limits, and the first of each group")
 	_, ok := th.Limits[0].Max("p90DeltaMs")
 	assert.False(t, ok, "not a limit of the table")
 
 	// Every limit is calibrated but the one set by hand, named here: a new
 	// entry marked NotCalibrated fails.
 	assert.Equal(t, []Metric{MeshCores}, metricsWhere(func(l metric.Limit) bool { return l.NotCalibrated }))
-	run, want := quiet()
-	c, err := Calibrate("local", run, run)
-	require.NoError(t, err)
-	assert.Equal(t, want, c.Points[0].Rule.Allowed)
-	th, err = Parse("calibrated.yaml", c.YAML("x"))
-	require.NoError(t, err)
-	got := th.Limits[0]
-	got.Line = 0
-	assert.Equal(t, c.Points[0].Rule, got)
+	// Each calibration writes the limits of its units and those of any.
+	for _, u := range []metric.Units{metric.MachineUnits, metric.BaselineUnits} {
+		run, want := quiet()
+		for _, l := range metric.Limits() {
+			if l.Units != metric.AnyUnits && l.Units != u {
+				delete(want, Metric(l.Key))
+			}
+		}
+		c, err := Calibrate("local", u, run, run)
+		require.NoError(t, err)
+		assert.Equal(t, want, c.Points[0].Rule.Allowed)
+		th, err = Parse("calibrated.yaml", c.YAML("x"))
+		require.NoError(t, err)
+		got := th.Limits[0]
+		got.Line = 0
+		assert.Equal(t, c.Points[0].Rule, got)
+	}
+	_, err = Calibrate("local", metric.AnyUnits, quietRun())
+	assert.EqualError(t, err, "calibrate: units 0: want baseline or machine units")
 }
+
+func quietRun() []Observation { run, _ := quiet(); return run }
 
 // TestANewLimitIsOneTableEntry adds a throwaway metric with a limit to the
 // table as this package reads it (tableLimits), and changes nothing else:
@@ -127,7 +147,7 @@ func TestANewLimitIsOneTableEntry(t *testing.T) {
 	assert.EqualError(t, err, "typo.yaml:6: limits[0].p75DeltaMS: unknown field; did you mean p75DeltaMs?")
 
 	// One with it does, and checks it.
-	set := map[Metric]float64{}
+	set := map[Metric]float64{P50DeltaMs: 100, SidecarCPUPer1kReqMs: 100}
 	for _, k := range required() {
 		set[k] = 100
 	}
@@ -144,7 +164,7 @@ func TestANewLimitIsOneTableEntry(t *testing.T) {
 
 	// Calibration limits it and writes it.
 	run, _ := quiet()
-	c, err := Calibrate("local", run, run)
+	c, err := Calibrate("local", metric.MachineUnits, run, run)
 	require.NoError(t, err)
 	assert.Equal(t, 14.0, c.Points[0].Rule.Allowed[m])
 	y := string(c.YAML("x"))

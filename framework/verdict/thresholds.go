@@ -178,9 +178,10 @@ func required() []Metric {
 }
 
 // theLimits is how the required limits read in messages, e.g. "the five
-// limits".
+// limits": each required one, and one of each group (metric.Limit's
+// OneOf).
 func theLimits() string {
-	n := len(required())
+	n := len(required()) + len(oneOfGroups())
 	words := []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
 	if n < len(words) {
 		return "the " + words[n] + " limits"
@@ -268,6 +269,9 @@ func (p *parser) limits(fields map[string]*yaml.Node) ([]Limit, error) {
 		if rules[i], err = p.rule(fs, field); err != nil {
 			return nil, err
 		}
+		if err := p.oneOf(rules[i], r.Line, field); err != nil {
+			return nil, err
+		}
 		rules[i].Line, matches[i] = r.Line, fs["match"]
 	}
 	// Labels decode once every rule is checked, as the strict decode of
@@ -311,6 +315,43 @@ func (p *parser) rule(fs map[string]*yaml.Node, field string) (Limit, error) {
 		}
 	}
 	return l, nil
+}
+
+// oneOf checks that a rule sets at least one limit of each group of the
+// table (metric.Limit's OneOf), so that leaving out an optional limit
+// never leaves its metric ungated: p50 in ms or relative to the baseline,
+// sidecar CPU in CPU-ms or relative to the baseline's CPU.
+func (p *parser) oneOf(l Limit, line int, field string) error {
+	for _, g := range oneOfGroups() {
+		if !slices.ContainsFunc(g.keys, func(k string) bool { _, ok := l.Allowed[Metric(k)]; return ok }) {
+			return p.Fail(line, field, "limits no %s: set one of %s (left out, the %s would not be gated)",
+				g.name, strings.Join(g.keys, ", "), g.name)
+		}
+	}
+	return nil
+}
+
+// group is a group of limits of the table a rule sets one of.
+type group struct {
+	name string   // metric.Limit's OneOf
+	keys []string // its limits' keys, in table order
+}
+
+// oneOfGroups returns the table's groups in table order.
+func oneOfGroups() []group {
+	var gs []group
+	for _, lim := range tableLimits() {
+		if lim.OneOf == "" {
+			continue
+		}
+		i := slices.IndexFunc(gs, func(g group) bool { return g.name == lim.OneOf })
+		if i < 0 {
+			i = len(gs)
+			gs = append(gs, group{name: lim.OneOf})
+		}
+		gs[i].keys = append(gs[i].keys, lim.Key)
+	}
+	return gs
 }
 
 // path checks a rule's path: one-hop, two-hop or "*".

@@ -18,7 +18,7 @@ func TestLoadRejectsBadFixtures(t *testing.T) {
 	cases := []struct{ file, want string }{
 		// Unknown keys: a misspelled limit would otherwise switch a gate off.
 		{"unknown-limit", `testdata/bad/unknown-limit.yaml:6: limits[0].p50DeltaMS: unknown field; did you mean p50DeltaMs?`},
-		{"unknown-field", `testdata/bad/unknown-field.yaml:11: limits[0].owner: unknown field; known fields are path, concurrency, p50DeltaMs, p99DeltaPct, meshedP99Ms, throughputLossPct, sidecarCPUPer1kReqMs, sidecarRSSMiB, meshCores, match`},
+		{"unknown-field", `testdata/bad/unknown-field.yaml:11: limits[0].owner: unknown field; known fields are path, concurrency, p50DeltaMs, p50DeltaPct, p99DeltaPct, meshedP99Ms, meshedP99OverBaselineP50, throughputLossPct, sidecarCPUPer1kReqMs, sidecarCPUOverBaselineCPU, sidecarRSSMiB, meshCores, match`},
 		{"unknown-top", `testdata/bad/unknown-top.yaml:2: targets: unknown field; did you mean target?`},
 		{"duplicate", `testdata/bad/duplicate.yaml:11: limits[0].p50DeltaMs: repeated; it is already set on line 6`},
 		{"merge-key", `testdata/bad/merge-key.yaml:12: limits[1].<<: YAML merge keys are not supported; write every field out so each rule reads on its own`},
@@ -43,6 +43,8 @@ func TestLoadRejectsBadFixtures(t *testing.T) {
 
 		// Missing fields point at the start of the mapping that lacks them.
 		{"missing-limit", `testdata/bad/missing-limit.yaml:4: limits[0].sidecarRSSMiB: missing; every rule sets all five limits (want MiB ≥ 0, e.g. 300)`},
+		// A group of limits with none set: the sidecar's CPU in neither form.
+		{"no-sidecar-cpu", `testdata/bad/no-sidecar-cpu.yaml:4: limits[0]: limits no sidecar CPU: set one of sidecarCPUPer1kReqMs, sidecarCPUOverBaselineCPU (left out, the sidecar CPU would not be gated)`},
 		{"missing-path", `testdata/bad/missing-path.yaml:4: limits[0].path: missing; want one-hop, two-hop or "*"`},
 		{"missing-target", `testdata/bad/missing-target.yaml:2: target: missing; want the target's name, e.g. local`},
 		{"missing-limits", `testdata/bad/missing-limits.yaml:2: limits: missing; want a list of rules, each with path, concurrency and the five limits`},

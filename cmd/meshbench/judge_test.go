@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const quietLocal = "../../fixtures/thresholds/calibration/20261202T025339Z-local.json.gz"
+
+// judge re-judges a recorded run against the shipped local fixture: one
+// summary line, then a line per point and limit with its slack; on a
+// simulated slower machine too.
+func TestJudgeARecordedRun(t *testing.T) {
+	for _, slower := range []string{"1", "1.6"} {
+		var out, errs bytes.Buffer
+		err := run(context.Background(), []string{"judge", "-thresholds", "../../fixtures/thresholds/local.yaml", "-slower", slower, quietLocal}, &out, &errs)
+		require.NoError(t, err, errs.String())
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		machine := map[string]string{"1": "as recorded", "1.6": "simulated on a machine ×1.6 slower"}[slower]
+		assert.Equal(t, "# 20261202T025339Z-local.json.gz against ../../fixtures/thresholds/local.yaml, "+machine+": 150 limits checked, 0 breached, 8 undecided, 0 points uncovered", lines[0])
+		assert.Len(t, lines, 2+150, "a header, then a line per limit checked")
+		assert.Equal(t, []string{"BenchmarkOneHop/c=1", "sidecarCPUOverBaselineCPU", "6.73", "(6.16–6.98,", "n=3)", "9.50×", "×1.36", "pass"}, strings.Fields(lines[6]))
+	}
+}
+
+// The fixture of before, in ms and CPU-ms, fails the same run on a
+// machine ×1.6 slower: exit 1.
+func TestJudgeFailsExitsOne(t *testing.T) {
+	var out, errs bytes.Buffer
+	old := t.TempDir() + "/absolute.yaml"
+	require.NoError(t, run(context.Background(), []string{"calibrate", "-absolute", "-o", old,
+		"../../fixtures/thresholds/calibration/20261202T025339Z-local.json.gz",
+		"../../fixtures/thresholds/calibration/20261202T030009Z-local.json.gz",
+		"../../fixtures/thresholds/calibration/20261202T030442Z-local.json.gz"}, &out, &errs))
+	data, err := os.ReadFile(old)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "    p50DeltaMs: 0.7\n", "the p50 delta of OneHop c=1, as before")
+	out.Reset()
+	err = run(context.Background(), []string{"judge", "-thresholds", old, "-slower", "1.6", quietLocal}, &out, &errs)
+	assert.EqualError(t, err, "judge: 1 of 1 results files breach "+old)
+	assert.Equal(t, 1, exitCode(err, &errs))
+	assert.Contains(t, out.String(), ": 150 limits checked, 75 breached, 4 undecided, 0 points uncovered\n")
+}
+
+func TestJudgeRefusesBadInput(t *testing.T) {
+	var out, errs bytes.Buffer
+	for args, want := range map[string]string{
+		"-slower 1 " + quietLocal:                                                  "judge: -thresholds: no fixture given\n" + usage,
+		"-thresholds ../../fixtures/thresholds/local.yaml":                         "judge: no results file given\n" + usage,
+		"-thresholds ../../fixtures/thresholds/local.yaml -slower 0 " + quietLocal: "judge: -slower=0: want a finite factor > 0, e.g. 1.6",
+	} {
+		err := run(context.Background(), append([]string{"judge"}, strings.Fields(args)...), &out, &errs)
+		assert.EqualError(t, err, want, args)
+		assert.Equal(t, 2, exitCode(err, &errs), args)
+	}
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/metric"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/verdict"
+)
+
+// speed is a machine the local fixture must hold on, simulated from the
+// recorded runs (report.Slower).
+type speed struct {
+	name   string
+	slower float64
+}
+
+var speeds = []speed{{"as recorded", 1}, {"×1.6 slower", 1.6}, {"×1.6 faster", 1 / 1.6}}
+
+// regression is a meshed arm gone bad, and the limits that must catch it.
+type regression struct {
+	name     string
+	change   report.Change
+	caughtBy []verdict.Metric
+}
+
+var regressions = []regression{
+	{"sidecar CPU per request ×2", report.Change{CPU: 2, Roles: []measure.Role{measure.RoleSidecar}},
+		[]verdict.Metric{verdict.SidecarCPUOverBaselineCPU}},
+	// Every meshed latency doubles, so its p99 does.
+	{"meshed p99 ×2", report.Change{Latency: 2}, []verdict.Metric{verdict.MeshedP99OverBaselineP50, verdict.P99DeltaPct}},
+	{"meshed throughput ×0.5", report.Change{Throughput: 0.5}, []verdict.Metric{verdict.ThroughputLossPct}},
+}
+
+// localRuns are the three quiet local runs of 2026-12-02 the local
+// fixture was calibrated on.
+func localRuns(t *testing.T) []report.Input {
+	t.Helper()
+	files, err := filepath.Glob("../../fixtures/thresholds/calibration/*-local.json.gz")
+	require.NoError(t, err)
+	require.Len(t, files, 3)
+	ins, err := report.Open(files...)
+	require.NoError(t, err)
+	return ins
+}
+
+// judged is the verdict of th on in's records, on a machine s, with the
+// meshed arm changed by bad when given.
+func judged(t *testing.T, th *verdict.Thresholds, in report.Input, s speed, bad ...report.Change) judgement {
+	t.Helper()
+	recs, err := report.Simulate(in.Results.Records, report.Slower(s.slower))
+	require.NoError(t, err)
+	for _, ch := range bad {
+		recs, err = report.Simulate(recs, ch, testbed.Meshed)
+		require.NoError(t, err)
+	}
+	return judge(th, in.File, recs, io.Discard)
+}
+
+// absoluteFixture is the local fixture as it was before its limits were
+// made relative: `meshbench calibrate -absolute` of the same runs.
+func absoluteFixture(t *testing.T, ins []report.Input) *verdict.Thresholds {
+	t.Helper()
+	_, runs, err := calibrationRuns(ins, io.Discard)
+	require.NoError(t, err)
+	c, err := verdict.Calibrate("local", metric.MachineUnits, runs...)
+	require.NoError(t, err)
+	th, err := verdict.Parse("absolute.yaml", c.YAML("the local fixture in ms and CPU-ms"))
+	require.NoError(t, err)
+	return th
+}
+
+// breachesOf counts a verdict's breaches per metric.
+func breachesOf(v verdict.Verdict) map[verdict.Metric]int {
+	out := map[verdict.Metric]int{}
+	for _, b := range v.Breaches {
+		out[b.Metric]++
+	}
+	return out
+}
+
+// TestLocalFixtureTravels re-judges the three recorded local runs against
+// the shipped local fixture, as recorded and as a machine ×1.6 slower and
+// ×1.6 faster would have measured them (every latency and CPU figure of
+// both arms scaled alike): the relative limits pass on all three machines,
+// undecided only where the fixture says it is tight, while the absolute
+// limits of before fail the slower machine at most of its limits.
+func TestLocalFixtureTravels(t *testing.T) {
+	ins := localRuns(t)
+	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
+	require.NoError(t, err)
+	tight := tightMetrics(t, ins)
+	abs := absoluteFixture(t, ins)
+	// Run by run, in file order: the limits undecided, the same on every
+	// machine, and the absolute limits breached on the slower one (of 25
+	// points each), none on the others.
+	undecided := []int{8, 7, 6}
+	slowerBreaches := []map[verdict.Metric]int{
+		{verdict.P50DeltaMs: 25, verdict.MeshedP99Ms: 25, verdict.SidecarCPUPer1kReqMs: 25},
+		{verdict.P50DeltaMs: 20, verdict.MeshedP99Ms: 14, verdict.SidecarCPUPer1kReqMs: 20},
+		{verdict.P50DeltaMs: 20, verdict.MeshedP99Ms: 18, verdict.SidecarCPUPer1kReqMs: 24},
+	}
+	for _, s := range speeds {
+		for i, in := range ins {
+			name := fmt.Sprintf("%s, %s", s.name, filepath.Base(in.File))
+			j := judged(t, th, in, s)
+			assert.NoError(t, j.verdict.Err(), name)
+			assert.Equal(t, 150, j.verdict.Checked, "%s: 25 points × 6 limits", name)
+			assert.Len(t, j.verdict.Undecided, undecided[i], name)
+			for _, u := range j.verdict.Undecided {
+				assert.Contains(t, tight[u.Scenario], u.Metric, "%s: undecided only where tight: %v", name, u)
+			}
+			old := breachesOf(judged(t, abs, in, s).verdict)
+			if s.slower > 1 {
+				assert.Equal(t, slowerBreaches[i], old, "%s: the absolute limits fail the slower machine", name)
+			} else {
+				assert.Empty(t, old, name)
+			}
+		}
+	}
+}
+
+// tightMetrics are, per point, the metrics the local calibration marks
+// tight: where a quiet run may be undecided.
+func tightMetrics(t *testing.T, ins []report.Input) map[string][]verdict.Metric {
+	t.Helper()
+	_, runs, err := calibrationRuns(ins, io.Discard)
+	require.NoError(t, err)
+	c, err := verdict.Calibrate("local", metric.BaselineUnits, runs...)
+	require.NoError(t, err)
+	out := map[string][]verdict.Metric{}
+	for _, p := range c.Points {
+		out[p.Scenario] = slices.Concat(p.Tight, p.Toothless)
+	}
+	return out
+}
+
+// TestLocalFixtureCatchesRegressionsOnEveryMachine: on each of the three
+// machines, a doubled sidecar CPU per request, a doubled meshed p99 and a
+// halved meshed throughput each fail every point of every recorded run,
+// on a limit of theirs, with the whole interval beyond it. The absolute
+// limits of before miss a doubled sidecar CPU on the faster machine.
+func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
+	ins := localRuns(t)
+	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
+	require.NoError(t, err)
+	abs := absoluteFixture(t, ins)
+	for _, s := range speeds {
+		for _, in := range ins {
+			for _, r := range regressions {
+				j := judged(t, th, in, s, r.change)
+				caught := map[string]bool{}
+				for _, b := range j.verdict.Breaches {
+					if slices.Contains(r.caughtBy, b.Metric) {
+						caught[b.Scenario] = true
+					}
+				}
+				var missed []string
+				for _, o := range j.obs {
+					if !caught[o.Scenario] {
+						missed = append(missed, o.Scenario)
+					}
+				}
+				assert.Empty(t, missed, "%s, %s, %s", s.name, filepath.Base(in.File), r.name)
+				assert.Len(t, j.obs, 25)
+			}
+			// On the faster machine a doubled sidecar CPU per request
+			// stays within every absolute limit, at every point.
+			if s.slower < 1 {
+				old := judged(t, abs, in, s, regressions[0].change)
+				assert.Empty(t, old.verdict.Breaches, "%s, %s: the absolute limits miss %s", s.name, filepath.Base(in.File), regressions[0].name)
+			}
+		}
+	}
+}
