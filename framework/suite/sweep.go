@@ -60,15 +60,19 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 				if rep >= reps { // a round the gate added: the plan grows by one
 					total += len(arms)
 				}
-				for _, arm := range testbed.RoundOrder(arms, rep) {
-					done++
-					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, max(reps, rep+1), done, total,
-						(time.Duration(max(total-done+1, 1)) * perRun(per, time.Since(started), done-1)).Round(time.Second))
-					rec, err := s.measure(b, tg, sc, c, arm, rep)
-					if err != nil {
-						s.fatalf(b, "%s/arm=%s: %v", label(b, sc), arm, err)
+				for _, unit := range s.roundUnits(arms, rep) {
+					for _, arm := range unit {
+						done++
+						s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]%s", label(b, sc), arm, rep+1, max(reps, rep+1), done, total,
+							(time.Duration(max(total-done+1, 1)) * perRun(per, time.Since(started), done-1)).Round(time.Second), duetNote(unit))
 					}
-					runs[arm] = append(runs[arm], rec)
+					recs, err := s.measureUnit(b, tg, sc, c, unit, rep, arms)
+					if err != nil {
+						s.fatalf(b, "%s/arm=%s: %v", label(b, sc), unitName(unit), err)
+					}
+					for _, rec := range recs {
+						runs[rec.Arm] = append(runs[rec.Arm], rec)
+					}
 				}
 			}
 			for rep := range reps {
@@ -265,19 +269,36 @@ func runLabels(b *testing.B, sc Scenario, c int) labels.Set {
 	return ls.With(key, strconv.Itoa(c))
 }
 
-// measure runs one load and records it under the sub-benchmark's labels.
-func (s *Suite) measure(b *testing.B, tg testbed.Target, sc Scenario, c int, arm testbed.Arm, rep int) (report.Record, error) {
+// measure runs one load of arm alone and records it under the
+// sub-benchmark's labels; in a gate, with pair (the round's order).
+func (s *Suite) measure(b *testing.B, tg testbed.Target, sc Scenario, c int, arm testbed.Arm, rep int, pair *report.Pair) (report.Record, error) {
+	run, err := s.runArm(s.ctx, tg, sc, c, arm, nil)
+	if err != nil {
+		return report.Record{}, err
+	}
+	if pair != nil {
+		pair.Window = testbed.WindowSpan(run)
+	}
+	return s.record(b, sc, c, arm, rep, run, pair), nil
+}
+
+// runArm runs one load of arm on tg, waiting at barrier (a duet's) when
+// it is set.
+func (s *Suite) runArm(ctx context.Context, tg testbed.Target, sc Scenario, c int, arm testbed.Arm, barrier testbed.Barrier) (*testbed.Run, error) {
 	spec, err := s.spec(sc, c, arm)
 	if err != nil {
-		return report.Record{}, err
+		return nil, err
 	}
-	run, err := tg.Run(s.ctx, spec)
-	if err != nil {
-		return report.Record{}, err
-	}
+	spec.Barrier = barrier
+	return tg.Run(ctx, spec)
+}
+
+// record keeps run, of arm in round rep, under the sub-benchmark's
+// labels, and logs what the run says about itself.
+func (s *Suite) record(b *testing.B, sc Scenario, c int, arm testbed.Arm, rep int, run *testbed.Run, pair *report.Pair) report.Record {
 	ls := runLabels(b, sc, c)
 	top := ls.Value(labels.Benchmark)
-	rec := report.Record{Benchmark: top, Labels: ls, Concurrency: c, Repeat: rep, Run: run}
+	rec := report.Record{Benchmark: top, Labels: ls, Concurrency: c, Repeat: rep, Run: run, Pair: pair}
 	if sc.ladder != nil {
 		rec.Beyond = beyondSLO(run, sc.ladder.slo)
 	}
@@ -293,7 +314,7 @@ func (s *Suite) measure(b *testing.B, tg testbed.Target, sc Scenario, c int, arm
 	if rec.Beyond != "" {
 		s.logf("%s/arm=%s: past the knee: %s", label(b, sc), arm, rec.Beyond)
 	}
-	return rec, nil
+	return rec
 }
 
 // spec is one run of arm at concurrency c of sc: the workload and the

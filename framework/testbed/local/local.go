@@ -420,7 +420,10 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) 
 		return nil, err
 	}
 	// The warm-up, or a flow's ramp, whose users keep running into the
-	// window.
+	// window; in a duet, both arms' at once.
+	if err := s.Sync(ctx, testbed.StageWarmup); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
+	}
 	sess, err := load.Start(ctx, shards)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
@@ -479,8 +482,12 @@ func (t *Target) otherPIDs(procs []measure.Proc) []int {
 	return rest
 }
 
-// window measures the shards with /proc accounting, acting out the fault.
+// window measures the shards with /proc accounting, acting out the fault;
+// in a duet, it opens together with the other arm's.
 func (t *Target) window(ctx context.Context, s testbed.Spec, w testbed.Workload, ar *arm, shards []load.Options, sess *load.Session) (*testbed.Run, error) {
+	if err := s.Sync(ctx, testbed.StageWindow); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
+	}
 	procs := []measure.Proc{{Name: "loadgen", Role: measure.RoleLoadgen, PID: os.Getpid()}}
 	for _, pr := range ar.procs[w.Path] {
 		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, Pod: pr.pod, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
