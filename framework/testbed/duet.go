@@ -41,8 +41,12 @@ type Stage string
 const (
 	// StageWarmup is just before the loadgens' warm-up.
 	StageWarmup Stage = "warm-up"
-	// StageWindow is just before the measured window, its resource
-	// accounting included.
+	// StageAccounting is after the warm-up, just before the window's
+	// resource accounting starts.
+	StageAccounting Stage = "accounting"
+	// StageWindow is just before the loadgens' measured window: the
+	// first arm's load must not starve the other's start on a small
+	// machine.
 	StageWindow Stage = "window"
 )
 

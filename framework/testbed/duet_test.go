@@ -114,7 +114,7 @@ func TestDuetBarrierReleasesTogetherInOrder(t *testing.T) {
 	ctx := context.Background()
 	wait := func(arm testbed.Arm) {
 		defer wg.Done()
-		for _, st := range []testbed.Stage{testbed.StageWarmup, testbed.StageWindow} {
+		for _, st := range []testbed.Stage{testbed.StageWarmup, testbed.StageAccounting, testbed.StageWindow} {
 			assert.NoError(t, b.For(arm).Wait(ctx, st))
 			mu.Lock()
 			passed = append(passed, arm)
@@ -130,8 +130,8 @@ func TestDuetBarrierReleasesTogetherInOrder(t *testing.T) {
 	wg.Add(1)
 	go wait(testbed.Candidate)
 	wg.Wait()
-	assert.Len(t, passed, 4)
-	for _, st := range []testbed.Stage{testbed.StageWarmup, testbed.StageWindow} {
+	assert.Len(t, passed, 6)
+	for _, st := range []testbed.Stage{testbed.StageWarmup, testbed.StageAccounting, testbed.StageWindow} {
 		assert.Equal(t, order, b.Passed(st), "the first in order is let through first at the %s", st)
 	}
 

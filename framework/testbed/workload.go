@@ -302,8 +302,9 @@ type Spec struct {
 	CPUProfile bool `json:"-"`
 	// Barrier, when set, makes the run wait for the other arms of its duet
 	// at each Stage (Spec.Sync): a target that runs arms at once calls
-	// Sync before the warm-up and before the measured window. Default
-	// nil: the run waits for nothing.
+	// Sync at every stage, in order: before the warm-up, before the
+	// window's resource accounting and before the loadgens' window.
+	// Default nil: the run waits for nothing.
 	Barrier Barrier `json:"-"`
 }
 
