@@ -129,3 +129,12 @@ func duetNote(unit []testbed.Arm) string {
 	}
 	return fmt.Sprintf(" (duet: %s at once, started in that order)", unitName(unit))
 }
+
+// modeNote says, in the verdict's header, how the pairs were run when
+// both arms ran at once.
+func (s *Suite) modeNote() string {
+	if s.Config.GateMode != testbed.Duet {
+		return ""
+	}
+	return fmt.Sprintf(", both at once in every round (-gate-mode=duet, -gate-seed=%d)", s.Config.GateSeed)
+}
