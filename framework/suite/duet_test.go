@@ -21,6 +21,9 @@ import (
 // from the recorded seed, its own window and the overlap, which the
 // windows recompute. Behaviour, not speed: nothing here reads a figure.
 func TestDuetRoundsRunTogether(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 15 s; run without -short")
+	}
 	const seed, rounds = 42, 4
 	s, _ := newSuite(t, "-concurrency", "2", "-duration", "1s", "-warmup", "200ms", "-thresholds", "none", "-gate", "none",
 		"-candidate", "caddy", "-gate-mode", "duet", "-gate-seed", "42")
