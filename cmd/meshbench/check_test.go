@@ -25,6 +25,11 @@ func TestCheckNamesTheBadFlag(t *testing.T) {
 		{[]string{"-reference", "r.json", "-max-count", "5"}, "check: -max-count=5: must be at least -count (6), or 0"},
 		{[]string{"-max-count", "x"}, `check: invalid value "x" for flag -max-count: parse error`},
 		{[]string{"-count", "-1"}, "check: -count=-1: a number of rounds, at least 1"},
+		{[]string{"-candidate", "caddy", "-gate-mode", "duet", "-gate-seed", "7"}, ""},
+		{[]string{"-candidate", "caddy", "-gate-mode", "sequential"}, ""},
+		{[]string{"-candidate", "caddy", "-gate-mode", "trio"}, `check: invalid value "trio" for flag -gate-mode: want sequential or duet`},
+		{[]string{"-gate-mode", "duet"}, "check: -gate-mode=duet: needs -candidate: a duet runs the reference and the candidate at the same time, in this run"},
+		{[]string{"-target", "kind", "-candidate", "+no-keepalive", "-gate-mode", "duet"}, "check: -gate-mode=duet: not on the kind target: its rounds run one arm's loadgens at a time, and its two arms' pods are not yet placed on symmetric nodes; use -gate-mode=sequential there"},
 		{[]string{"-candidate", "caddy", "stray"}, "check: unexpected argument \"stray\": benchmark flags start with -\n" + usage},
 	} {
 		err := run(context.Background(), append([]string{"check"}, tc.args...), &out, &errb)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/cpuprofile"
 	"github.com/meshbench/meshbench/framework/gate"
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // exitError carries a process exit code out of a command: the gate's
@@ -240,6 +241,9 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !slices.ContainsFunc(pass, func(a string) bool { return flagName(a) == "candidate" || flagName(a) == "reference" }) {
 		return &exitError{gate.ExitError, errors.New("gate: nothing to gate: give -candidate (e.g. -candidate caddy+access-log, -sidecar caddy@v2.10.2 -candidate caddy@v2.11.9) or -reference results/<run>.json")}
 	}
+	if err := checkPassedMode(pass); err != nil {
+		return &exitError{gate.ExitError, err}
+	}
 	root, err := moduleRoot()
 	if err != nil {
 		return &exitError{gate.ExitError, fmt.Errorf("gate: %w", err)}
@@ -293,6 +297,25 @@ func flagName(a string) string {
 	}
 	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 	return name
+}
+
+// checkPassedMode refuses a -gate-mode other than sequential or duet
+// before go test builds anything (the benchmarks' own flag refuses it
+// too, but only once they are built).
+func checkPassedMode(pass []string) error {
+	for i, a := range pass {
+		if flagName(a) != "gate-mode" {
+			continue
+		}
+		_, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !ok && i+1 < len(pass) {
+			v = pass[i+1]
+		}
+		if !slices.Contains(testbed.Modes, testbed.Mode(v)) {
+			return fmt.Errorf("gate: -gate-mode=%s: want %s or %s", v, testbed.Sequential, testbed.Duet)
+		}
+	}
+	return nil
 }
 
 // newResults is the results file in dir that was not in before, the

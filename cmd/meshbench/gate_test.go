@@ -203,6 +203,20 @@ func TestGateWithoutACandidateIsExitTwo(t *testing.T) {
 	assert.Equal(t, 2, exitCode(err, &errb))
 }
 
+// gate refuses a bad -gate-mode, naming the flag, before go test builds
+// or runs anything; a good one is passed through.
+func TestGateRefusesABadModeFirst(t *testing.T) {
+	for _, args := range [][]string{{"-gate-mode", "trio"}, {"-gate-mode=trio"}, {"--gate-mode=trio"}} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), append([]string{"gate", "-results", t.TempDir(), "-candidate", "caddy"}, args...), &out, &errb)
+		assert.EqualError(t, err, "gate: -gate-mode=trio: want sequential or duet", "%v", args)
+		assert.Equal(t, 2, exitCode(err, &errb))
+		assert.NotContains(t, errb.String(), "meshbench gate: go test", "no go test was started")
+	}
+	assert.NoError(t, checkPassedMode([]string{"-candidate", "caddy", "-gate-mode", "duet", "-count", "3"}))
+	assert.NoError(t, checkPassedMode([]string{"-gate-mode=sequential"}))
+}
+
 func TestSplitGateArgs(t *testing.T) {
 	own, pass := splitGateArgs([]string{"-results", "out", "-candidate", "caddy+access-log", "-summary=s.md", "-count", "3", "--", "-timeout", "5m"})
 	assert.Equal(t, []string{"-results", "out", "-summary=s.md"}, own)

@@ -41,7 +41,31 @@ type Record struct {
 	// arm could not hold, or held outside the SLO. Its invalid runs are the
 	// finding, not a failure of the run.
 	Beyond string `json:"beyond,omitempty"`
+	// Pair says how the round this run belongs to ran its arms, in a gate
+	// with a candidate in the run; nil elsewhere.
+	Pair *Pair `json:"pair,omitempty"`
 	*testbed.Run
+}
+
+// Pair is how a gate's round ran its arms: enough to check that a duet's
+// halves ran together and to replay the order.
+type Pair struct {
+	// Mode is sequential (each arm alone, one after another) or duet (the
+	// reference and the candidate at once).
+	Mode testbed.Mode `json:"mode"`
+	// Order is the order the arms started in: in sequential mode every
+	// arm of the round (testbed.RoundOrder), in a duet its two arms
+	// (testbed.DuetOrder of Seed and the round).
+	Order []testbed.Arm `json:"order"`
+	// Seed is the duet's order seed (the run's settings hold it too); 0
+	// in sequential mode.
+	Seed uint64 `json:"seed,omitempty"`
+	// Window is when this run's measured window ran (its loadgen's).
+	Window testbed.Span `json:"window"`
+	// Overlap is, in a duet, the share of the longer of its two windows
+	// that both halves ran together (testbed.Overlap); below
+	// testbed.MinDuetOverlap both halves are invalid (duet-apart).
+	Overlap float64 `json:"overlap,omitempty"`
 }
 
 // Name is the sub-benchmark name, e.g. "BenchmarkOneHop/c=32/arm=meshed".

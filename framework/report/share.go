@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -11,7 +12,7 @@ import (
 // and proofs, and everything else a run spends outside its windows.
 type Share struct {
 	Name     string        // "run" or a benchmark
-	Measured time.Duration // the windows' lengths, summed
+	Measured time.Duration // the wall time the windows covered (summed, overlaps once)
 	Wall     time.Duration // the span they were measured in
 }
 
@@ -31,37 +32,55 @@ func (s Share) String() string {
 // MeasuredShares gives the share of the whole run, from started to
 // finished, and then of each benchmark, from the start of its first
 // window's warm-up (its first window's start less warmup) to the end of
-// its last window, in the order the benchmarks first ran. Records without
-// a load are skipped.
+// its last window, in the order the benchmarks first ran. Windows that
+// ran at the same time (a duet's two halves) count once: Measured is the
+// wall time some window covered. Records without a load are skipped.
 func MeasuredShares(recs []Record, started, finished time.Time, warmup time.Duration) []Share {
-	run := Share{Name: "run", Wall: finished.Sub(started)}
-	type span struct {
-		from, to time.Time
-		measured time.Duration
-	}
 	var order []string
-	spans := map[string]*span{}
+	var all []window
+	windows := map[string][]window{}
 	for _, r := range recs {
 		if r.Run == nil || r.Load == nil {
 			continue
 		}
-		from, to := r.Load.Start.Add(-warmup), r.Load.Start.Add(r.Load.Elapsed)
-		run.Measured += r.Load.Elapsed
-		sp, ok := spans[r.Benchmark]
-		if !ok {
-			sp = &span{from: from, to: to}
-			spans[r.Benchmark] = sp
+		w := window{from: r.Load.Start, to: r.Load.Start.Add(r.Load.Elapsed)}
+		if _, ok := windows[r.Benchmark]; !ok {
 			order = append(order, r.Benchmark)
 		}
-		sp.from, sp.to = minTime(sp.from, from), maxTime(sp.to, to)
-		sp.measured += r.Load.Elapsed
+		windows[r.Benchmark] = append(windows[r.Benchmark], w)
+		all = append(all, w)
 	}
-	out := []Share{run}
+	out := []Share{{Name: "run", Wall: finished.Sub(started), Measured: covered(all)}}
 	for _, b := range order {
-		sp := spans[b]
-		out = append(out, Share{Name: b, Measured: sp.measured, Wall: sp.to.Sub(sp.from)})
+		ws := windows[b]
+		from, to := ws[0].from, ws[0].to
+		for _, w := range ws[1:] {
+			from, to = minTime(from, w.from), maxTime(to, w.to)
+		}
+		out = append(out, Share{Name: b, Measured: covered(ws), Wall: to.Sub(from.Add(-warmup))})
 	}
 	return out
+}
+
+// window is one measured window's span.
+type window struct{ from, to time.Time }
+
+// covered is the wall time some of ws covers, overlaps counted once.
+func covered(ws []window) time.Duration {
+	ws = slices.Clone(ws)
+	slices.SortFunc(ws, func(a, b window) int { return a.from.Compare(b.from) })
+	var total time.Duration
+	var end time.Time
+	for _, w := range ws {
+		if w.from.After(end) {
+			end = w.from
+		}
+		if w.to.After(end) {
+			total += w.to.Sub(end)
+			end = w.to
+		}
+	}
+	return total
 }
 
 // FormatShares is one line: "measured windows: run 423.7 s of 563.3 s

@@ -34,3 +34,19 @@ func TestMeasuredShares(t *testing.T) {
 		report.FormatShares(ss))
 	assert.Zero(t, report.Share{}.Pct())
 }
+
+// A duet's two halves ran at the same time: their windows count once, so
+// the measured share stays a share of wall time, at most 100 %.
+func TestMeasuredSharesCountsADuetOnce(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	win := func(startS float64) report.Record {
+		return report.Record{Benchmark: "BenchmarkUpgradeGate", Run: &testbed.Run{Load: &load.Result{
+			Start: t0.Add(time.Duration(startS * float64(time.Second))), Elapsed: 3 * time.Second}}}
+	}
+	recs := []report.Record{win(1), win(1.2), win(5), win(5)} // two duet pairs
+	ss := report.MeasuredShares(recs, t0, t0.Add(10*time.Second), time.Second)
+	assert.Equal(t, []report.Share{
+		{Name: "run", Measured: 6200 * time.Millisecond, Wall: 10 * time.Second},
+		{Name: "BenchmarkUpgradeGate", Measured: 6200 * time.Millisecond, Wall: 8 * time.Second},
+	}, ss)
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/testbed/kube"
 )
 
@@ -80,6 +81,15 @@ type Config struct {
 	// point (suite.GateLoad) as a fraction of the capacity the meshed arms
 	// just showed, instead of the scenario's own.
 	GateFraction float64 `json:"gateFraction,omitempty"`
+	// GateMode is how a gate's rounds run its reference and candidate:
+	// testbed.Sequential (the default), one after another, or testbed.Duet,
+	// both at once, each with its own loadgen at the same offered load
+	// (-gate-mode; local target only).
+	GateMode testbed.Mode `json:"gateMode,omitempty"`
+	// GateSeed is the seed of a duet's start order (testbed.DuetOrder),
+	// recorded so that a run's orders can be replayed (-gate-seed; 0:
+	// drawn by Normalize).
+	GateSeed uint64 `json:"gateSeed,omitempty"`
 	// Reference, when set, is a stored results file this run's meshed arm
 	// is gated against (stored-reference mode, for meshes that cannot run
 	// two versions at once), with the fixture of Gate.
@@ -195,6 +205,28 @@ func (p protocolFlag) Set(s string) error {
 	return nil
 }
 
+// gateModeFlag is -gate-mode: sequential or duet, refused otherwise as
+// the flag is parsed.
+type gateModeFlag struct{ v *testbed.Mode }
+
+// String is the mode, "sequential" when unset (flag.Value).
+func (g gateModeFlag) String() string {
+	if g.v == nil || *g.v == "" {
+		return string(testbed.Sequential)
+	}
+	return string(*g.v)
+}
+
+// Set takes one of testbed.Modes (flag.Value).
+func (g gateModeFlag) Set(s string) error {
+	m := testbed.Mode(s)
+	if !slices.Contains(testbed.Modes, m) {
+		return fmt.Errorf("want %s or %s", testbed.Sequential, testbed.Duet)
+	}
+	*g.v = m
+	return nil
+}
+
 // MeshOptions are the mesh adapter's options the flags ask for.
 func (c *Config) MeshOptions() []mesh.Option {
 	opts := []mesh.Option{mesh.WithWords(flagWords)}
@@ -243,6 +275,8 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Target, "target", "", "where to run: local (default: processes on loopback with real sidecars); kind; remote (the default when -kubeconfig or $KUBECONFIG is set)")
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
 	fs.Float64Var(&c.GateFraction, "gate-fraction", 0, "a gate's open-loop rate as a fraction of the capacity the meshed arms just showed, instead of the scenario's own (BenchmarkUpgradeGate: 0.25); docs/flags.md says what kind needs")
+	fs.Var(gateModeFlag{&c.GateMode}, "gate-mode", "how a gate's rounds run the reference and the candidate: sequential (default: one after another) or duet (both at once, each with its own loadgen at the same offered load, in an order drawn from -gate-seed; local target only)")
+	fs.Uint64Var(&c.GateSeed, "gate-seed", 0, "with -gate-mode=duet, the seed of the arms' start order in each round, to replay a run's orders (0: drawn at random; the results' settings record it as gateSeed)")
 	fs.DurationVar(&c.Budget, "budget", 0, "measure for at most this long from the start: scenarios that would not fit get shorter windows (locally, down to 1s), else are skipped, and the run says which (0: go test's -timeout less a 25 % margin bounds the run alone)")
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run, also set by go test's -benchtime=3s (default 1s local, so that the main job fits 5 minutes; 3s for a local gate; 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
 	fs.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "warm-up before each window, thrown away: the processes, and the sidecars' mTLS connection pools, live across runs, so the warm-up lets the load settle; the window opens its own loadgen connections")
@@ -302,6 +336,9 @@ func (c *Config) Normalize() error {
 	if err := c.checkReference(); err != nil {
 		return err
 	}
+	if err := c.checkGateMode(); err != nil {
+		return err
+	}
 	if _, err := report.LoadPrices(c.Prices); err != nil { // fail now, not after the sweep
 		return fmt.Errorf("-prices: %w", err)
 	}
@@ -338,6 +375,34 @@ func (c *Config) checkReference() error {
 		return fmt.Errorf("-reference=%s: not with -candidate: the stored run is the reference, and this run's meshed arm the candidate", c.Reference)
 	case c.Gate == "none":
 		return fmt.Errorf("-reference=%s: needs a gate fixture (-gate), and there is none for target %s; pass -gate FILE", c.Reference, c.Target)
+	}
+	return nil
+}
+
+// checkGateMode checks -gate-mode against the target and the gate flags,
+// and draws -gate-seed for a duet when it was not given.
+func (c *Config) checkGateMode() error {
+	switch c.GateMode {
+	case "":
+		c.GateMode = testbed.Sequential
+	case testbed.Sequential:
+	case testbed.Duet:
+	default:
+		return fmt.Errorf("-gate-mode=%s: want %s or %s", c.GateMode, testbed.Sequential, testbed.Duet)
+	}
+	if c.GateMode != testbed.Duet {
+		return nil
+	}
+	switch {
+	case c.Target != "local":
+		return fmt.Errorf("-gate-mode=duet: not on the %s target: its rounds run one arm's loadgens at a time, and its two arms' pods are not yet placed on symmetric nodes; use -gate-mode=sequential there", c.Target)
+	case c.Reference != "" || c.StoreReference:
+		return errors.New("-gate-mode=duet: not with -reference or -store-reference: a stored run cannot run at the same time as this one")
+	case c.Candidate == "":
+		return errors.New("-gate-mode=duet: needs -candidate: a duet runs the reference and the candidate at the same time, in this run")
+	}
+	if c.GateSeed == 0 {
+		c.GateSeed = testbed.NewSeed()
 	}
 	return nil
 }

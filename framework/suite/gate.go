@@ -200,7 +200,7 @@ func (s *Suite) judgeGate(w io.Writer, recs []report.Record) (*gate.Verdict, err
 	if aa {
 		what = "this A/A run (candidate = reference)"
 	}
-	header := fmt.Sprintf("gate: %s, candidate %s against reference %s", s.gate.File, cand, ref)
+	header := fmt.Sprintf("gate: %s, candidate %s against reference %s%s", s.gate.File, cand, ref, s.modeNote())
 	return s.decideGate(w, header, "", ms, what, aa)
 }
 

@@ -19,7 +19,9 @@ import (
 // (payload=16KiB/…), then every concurrency. At each point it runs -count
 // interleaved rounds of the arms, in ABBA order (A B, B A, A B, …; see
 // testbed.RoundOrder), so that drift of the machine and the cost of going
-// first hit every arm alike; then the sub-benchmarks c=N/arm=… report
+// first hit every arm alike; with -gate-mode=duet a gate's reference and
+// candidate run at once instead, in an order drawn from -gate-seed
+// (roundUnits, measureDuet); then the sub-benchmarks c=N/arm=… report
 // one round per -count iteration, which is what benchstat expects. A
 // scenario the target cannot serve is skipped with the reason. Sweep may
 // be called inside the caller's own b.Run sweeps: records are keyed by the
@@ -45,30 +47,31 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	key, conc := s.concurrency(sc)
 	arms := armsOf(tg, sc)
 	reps := s.reps()
-	total, per := s.logPlan(b, sc, key, conc, len(arms))
-	done, started := 0, time.Now()
+	slots := len(s.roundUnits(arms, 0)) // windows one after another a round: a duet's two are one
+	total, per := s.logPlan(b, sc, key, conc, len(arms), slots)
+	prog := &progress{total: total, per: per * time.Duration(slots) / time.Duration(max(len(arms), 1)), started: time.Now()}
 	for _, c := range conc {
 		b.Run(key+"="+strconv.Itoa(c), func(b *testing.B) {
-			if !s.beforeRound(time.Duration(len(arms)) * per) {
+			if !s.beforeRound(time.Duration(slots) * per) {
 				s.notStarted(b)
 			}
 			runs := map[testbed.Arm][]report.Record{}
 			round := func(rep int) {
-				if rep > 0 && !s.beforeRound(time.Duration(len(arms))*per) {
+				if rep > 0 && !s.beforeRound(time.Duration(slots)*per) {
 					s.notStarted(b)
 				}
 				if rep >= reps { // a round the gate added: the plan grows by one
-					total += len(arms)
+					prog.total += len(arms)
 				}
-				for _, arm := range testbed.RoundOrder(arms, rep) {
-					done++
-					s.logf("%s/arm=%s repeat %d/%d [%d/%d, about %v left]", label(b, sc), arm, rep+1, max(reps, rep+1), done, total,
-						(time.Duration(max(total-done+1, 1)) * perRun(per, time.Since(started), done-1)).Round(time.Second))
-					rec, err := s.measure(b, tg, sc, c, arm, rep)
+				for _, unit := range s.roundUnits(arms, rep) {
+					s.logUnit(b, sc, unit, rep, prog)
+					recs, err := s.measureUnit(b, tg, sc, c, unit, rep, arms)
 					if err != nil {
-						s.fatalf(b, "%s/arm=%s: %v", label(b, sc), arm, err)
+						s.fatalf(b, "%s/arm=%s: %v", label(b, sc), unitName(unit), err)
 					}
-					runs[arm] = append(runs[arm], rec)
+					for _, rec := range recs {
+						runs[rec.Arm] = append(runs[rec.Arm], rec)
+					}
 				}
 			}
 			for rep := range reps {
@@ -81,6 +84,28 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 				b.Run(labels.Arm+"="+string(arm), func(b *testing.B) { s.report(b, runs[arm]) })
 			}
 		})
+	}
+}
+
+// progress counts a point sweep's runs as they start, for the log.
+type progress struct {
+	done, total int
+	per         time.Duration // one run's planned share of a round's time
+	started     time.Time
+}
+
+// next counts one more run and says where the sweep is:
+// "[3/8, about 12s left]".
+func (p *progress) next() string {
+	p.done++
+	left := time.Duration(max(p.total-p.done+1, 1)) * perRun(p.per, time.Since(p.started), p.done-1)
+	return fmt.Sprintf("[%d/%d, about %v left]", p.done, p.total, left.Round(time.Second))
+}
+
+// logUnit says, for each arm of unit, that its run of round rep starts.
+func (s *Suite) logUnit(b *testing.B, sc Scenario, unit []testbed.Arm, rep int, prog *progress) {
+	for _, arm := range unit {
+		s.logf("%s/arm=%s repeat %d/%d %s%s", label(b, sc), arm, rep+1, max(s.reps(), rep+1), prog.next(), duetNote(unit))
 	}
 }
 
@@ -106,8 +131,10 @@ func (s *Suite) scenarioTable(b *testing.B, outermost bool) {
 }
 
 // logPlan prints a point sweep's plan, its runs and their time, and
-// returns the runs of its -count rounds and the time one run takes.
-func (s *Suite) logPlan(b *testing.B, sc Scenario, key string, conc []int, arms int) (total int, per time.Duration) {
+// returns the runs of its -count rounds and the time one run takes. A
+// round runs arms runs in slots windows one after another (fewer in a
+// duet, whose two runs share one).
+func (s *Suite) logPlan(b *testing.B, sc Scenario, key string, conc []int, arms, slots int) (total int, per time.Duration) {
 	reps, most := s.reps(), s.roundsAtMost()
 	window := cmp.Or(sc.window, s.Config.Duration)
 	per = s.Config.Warmup + window + 300*time.Millisecond
@@ -115,13 +142,15 @@ func (s *Suite) logPlan(b *testing.B, sc Scenario, key string, conc []int, arms 
 	if f := sc.Workload.Flow; f != nil {
 		per = f.Ramp() + window + 300*time.Millisecond
 	}
+	took := func(rounds int) time.Duration {
+		return (time.Duration(len(conc)*slots*rounds) * per).Round(time.Second)
+	}
 	if most > reps {
 		s.logf("%s: %s, %s=%v, %v windows, %d interleaved rounds each, then one at a time while the gate is undecided, up to %d: %d to %d runs, about %v to %v",
-			label(b, sc), sc.Workload.Path, key, conc, window, reps, most, total, total/reps*most,
-			(time.Duration(total) * per).Round(time.Second), (time.Duration(total/reps*most) * per).Round(time.Second))
+			label(b, sc), sc.Workload.Path, key, conc, window, reps, most, total, total/reps*most, took(reps), took(most))
 	} else {
 		s.logf("%s: %s, %s=%v, %v windows, %d interleaved rounds each: %d runs, about %v",
-			label(b, sc), sc.Workload.Path, key, conc, window, reps, total, (time.Duration(total) * per).Round(time.Second))
+			label(b, sc), sc.Workload.Path, key, conc, window, reps, total, took(reps))
 	}
 	return total, per
 }
@@ -265,19 +294,36 @@ func runLabels(b *testing.B, sc Scenario, c int) labels.Set {
 	return ls.With(key, strconv.Itoa(c))
 }
 
-// measure runs one load and records it under the sub-benchmark's labels.
-func (s *Suite) measure(b *testing.B, tg testbed.Target, sc Scenario, c int, arm testbed.Arm, rep int) (report.Record, error) {
+// measure runs one load of arm alone and records it under the
+// sub-benchmark's labels; in a gate, with pair (the round's order).
+func (s *Suite) measure(b *testing.B, tg testbed.Target, sc Scenario, c int, arm testbed.Arm, rep int, pair *report.Pair) (report.Record, error) {
+	run, err := s.runArm(s.ctx, tg, sc, c, arm, nil)
+	if err != nil {
+		return report.Record{}, err
+	}
+	if pair != nil {
+		pair.Window = testbed.WindowSpan(run)
+	}
+	return s.record(b, sc, c, arm, rep, run, pair), nil
+}
+
+// runArm runs one load of arm on tg, waiting at barrier (a duet's) when
+// it is set.
+func (s *Suite) runArm(ctx context.Context, tg testbed.Target, sc Scenario, c int, arm testbed.Arm, barrier testbed.Barrier) (*testbed.Run, error) {
 	spec, err := s.spec(sc, c, arm)
 	if err != nil {
-		return report.Record{}, err
+		return nil, err
 	}
-	run, err := tg.Run(s.ctx, spec)
-	if err != nil {
-		return report.Record{}, err
-	}
+	spec.Barrier = barrier
+	return tg.Run(ctx, spec)
+}
+
+// record keeps run, of arm in round rep, under the sub-benchmark's
+// labels, and logs what the run says about itself.
+func (s *Suite) record(b *testing.B, sc Scenario, c int, arm testbed.Arm, rep int, run *testbed.Run, pair *report.Pair) report.Record {
 	ls := runLabels(b, sc, c)
 	top := ls.Value(labels.Benchmark)
-	rec := report.Record{Benchmark: top, Labels: ls, Concurrency: c, Repeat: rep, Run: run}
+	rec := report.Record{Benchmark: top, Labels: ls, Concurrency: c, Repeat: rep, Run: run, Pair: pair}
 	if sc.ladder != nil {
 		rec.Beyond = beyondSLO(run, sc.ladder.slo)
 	}
@@ -293,7 +339,7 @@ func (s *Suite) measure(b *testing.B, tg testbed.Target, sc Scenario, c int, arm
 	if rec.Beyond != "" {
 		s.logf("%s/arm=%s: past the knee: %s", label(b, sc), arm, rec.Beyond)
 	}
-	return rec, nil
+	return rec
 }
 
 // spec is one run of arm at concurrency c of sc: the workload and the

@@ -61,7 +61,9 @@ var UpgradeArms = []Arm{Baseline, Reference, Candidate}
 // of the paired ratios instead of biasing them one way. With a fixed
 // order, an A/A gate under contention measured p99 ×1.31 (1.24–1.39) for
 // two identical arms.
-func RoundOrder(arms []Arm, rep int) []Arm {
+// It takes any element type, so that a round's units (an arm alone, or
+// a duet's two arms at once) alternate the same way.
+func RoundOrder[T any](arms []T, rep int) []T {
 	out := slices.Clone(arms)
 	if rep%2 == 1 {
 		slices.Reverse(out)

@@ -304,6 +304,12 @@ type Spec struct {
 	// sidecars over the measured window (Run.CPUProfiles). Profiling
 	// costs CPU: a run that takes one measures the profiler too.
 	CPUProfile bool `json:"-"`
+	// Barrier, when set, makes the run wait for the other arms of its duet
+	// at each Stage (Spec.Sync): a target that runs arms at once calls
+	// Sync at every stage, in order: before the warm-up, before the
+	// window's resource accounting and before the loadgens' window.
+	// Default nil: the run waits for nothing.
+	Barrier Barrier `json:"-"`
 }
 
 // Profiler is a target that can take CPU profiles of an arm's sidecars

@@ -68,6 +68,10 @@ const (
 	// BusyMachine: processes outside the run used a share of the machine
 	// during the window, so the run measured them too.
 	BusyMachine Kind = "busy-machine"
+	// DuetApart: the two halves of a duet pair (the reference and the
+	// candidate run at once) did not share enough of their windows, so the
+	// machine's wander no longer hit both alike.
+	DuetApart Kind = "duet-apart"
 	// Unknown is the kind of a reason or a warning read from a results
 	// file written before they were typed.
 	Unknown Kind = "unknown"

@@ -420,7 +420,10 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) 
 		return nil, err
 	}
 	// The warm-up, or a flow's ramp, whose users keep running into the
-	// window.
+	// window; in a duet, both arms' at once.
+	if err := s.Sync(ctx, testbed.StageWarmup); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
+	}
 	sess, err := load.Start(ctx, shards)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
@@ -479,14 +482,11 @@ func (t *Target) otherPIDs(procs []measure.Proc) []int {
 	return rest
 }
 
-// window measures the shards with /proc accounting, acting out the fault.
+// window measures the shards with /proc accounting, acting out the fault;
+// in a duet, it opens together with the other arm's.
 func (t *Target) window(ctx context.Context, s testbed.Spec, w testbed.Workload, ar *arm, shards []load.Options, sess *load.Session) (*testbed.Run, error) {
-	procs := []measure.Proc{{Name: "loadgen", Role: measure.RoleLoadgen, PID: os.Getpid()}}
-	for _, pr := range ar.procs[w.Path] {
-		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, Pod: pr.pod, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
-	}
-	var resources testbed.Measurement = &procMeasurement{procs: procs, rest: t.otherPIDs(procs)}
-	if err := resources.Start(ctx); err != nil {
+	resources, err := t.account(ctx, s, w, ar)
+	if err != nil {
 		return nil, err
 	}
 	fault, err := t.fault(ctx, s, ar)
@@ -496,6 +496,11 @@ func (t *Target) window(ctx context.Context, s testbed.Spec, w testbed.Workload,
 	profiles := func() ([]testbed.CPUProfile, error) { return nil, nil }
 	if s.CPUProfile {
 		profiles = profileSidecars(ctx, ar.procs[w.Path], profileSeconds(s.Window.Duration))
+	}
+	if err := s.Sync(ctx, testbed.StageWindow); err != nil {
+		fault.wait()
+		_, _ = profiles()
+		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
 	}
 	results, err := sess.Measure(ctx)
 	fault.wait()
@@ -523,6 +528,24 @@ func (t *Target) window(ctx context.Context, s testbed.Spec, w testbed.Workload,
 		judgeFault(run, fault, t.o.Words)
 	}
 	return run, nil
+}
+
+// account starts the /proc accounting of the window: the loadgen (this
+// process) and the arm's processes on the path, the target's others
+// apart; in a duet, once both arms are ready to start theirs.
+func (t *Target) account(ctx context.Context, s testbed.Spec, w testbed.Workload, ar *arm) (testbed.Measurement, error) {
+	if err := s.Sync(ctx, testbed.StageAccounting); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", s.Arm, w.Path, err)
+	}
+	procs := []measure.Proc{{Name: "loadgen", Role: measure.RoleLoadgen, PID: os.Getpid()}}
+	for _, pr := range ar.procs[w.Path] {
+		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, Pod: pr.pod, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
+	}
+	resources := &procMeasurement{procs: procs, rest: t.otherPIDs(procs)}
+	if err := resources.Start(ctx); err != nil {
+		return nil, fmt.Errorf("%s %s: start the window's accounting: %w", s.Arm, w.Path, err)
+	}
+	return resources, nil
 }
 
 func shardNames(n int) []string {

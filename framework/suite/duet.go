@@ -1,0 +1,140 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/testbed"
+)
+
+// duetArms are the arms a duet runs at once: the gate's reference and
+// candidate, in the order DuetOrder starts from.
+var duetArms = []testbed.Arm{testbed.Reference, testbed.Candidate}
+
+// duet reports whether the rounds of arms run the reference and the
+// candidate at once (-gate-mode=duet, and both among arms).
+func (s *Suite) duet(arms []testbed.Arm) bool {
+	return s.Config.GateMode == testbed.Duet && slices.Contains(arms, testbed.Reference) && slices.Contains(arms, testbed.Candidate)
+}
+
+// roundUnits is round rep of arms as what runs one after another: each
+// arm alone (testbed.RoundOrder), or in a duet the reference and the
+// candidate as one unit, in their start order (testbed.DuetOrder of
+// -gate-seed and rep), with any other arm (a baseline) alone before it in
+// even rounds and after it in odd ones.
+func (s *Suite) roundUnits(arms []testbed.Arm, rep int) [][]testbed.Arm {
+	var units [][]testbed.Arm
+	if !s.duet(arms) {
+		for _, a := range testbed.RoundOrder(arms, rep) {
+			units = append(units, []testbed.Arm{a})
+		}
+		return units
+	}
+	for _, a := range arms {
+		if !slices.Contains(duetArms, a) {
+			units = append(units, []testbed.Arm{a})
+		}
+	}
+	units = append(units, testbed.DuetOrder(duetArms, s.Config.GateSeed, rep))
+	return testbed.RoundOrder(units, rep)
+}
+
+// measureUnit runs one unit of round rep of arms (roundUnits): one arm
+// alone, or a duet's two at once. In a gate with a candidate every record
+// says how its round ran (report.Pair).
+func (s *Suite) measureUnit(b *testing.B, tg testbed.Target, sc Scenario, c int, unit []testbed.Arm, rep int, arms []testbed.Arm) ([]report.Record, error) {
+	if len(unit) > 1 {
+		return s.measureDuet(b, tg, sc, c, unit, rep)
+	}
+	var pair *report.Pair
+	if s.Config.Candidate != "" {
+		pair = &report.Pair{Mode: testbed.Sequential, Order: testbed.RoundOrder(arms, rep)}
+	}
+	rec, err := s.measure(b, tg, sc, c, unit[0], rep, pair)
+	if err != nil {
+		return nil, err
+	}
+	return []report.Record{rec}, nil
+}
+
+// measureDuet runs the arms of order at the same time, each with its own
+// loadgen at the same offered load, starting their warm-ups and their
+// windows together in that order (testbed.DuetBarrier), and records both,
+// invalid when their windows did not overlap enough (testbed.JudgeDuet).
+// An error of one arm stops the other.
+func (s *Suite) measureDuet(b *testing.B, tg testbed.Target, sc Scenario, c int, order []testbed.Arm, rep int) ([]report.Record, error) {
+	runs, err := s.runDuet(s.ctx, tg, sc, c, order)
+	if err != nil {
+		return nil, fmt.Errorf("duet of %s: %w", unitName(order), err)
+	}
+	overlap := testbed.JudgeDuet(runs[0], runs[1])
+	recs := make([]report.Record, len(order))
+	for i, arm := range order {
+		pair := &report.Pair{Mode: testbed.Duet, Order: order, Seed: s.Config.GateSeed, Window: testbed.WindowSpan(runs[i]), Overlap: overlap}
+		recs[i] = s.record(b, sc, c, arm, rep, runs[i], pair)
+	}
+	return recs, nil
+}
+
+// runDuet runs the arms of order at once, each in its own goroutine, and
+// returns their runs in that order. The first error cancels the others,
+// and is the one returned.
+func (s *Suite) runDuet(ctx context.Context, tg testbed.Target, sc Scenario, c int, order []testbed.Arm) ([]*testbed.Run, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	barrier := testbed.NewDuetBarrier(order)
+	runs := make([]*testbed.Run, len(order))
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for i, arm := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i], errs[i] = s.runArm(ctx, tg, sc, c, arm, barrier.For(arm))
+			if errs[i] != nil {
+				cancel(fmt.Errorf("%s arm: %w", arm, errs[i]))
+			}
+		}()
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err == nil {
+		return runs, nil
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return nil, cause // the first error, or why the run stopped
+	}
+	return nil, err
+}
+
+// unitName names a unit of a round: "reference+candidate" for a duet.
+func unitName(unit []testbed.Arm) string {
+	names := make([]string, len(unit))
+	for i, a := range unit {
+		names[i] = string(a)
+	}
+	return strings.Join(names, "+")
+}
+
+// duetNote says, in the progress line, that an arm runs in a duet.
+func duetNote(unit []testbed.Arm) string {
+	if len(unit) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (duet: %s at once, started in that order)", unitName(unit))
+}
+
+// modeNote says, in the verdict's header, how the pairs were run when
+// both arms ran at once.
+func (s *Suite) modeNote() string {
+	if s.Config.GateMode != testbed.Duet {
+		return ""
+	}
+	return fmt.Sprintf(", both at once in every round (-gate-mode=duet, -gate-seed=%d)", s.Config.GateSeed)
+}

@@ -1,0 +1,58 @@
+package suite_test
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/suite"
+	"github.com/meshbench/meshbench/framework/testbed"
+)
+
+// -gate-mode is sequential by default; duet needs a candidate in the run
+// on the local target, and draws its order seed unless -gate-seed gives
+// it.
+func TestGateModeFlag(t *testing.T) {
+	cfg, err := normalize(t)
+	require.NoError(t, err)
+	assert.Equal(t, testbed.Sequential, cfg.GateMode, "the default")
+	assert.Zero(t, cfg.GateSeed, "no seed without a duet")
+
+	cfg, err = normalize(t, "-candidate", "caddy", "-gate-mode", "sequential")
+	require.NoError(t, err)
+	assert.Equal(t, testbed.Sequential, cfg.GateMode)
+
+	cfg, err = normalize(t, "-candidate", "caddy", "-gate-mode=duet")
+	require.NoError(t, err)
+	assert.Equal(t, testbed.Duet, cfg.GateMode)
+	assert.NotZero(t, cfg.GateSeed, "a drawn seed, recorded in the settings")
+
+	cfg, err = normalize(t, "-candidate", "caddy", "-gate-mode=duet", "-gate-seed", "7")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), cfg.GateSeed, "a given seed replays a run's orders")
+}
+
+// A bad -gate-mode is refused as the flags are parsed, naming the flag;
+// a duet that cannot run is refused by Normalize, before anything runs.
+func TestGateModeRefusals(t *testing.T) {
+	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	suite.RegisterFlags(fs)
+	err := fs.Parse([]string{"-gate-mode", "trio"})
+	assert.EqualError(t, err, `invalid value "trio" for flag -gate-mode: want sequential or duet`)
+
+	_, err = normalize(t, "-gate-mode", "duet")
+	assert.EqualError(t, err, "-gate-mode=duet: needs -candidate: a duet runs the reference and the candidate at the same time, in this run")
+	_, err = normalize(t, "-gate-mode", "duet", "-store-reference")
+	assert.EqualError(t, err, "-gate-mode=duet: not with -reference or -store-reference: a stored run cannot run at the same time as this one")
+	_, err = normalize(t, "-target", "kind", "-candidate", "+no-keepalive", "-gate-mode", "duet")
+	assert.EqualError(t, err, "-gate-mode=duet: not on the kind target: its rounds run one arm's loadgens at a time, and its two arms' pods are not yet placed on symmetric nodes; use -gate-mode=sequential there")
+
+	fs = flag.NewFlagSet("meshbench", flag.ContinueOnError)
+	cfg := suite.RegisterFlags(fs)
+	cfg.GateMode = "trio"
+	assert.EqualError(t, cfg.Normalize(), "-gate-mode=trio: want sequential or duet", "a Config set by hand is checked too")
+}
