@@ -134,8 +134,11 @@ func (p *proxyless) buildOf(ctx context.Context, c kubernetes.Interface) string 
 		sel += "," + istioRev + "=" + p.rev
 	}
 	pods, err := livePods(ctx, c, p.ns, sel)
-	if err != nil || len(pods) == 0 {
-		return fmt.Sprintf("unread: no istiod pod (%v)", err)
+	if err != nil {
+		return "unread: " + err.Error()
+	}
+	if len(pods) == 0 {
+		return "unread: no istiod pod labelled " + sel + " in " + p.ns
 	}
 	body, err := scrape(ctx, c, &pods[0], istiodMonitoringPort, "metrics")
 	if err != nil {
