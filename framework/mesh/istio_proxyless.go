@@ -498,7 +498,10 @@ func (p *proxyless) Charts(o InstallOptions) ([]Chart, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Whole references (with a "/"): the charts then add no variant suffix
+	// (global.variant, "distroless" by default, names no image built here).
 	istiod := cs[1].Values
+	set(istiod, "image", hub+"/pilot:"+v)
 	set(istiod, "global.proxy.image", hub+"/"+proxylessAgentImage+":"+v)
 	set(istiod, "global.imagePullPolicy", "IfNotPresent")
 	return cs, nil

@@ -72,13 +72,15 @@ func TestProxylessCharts(t *testing.T) {
 	}, plan(cs))
 	assert.Equal(t, []string{"defaultRevision=mb131", "global.hub=meshbench"}, FlattenValues(cs[0].Values))
 	assert.Equal(t, []string{"global.hub=meshbench", "global.imagePullPolicy=IfNotPresent",
-		"global.proxy.image=meshbench/proxyv2-agent:1.31-dev.eed52ebb66ad", "global.tag=1.31-dev.eed52ebb66ad", "revision=mb131"},
+		"global.proxy.image=meshbench/proxyv2-agent:1.31-dev.eed52ebb66ad", "global.tag=1.31-dev.eed52ebb66ad",
+		"image=meshbench/pilot:1.31-dev.eed52ebb66ad", "revision=mb131"},
 		FlattenValues(cs[1].Values))
 	assert.Equal(t, []string{"global.hub", "global.tag"}, cs[1].Pins)
 
 	cs = charts(t, newMesh(t, "istio-proxyless"), InstallOptions{Version: "1.30-dev.9739e10eb9d7", Registry: "r.local/mb"})
 	assert.Equal(t, []string{"global.hub=r.local/mb", "global.imagePullPolicy=IfNotPresent",
-		"global.proxy.image=r.local/mb/proxyv2-agent:1.30-dev.9739e10eb9d7", "global.tag=1.30-dev.9739e10eb9d7"}, FlattenValues(cs[1].Values))
+		"global.proxy.image=r.local/mb/proxyv2-agent:1.30-dev.9739e10eb9d7", "global.tag=1.30-dev.9739e10eb9d7",
+		"image=r.local/mb/pilot:1.30-dev.9739e10eb9d7"}, FlattenValues(cs[1].Values))
 	assert.Equal(t, "istiod", cs[1].Release)
 }
 
