@@ -136,6 +136,12 @@ func (e *proxylessE2E) install(ctx context.Context, t *testing.T, charts string)
 	_, err = e.m.(mesh.Revisioned).AtRevision("mb130").Detect(ctx, e.c)
 	require.ErrorAs(t, err, &ni)
 	assert.Contains(t, err.Error(), `revision "mb130" is not installed`)
+	// Bad input: Istio CRDs already on the cluster (here, this install's)
+	// stop another installation before it applies anything.
+	err = meshinstall.Prepare(ctx, e.c, e.m, mesh.InstallOptions{}, t.Logf)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Istio CRDs of another installation are on the cluster (")
+	assert.Contains(t, err.Error(), "peerauthentications.security.istio.io (version 1.0.0, release istio-base)")
 }
 
 // meshedPod creates a namespace enabled for the revision and a Deployment
@@ -147,6 +153,11 @@ func (e *proxylessE2E) meshedPod(ctx context.Context, t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.m.Enable(ctx, e.c, e.ns))
 	t.Cleanup(func() { assert.NoError(t, e.m.(mesh.Cleaner).Cleanup(context.Background(), e.c)) })
+	// istiod's validating webhook admitted the STRICT policies.
+	for _, path := range []string{"/apis/security.istio.io/v1/namespaces/" + e.ns + "/peerauthentications/meshbench-strict",
+		"/apis/networking.istio.io/v1/namespaces/" + e.ns + "/destinationrules/meshbench-istio-mutual"} {
+		assert.NoError(t, e.c.CoreV1().RESTClient().Get().AbsPath(path).Do(ctx).Error(), path)
+	}
 	labels := map[string]string{"app": "backend"}
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
 		Name: "app", Image: "meshbench/mbloadgen:dev", ImagePullPolicy: corev1.PullNever, Args: []string{"-listen", ":8080"},
