@@ -304,9 +304,14 @@ func (p *proxyless) Verify(ctx context.Context, c kubernetes.Interface, namespac
 	if lerr != nil {
 		return v, errors.Join(err, lerr)
 	}
+	mc, merr := istioMesh(ctx, c, p.ns, p.rev)
+	if merr != nil {
+		return v, errors.Join(err, merr)
+	}
 	var problems []string
 	for k := range pods {
 		problems = append(problems, proxylessPodProblems(&pods[k])...)
+		problems = append(problems, proxylessIdentityProblem(&pods[k], cmp.Or(mc.TrustDomain, "cluster.local"))...)
 		if n := proxylessHoldNote(&pods[k]); n != "" {
 			v.Notes = append(v.Notes, n)
 		}
@@ -344,6 +349,20 @@ func proxylessPodProblems(p *corev1.Pod) []string {
 		}
 	}
 	return problems
+}
+
+// proxylessIdentityProblem says when an injected pod's pilot-agent is not
+// ready: it has no certificate from istiod's CA, so the pod has no SPIFFE
+// identity for its gRPC to present or verify.
+func proxylessIdentityProblem(p *corev1.Pod, trustDomain string) []string {
+	if _, ok := proxyContainer(p, istioProxy); !ok {
+		return nil
+	}
+	if st, ok := containerStatus(p, istioProxy); !ok || st.Ready {
+		return nil // no status: a pod as recorded, not as running
+	}
+	return []string{fmt.Sprintf("pod %s: no SPIFFE identity: pilot-agent is not ready, so it holds no certificate for spiffe://%s/ns/%s/sa/%s from istiod's CA",
+		p.Name, trustDomain, p.Namespace, cmp.Or(p.Spec.ServiceAccountName, "default"))}
 }
 
 // proxylessHoldNote says when the injector did not put istio-proxy first

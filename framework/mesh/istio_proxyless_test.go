@@ -122,6 +122,7 @@ func TestProxylessVerify(t *testing.T) {
 	other.Status.ContainerStatuses[0].Ready = false
 	_, err = m.Verify(ctx, clientset(namespace("mb", nil, nil), other), "mb", true)
 	assert.EqualError(t, err, `istio-proxyless: meshed namespace "mb" failed verification: pod backend-2: proxy "istio-proxy" is not ready; `+
+		`pod backend-2: no SPIFFE identity: pilot-agent is not ready, so it holds no certificate for spiffe://cluster.local/ns/mb/sa/default from istiod's CA; `+
 		`pod backend-2: its sidecar was injected by Istio revision mb130 (annotation sidecar.istio.io/status), not by revision mb131, the one its namespace is labelled for (istio.io/rev=mb131)`)
 
 	// The baseline has no istio-proxy.
