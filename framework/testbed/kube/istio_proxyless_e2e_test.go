@@ -2,6 +2,7 @@ package kube
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -34,11 +35,14 @@ import (
 
 // proxylessE2E is what the live istio-proxyless test works with.
 type proxylessE2E struct {
-	cfg  *rest.Config
-	c    kubernetes.Interface
-	m    mesh.Mesh
-	ns   string
-	took map[string]time.Duration
+	cfg *rest.Config
+	c   kubernetes.Interface
+	m   mesh.Mesh
+	ns  string
+	// n is the version as istio.sh takes it (130 or 131), module its
+	// pinned module version, tag the images' tag, rev the revision.
+	n, module, tag, rev string
+	took                map[string]time.Duration
 }
 
 // TestIstioProxylessE2E installs a real Istio (pilot-discovery and
@@ -48,33 +52,36 @@ type proxylessE2E struct {
 // the grpc-agent template whose agent gets its certificate from istiod's
 // CA. It runs only with MESHBENCH_ISTIO_E2E=1 (root, Docker, the offline
 // node image and meshbench/mbloadgen:dev; istio.sh builds its images when
-// missing). Not part of make e2e:
+// missing). MESHBENCH_ISTIO_VERSION picks the pin, 131 (default) or 130:
+// its images, its module's charts, revision mb<n>. Not part of make e2e:
 //
 //	MESHBENCH_ISTIO_E2E=1 go test -count=1 -timeout 40m -run TestIstioProxylessE2E -v ./framework/testbed/kube
 func TestIstioProxylessE2E(t *testing.T) {
 	if os.Getenv("MESHBENCH_ISTIO_E2E") == "" {
 		t.Skip("set MESHBENCH_ISTIO_E2E=1 to install Istio proxyless on a kind cluster (needs root and Docker)")
 	}
-	charts := testcharts.IstioDir(t)
+	e := &proxylessE2E{n: cmp.Or(os.Getenv("MESHBENCH_ISTIO_VERSION"), "131"), took: map[string]time.Duration{}}
+	e.module = testcharts.IstioPin(t, e.n)
+	e.tag, e.rev = "1."+e.n[1:]+"-dev."+e.module[len(e.module)-12:], "mb"+e.n
+	charts := testcharts.IstioChartsOf(t, e.n)
 	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 	defer cancel()
-	e := &proxylessE2E{took: map[string]time.Duration{}}
 	cl := e.cluster(ctx, t)
-	e.step(t, "istio.sh 131 load", func() {
-		cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "..", "hack", "offline", "istio.sh"), "131", "load", cl.Name())
+	e.step(t, "istio.sh load", func() {
+		cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "..", "hack", "offline", "istio.sh"), e.n, "load", cl.Name())
 		out, err := cmd.CombinedOutput()
 		t.Logf("istio.sh:\n%s", out)
 		require.NoError(t, err)
 	})
 	e.step(t, "load mbloadgen", func() { require.NoError(t, cl.LoadImages(ctx, "meshbench/mbloadgen:dev")) })
 	var err error
-	e.m, err = mesh.New("istio-proxyless", mesh.WithRevision("mb131"))
+	e.m, err = mesh.New("istio-proxyless", mesh.WithRevision(e.rev))
 	require.NoError(t, err)
 	e.step(t, "install base and istiod", func() { e.install(ctx, t, charts) })
 	e.step(t, "pod ready", func() { e.meshedPod(ctx, t) })
 	e.checkPod(ctx, t)
 	e.refusesEnvoy(ctx, t)
-	for _, s := range []string{"istio.sh 131 load", "load mbloadgen", "install base and istiod", "pod ready"} {
+	for _, s := range []string{"istio.sh load", "load mbloadgen", "install base and istiod", "pod ready"} {
 		t.Logf("wall time: %s: %v", s, e.took[s].Round(time.Second))
 	}
 }
@@ -118,24 +125,25 @@ func (e *proxylessE2E) install(ctx context.Context, t *testing.T, charts string)
 	_, err := e.m.Detect(ctx, e.c)
 	var ni *mesh.NotInstalledError
 	require.ErrorAs(t, err, &ni)
-	cs, err := e.m.(mesh.Installer).Charts(mesh.InstallOptions{})
+	opts := mesh.InstallOptions{Version: e.tag}
+	cs, err := e.m.(mesh.Installer).Charts(opts)
 	require.NoError(t, err)
-	require.NoError(t, meshinstall.Prepare(ctx, e.c, e.m, mesh.InstallOptions{}, t.Logf))
+	require.NoError(t, meshinstall.Prepare(ctx, e.c, e.m, opts, t.Logf))
 	h := meshinstall.NewHelm(e.cfg, e.c, meshinstall.HelmOptions{ChartDir: charts, Timeout: 5 * time.Minute, Grace: 2 * time.Minute, Logf: t.Logf})
 	t.Cleanup(func() { assert.NoError(t, h.Uninstall(context.Background())) })
 	require.NoError(t, h.Install(ctx, cs))
 	info, err := e.m.Detect(ctx, e.c)
 	require.NoError(t, err)
 	t.Logf("detected: %+v", info)
-	assert.Equal(t, mesh.ProxylessDefaultVersion, info.Version)
-	assert.Equal(t, []mesh.Component{{Kind: "Deployment", Namespace: "istio-system", Name: "istiod-mb131",
-		Image: "meshbench/pilot:" + mesh.ProxylessDefaultVersion}}, info.Components)
+	assert.Equal(t, e.tag, info.Version)
+	assert.Equal(t, []mesh.Component{{Kind: "Deployment", Namespace: "istio-system", Name: "istiod-" + e.rev,
+		Image: "meshbench/pilot:" + e.tag}}, info.Components)
 	// The build istio.sh stamped: the module version, not "unknown".
-	assert.Equal(t, "v0.0.0-20260827124520-eed52ebb66ad", info.Config["istiod.istio_build"])
+	assert.Equal(t, e.module, info.Config["istiod.istio_build"])
 	// Bad input: a revision that is not installed.
-	_, err = e.m.(mesh.Revisioned).AtRevision("mb130").Detect(ctx, e.c)
+	_, err = e.m.(mesh.Revisioned).AtRevision("absent").Detect(ctx, e.c)
 	require.ErrorAs(t, err, &ni)
-	assert.Contains(t, err.Error(), `revision "mb130" is not installed`)
+	assert.Contains(t, err.Error(), `revision "absent" is not installed`)
 	// Bad input: Istio CRDs already on the cluster (here, this install's)
 	// stop another installation before it applies anything.
 	err = meshinstall.Prepare(ctx, e.c, e.m, mesh.InstallOptions{}, t.Logf)
@@ -192,7 +200,7 @@ func (e *proxylessE2E) checkPod(ctx context.Context, t *testing.T) {
 	p := &pods.Items[0]
 	assert.Equal(t, "grpc-agent", p.Annotations["inject.istio.io/templates"])
 	rev, _ := mesh.PodRevision(p)
-	assert.Equal(t, "mb131", rev)
+	assert.Equal(t, e.rev, rev)
 	var proxy, app *corev1.Container
 	for i := range p.Spec.Containers {
 		switch p.Spec.Containers[i].Name {
@@ -205,7 +213,7 @@ func (e *proxylessE2E) checkPod(ctx context.Context, t *testing.T) {
 	require.NotNil(t, proxy, "no istio-proxy container: %v", p.Spec.Containers)
 	require.NotNil(t, app)
 	assert.Equal(t, "istio-proxy", p.Spec.Containers[0].Name, "holdApplicationUntilProxyStarts puts the agent first")
-	assert.Equal(t, "meshbench/proxyv2-agent:"+mesh.ProxylessDefaultVersion, proxy.Image)
+	assert.Equal(t, "meshbench/proxyv2-agent:"+e.tag, proxy.Image)
 	assert.Contains(t, proxy.Env, corev1.EnvVar{Name: "DISABLE_ENVOY", Value: "true"})
 	assert.Contains(t, app.Env, corev1.EnvVar{Name: "GRPC_XDS_BOOTSTRAP", Value: "/etc/istio/proxy/grpc-bootstrap.json"})
 	for _, s := range p.Status.ContainerStatuses {
