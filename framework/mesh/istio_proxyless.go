@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -192,60 +193,65 @@ func (p *proxyless) Enable(ctx context.Context, c kubernetes.Interface, namespac
 	if err != nil {
 		return fmt.Errorf("%s: applying the mTLS policies: %w", proxylessName, err)
 	}
-	for _, obj := range proxylessPolicies(namespace) {
-		if err := p.apply(ctx, rc, obj); err != nil {
+	for _, o := range proxylessPolicies(namespace) {
+		if err := p.apply(ctx, rc, namespace, o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// policy is one Istio object the adapter applies in a namespace.
+type policy struct {
+	// APIVersion is the object's group/version; Resource its collection
+	// (the plural), Kind and Name its kind and name.
+	APIVersion, Resource, Kind, Name string
+	// Spec is the object's spec.
+	Spec map[string]any
+}
+
+// path is the API path of the policy's collection in namespace.
+func (o policy) path(namespace string) string {
+	return "/apis/" + o.APIVersion + "/namespaces/" + namespace + "/" + o.Resource
+}
+
 // proxylessPolicies are the objects that make a namespace STRICT mTLS for
 // proxyless gRPC: servers accept only mTLS, clients dial every service of
 // the namespace with Istio's certificates.
-func proxylessPolicies(namespace string) []map[string]any {
-	meta := func(name string) map[string]any {
-		return map[string]any{"name": name, "namespace": namespace, "labels": map[string]string{managedByLabel: "meshbench"}}
-	}
-	return []map[string]any{{
-		"apiVersion": "security.istio.io/v1", "kind": "PeerAuthentication",
-		"metadata": meta("meshbench-strict"),
-		"spec":     map[string]any{"mtls": map[string]string{"mode": "STRICT"}},
+func proxylessPolicies(namespace string) []policy {
+	return []policy{{
+		APIVersion: "security.istio.io/v1", Resource: "peerauthentications", Kind: "PeerAuthentication", Name: "meshbench-strict",
+		Spec: map[string]any{"mtls": map[string]string{"mode": "STRICT"}},
 	}, {
-		"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
-		"metadata": meta("meshbench-istio-mutual"),
-		"spec": map[string]any{"host": "*." + namespace + ".svc.cluster.local", "exportTo": []string{"."},
+		APIVersion: "networking.istio.io/v1", Resource: "destinationrules", Kind: "DestinationRule", Name: "meshbench-istio-mutual",
+		Spec: map[string]any{"host": "*." + namespace + ".svc.cluster.local", "exportTo": []string{"."},
 			"trafficPolicy": map[string]any{"tls": map[string]string{"mode": "ISTIO_MUTUAL"}}},
 	}}
 }
 
-// apply creates obj and remembers it; one of that name already there, not
-// applied by this adapter, is refused and left alone.
-func (p *proxyless) apply(ctx context.Context, rc rest.Interface, obj map[string]any) error {
-	meta := obj["metadata"].(map[string]any)
-	name, ns := meta["name"].(string), meta["namespace"].(string)
-	kind := obj["kind"].(string)
-	path := "/apis/" + obj["apiVersion"].(string) + "/namespaces/" + ns + "/" + strings.ToLower(kind) + "s"
-	a := appliedObject{path: path, name: name}
-	for _, done := range p.applied {
-		if done == a {
-			return nil
-		}
+// apply creates the policy o in namespace, labelled as meshbench's, and
+// remembers it; one of that name already there, not applied by this
+// adapter, is refused and left alone.
+func (p *proxyless) apply(ctx context.Context, rc rest.Interface, namespace string, o policy) error {
+	a := appliedObject{path: o.path(namespace), name: o.Name}
+	if slices.Contains(p.applied, a) {
+		return nil
 	}
-	body, err := json.Marshal(obj)
+	body, err := json.Marshal(map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind, "spec": o.Spec,
+		"metadata": map[string]any{"name": o.Name, "namespace": namespace, "labels": map[string]string{managedByLabel: "meshbench"}}})
 	if err != nil {
-		return fmt.Errorf("%s: %s %s/%s: %w", proxylessName, kind, ns, name, err)
+		return fmt.Errorf("%s: %s %s/%s: %w", proxylessName, o.Kind, namespace, o.Name, err)
 	}
-	err = rc.Post().AbsPath(path).SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
+	err = rc.Post().AbsPath(a.path).SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("%s: %s %s/%s exists and was not applied by this run: meshbench neither replaces nor removes it; delete it or use another namespace",
-			proxylessName, kind, ns, name)
+			proxylessName, o.Kind, namespace, o.Name)
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%s: apply %s %s/%s: the cluster does not serve %s (are Istio's CRDs, the base chart, installed?): %w",
-			proxylessName, kind, ns, name, obj["apiVersion"], err)
+			proxylessName, o.Kind, namespace, o.Name, o.APIVersion, err)
 	case err != nil:
-		return fmt.Errorf("%s: apply %s %s/%s: %w", proxylessName, kind, ns, name, err)
+		return fmt.Errorf("%s: apply %s %s/%s: %w", proxylessName, o.Kind, namespace, o.Name, err)
 	}
 	p.applied = append(p.applied, a)
 	return nil
