@@ -408,13 +408,34 @@ type ProxylessPeer struct {
 }
 
 // MTLS reads every meshed pod's /meshbench/peers (port 8080) through the
-// API server's pod proxy; a pod that does not serve it (a loadgen) is
+// API server's pod proxy, and names each caller by the workload whose pods
+// run as its identity's service account. A pod that serves no peers
+// document (a 404, or a body that is not one: a loadgen's echo handler) is
 // skipped. See ProxylessEdges (MTLSChecker).
 func (p *proxyless) MTLS(ctx context.Context, c kubernetes.Interface, namespace string) ([]Edge, error) {
 	mc, err := istioMesh(ctx, c, p.ns, p.rev)
 	if err != nil {
 		return nil, err
 	}
+	seen, err := peersOf(ctx, c, namespace)
+	if err != nil {
+		return nil, err
+	}
+	if len(seen) == 0 {
+		return nil, fmt.Errorf("%s: no meshed pod of %s serves :%d/%s: no gRPC server's view of its peers to prove mTLS with",
+			proxylessName, namespace, proxylessPeersPort, proxylessPeersPath)
+	}
+	td := cmp.Or(mc.TrustDomain, "cluster.local")
+	callers, err := callerWorkloads(ctx, c, td, seen)
+	if err != nil {
+		return nil, err
+	}
+	return ProxylessEdges(td, seen, callers)
+}
+
+// peersOf reads /meshbench/peers of every meshed pod of namespace that
+// serves it.
+func peersOf(ctx context.Context, c kubernetes.Interface, namespace string) (map[*corev1.Pod]ProxylessPeers, error) {
 	pods, err := livePods(ctx, c, namespace, "")
 	if err != nil {
 		return nil, err
@@ -432,51 +453,89 @@ func (p *proxyless) MTLS(ctx context.Context, c kubernetes.Interface, namespace 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", proxylessName, err)
 		}
-		var pp ProxylessPeers
-		if err := json.Unmarshal(body, &pp); err != nil {
-			return nil, fmt.Errorf("%s: pod %s/%s: /%s: %w", proxylessName, pod.Namespace, pod.Name, proxylessPeersPath, err)
+		var doc struct {
+			XDS   *bool           `json:"xds"`
+			Peers []ProxylessPeer `json:"peers"`
 		}
-		seen[pod] = pp
+		if json.Unmarshal(body, &doc) != nil || doc.XDS == nil {
+			continue // not a peers document: the pod serves no gRPC
+		}
+		seen[pod] = ProxylessPeers{XDS: *doc.XDS, Peers: doc.Peers}
 	}
-	if len(seen) == 0 {
-		return nil, fmt.Errorf("%s: no meshed pod of %s serves :%d/%s: no gRPC server's view of its peers to prove mTLS with",
-			proxylessName, namespace, proxylessPeersPort, proxylessPeersPath)
+	return seen, nil
+}
+
+// callerWorkloads maps each caller identity's "namespace/service-account"
+// to the one workload whose live pods run as that service account, when
+// there is exactly one.
+func callerWorkloads(ctx context.Context, c kubernetes.Interface, trustDomain string, seen map[*corev1.Pod]ProxylessPeers) (map[string]string, error) {
+	out := map[string]string{}
+	listed := map[string][]corev1.Pod{}
+	for _, pp := range seen {
+		for _, peer := range pp.Peers {
+			sa, ok := spiffeSource(trustDomain, peer.Identity)
+			if _, done := out[sa]; !ok || done {
+				continue
+			}
+			ns, name, _ := strings.Cut(sa, "/")
+			if _, ok := listed[ns]; !ok {
+				pods, err := livePods(ctx, c, ns, "")
+				if err != nil {
+					return nil, fmt.Errorf("%s: naming the callers: %w", proxylessName, err)
+				}
+				listed[ns] = pods
+			}
+			workloads := map[string]bool{}
+			for k := range listed[ns] {
+				if cmp.Or(listed[ns][k].Spec.ServiceAccountName, "default") == name {
+					workloads[workloadOf(&listed[ns][k])] = true
+				}
+			}
+			out[sa] = sa
+			if len(workloads) == 1 {
+				for w := range workloads {
+					out[sa] = w
+				}
+			}
+		}
 	}
-	return ProxylessEdges(cmp.Or(mc.TrustDomain, "cluster.local"), seen)
+	return out, nil
 }
 
 // ProxylessEdges turns what each server pod's TLS saw into edges, one per
-// (caller identity, server workload): Src is the caller's "namespace/
-// service-account" from its SPIFFE identity, Dst the server's workload,
-// Peer the identity. An edge is Secured only when every peer behind it
-// was mTLS with an identity of trustDomain. A server that does not serve
-// with xDS credentials, or a peer without an identity, is an error naming
-// the pod: a meshed edge must show who called it.
-func ProxylessEdges(trustDomain string, seen map[*corev1.Pod]ProxylessPeers) ([]Edge, error) {
+// (caller, server workload): Src is the caller's workload from callers
+// (keyed by the identity's "namespace/service-account", which it is when
+// callers has no entry), Dst the server's workload, Peer the identity. An
+// edge is Secured only when every peer behind it was mTLS with an
+// identity of trustDomain. A server with peers that does not serve with
+// xDS credentials, or a peer without an identity, is an error naming the
+// pod: a meshed edge must show who called it.
+func ProxylessEdges(trustDomain string, seen map[*corev1.Pod]ProxylessPeers, callers map[string]string) ([]Edge, error) {
 	by := map[[2]string]*Edge{}
 	var errs []error
 	for pod, pp := range seen {
 		where := fmt.Sprintf("pod %s/%s :%d/%s", pod.Namespace, pod.Name, proxylessPeersPort, proxylessPeersPath)
-		if !pp.XDS {
+		if !pp.XDS && len(pp.Peers) > 0 {
 			errs = append(errs, fmt.Errorf("%s: %s: the gRPC server serves without xDS credentials (xds false): plain gRPC in the meshed arm", proxylessName, where))
 			continue
 		}
 		dst := workloadOf(pod)
 		for _, peer := range pp.Peers {
-			ev := fmt.Sprintf("%s: peer %q mtls=%t %s calls=%d", where, peer.Identity, peer.MTLS, cmp.Or(peer.TLSVersion, "no TLS"), peer.Calls)
-			src, ok := spiffeSource(trustDomain, peer.Identity)
 			if peer.Identity == "" {
 				errs = append(errs, fmt.Errorf("%s: %s: a peer without a SPIFFE identity (mtls=%t, %d calls): a meshed edge must show its caller's identity",
 					proxylessName, where, peer.MTLS, peer.Calls))
 				continue
 			}
+			ev := fmt.Sprintf("%s: peer %q mtls=%t %s calls=%d", where, peer.Identity, peer.MTLS, cmp.Or(peer.TLSVersion, "no TLS"), peer.Calls)
+			sa, ok := spiffeSource(trustDomain, peer.Identity)
+			if !ok {
+				ev += fmt.Sprintf(" (not a SPIFFE identity of trust domain %s)", trustDomain)
+			}
+			src := cmp.Or(callers[sa], sa)
 			e := by[[2]string{src, dst}]
 			if e == nil {
 				e = &Edge{Src: src, Dst: dst, Peer: peer.Identity, Secured: true}
 				by[[2]string{src, dst}] = e
-			}
-			if !ok {
-				ev += fmt.Sprintf(" (not a SPIFFE identity of trust domain %s)", trustDomain)
 			}
 			e.Secured = e.Secured && ok && peer.MTLS
 			e.Requests += peer.Calls

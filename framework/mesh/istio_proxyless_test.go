@@ -140,14 +140,18 @@ const peersJSON = `{"xds": true, "peers": [
  {"identity": "spiffe://other.example/ns/mb/sa/loadgen", "mtls": true, "tlsVersion": "TLS 1.3", "calls": 3}]}`
 
 func TestProxylessMTLSThroughPodProxy(t *testing.T) {
-	backend, loadgen := grpcAgentPod("backend-1", "mb131"), grpcAgentPod("loadgen-1", "mb131")
-	c := apiServer(t, []corev1.Pod{*backend, *loadgen}, map[string]string{
+	backend, loadgen, other := grpcAgentPod("backend-1", "mb131"), grpcAgentPod("loadgen-1", "mb131"), grpcAgentPod("client-1", "mb131")
+	loadgen.Spec.ServiceAccountName = "loadgen"
+	c := apiServer(t, []corev1.Pod{*backend, *loadgen, *other}, map[string]string{
 		"/api/v1/namespaces/mb/pods/backend-1:8080/proxy/meshbench/peers": peersJSON,
+		// A loadgen answers with fortio's echo, or with no peers: not a server.
+		"/api/v1/namespaces/mb/pods/loadgen-1:8080/proxy/meshbench/peers": "GET /meshbench/peers HTTP/1.1\n",
+		"/api/v1/namespaces/mb/pods/client-1:8080/proxy/meshbench/peers":  `{"xds": false, "peers": []}`,
 	})
 	edges, err := newMesh(t, "istio-proxyless", WithRevision("mb131")).(MTLSChecker).MTLS(ctx, c, "mb")
 	require.NoError(t, err)
 	assert.Equal(t, []Edge{
-		{Src: "mb/loadgen", Dst: "mb/backend-1", Peer: "spiffe://cluster.local/ns/mb/sa/loadgen", Secured: true, Requests: 1200,
+		{Src: "mb/loadgen-1", Dst: "mb/backend-1", Peer: "spiffe://cluster.local/ns/mb/sa/loadgen", Secured: true, Requests: 1200,
 			Evidence: `pod mb/backend-1 :8080/meshbench/peers: peer "spiffe://cluster.local/ns/mb/sa/loadgen" mtls=true TLS 1.3 calls=1200`},
 		{Src: "unknown", Dst: "mb/backend-1", Peer: "spiffe://other.example/ns/mb/sa/loadgen", Requests: 3,
 			Evidence: `pod mb/backend-1 :8080/meshbench/peers: peer "spiffe://other.example/ns/mb/sa/loadgen" mtls=true TLS 1.3 calls=3 (not a SPIFFE identity of trust domain cluster.local)`},
@@ -161,17 +165,20 @@ func TestProxylessEdgesRefuseWhatIsNotMeshed(t *testing.T) {
 	backend := grpcAgentPod("backend-1", "mb131")
 	var pp ProxylessPeers
 	require.NoError(t, json.Unmarshal([]byte(`{"xds": true, "peers": [{"identity": "", "mtls": false, "calls": 7}]}`), &pp))
-	_, err := ProxylessEdges("cluster.local", map[*corev1.Pod]ProxylessPeers{backend: pp})
+	_, err := ProxylessEdges("cluster.local", map[*corev1.Pod]ProxylessPeers{backend: pp}, nil)
 	assert.EqualError(t, err, "istio-proxyless: pod mb/backend-1 :8080/meshbench/peers: a peer without a SPIFFE identity (mtls=false, 7 calls): a meshed edge must show its caller's identity")
 
-	_, err = ProxylessEdges("cluster.local", map[*corev1.Pod]ProxylessPeers{backend: {XDS: false}})
+	plain := ProxylessPeers{XDS: false, Peers: []ProxylessPeer{{Identity: "", Calls: 4}}}
+	_, err = ProxylessEdges("cluster.local", map[*corev1.Pod]ProxylessPeers{backend: plain}, nil)
 	assert.EqualError(t, err, "istio-proxyless: pod mb/backend-1 :8080/meshbench/peers: the gRPC server serves without xDS credentials (xds false): plain gRPC in the meshed arm")
 
-	// Plain TLS from a SPIFFE identity is not secured.
+	// Plain TLS from a SPIFFE identity is not secured; without a workload
+	// for it, the caller is named by its service account.
 	edges, err := ProxylessEdges("cluster.local", map[*corev1.Pod]ProxylessPeers{backend: {XDS: true,
-		Peers: []ProxylessPeer{{Identity: "spiffe://cluster.local/ns/mb/sa/lg", Calls: 1}, {Identity: "spiffe://cluster.local/ns/mb/sa/lg", MTLS: true, Calls: 2}}}})
+		Peers: []ProxylessPeer{{Identity: "spiffe://cluster.local/ns/mb/sa/lg", Calls: 1}, {Identity: "spiffe://cluster.local/ns/mb/sa/lg", MTLS: true, Calls: 2}}}}, nil)
 	require.NoError(t, err)
 	require.Len(t, edges, 1)
+	assert.Equal(t, "mb/lg", edges[0].Src)
 	assert.False(t, edges[0].Secured)
 	assert.Equal(t, int64(3), edges[0].Requests)
 }
