@@ -222,5 +222,5 @@ func TestCalibrateARemoteRunWritesItsMeshsFixture(t *testing.T) {
 	assert.Equal(t, "sidecar", th.Target)
 
 	err = run(context.Background(), []string{"calibrate", "-target", "elsewhere", path}, &out, &errs)
-	assert.EqualError(t, err, "calibrate: -target=elsewhere: want local, kind, or a mesh for a remote cluster (none, linkerd, istio, istio-ambient, cilium, sidecar)")
+	assert.EqualError(t, err, "calibrate: -target=elsewhere: want local, kind, or a mesh for a remote cluster (none, linkerd, istio, istio-ambient, istio-proxyless, cilium, sidecar)")
 }

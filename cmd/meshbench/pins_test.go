@@ -28,7 +28,7 @@ func TestPinsOfThisModule(t *testing.T) {
 	suite, err := envValue(env, "NGINX_SUITE")
 	require.NoError(t, err)
 	want := []pin{{"local", "caddy@" + caddy}, {"kind-sidecar", "nginx@" + suite}}
-	for _, name := range []string{"linkerd", "istio", "istio-ambient", "cilium"} {
+	for _, name := range []string{"linkerd", "istio", "istio-ambient", "istio-proxyless", "cilium"} {
 		m, err := mesh.New(name)
 		require.NoError(t, err)
 		want = append(want, pin{name, mesh.DefaultVersion(m)})
@@ -50,6 +50,20 @@ func TestCiliumPinMatchesTheOfflineBuild(t *testing.T) {
 	m, err := mesh.New("cilium")
 	require.NoError(t, err)
 	assert.Equal(t, strings.TrimPrefix(v, "v"), mesh.DefaultVersion(m))
+}
+
+// istio-proxyless installs the images hack/offline/istio.sh builds from
+// versions.env's ISTIO_VERSION_131, tagged <minor>-dev.<commit> (istio.sh
+// istio_tag): the adapter's default must be that tag, or the charts would
+// ask for images nobody built.
+func TestIstioProxylessPinMatchesTheOfflineBuild(t *testing.T) {
+	env, err := os.ReadFile("../../" + versionsEnv)
+	require.NoError(t, err)
+	v, err := envValue(env, "ISTIO_VERSION_131")
+	require.NoError(t, err)
+	m, err := mesh.New("istio-proxyless")
+	require.NoError(t, err)
+	assert.Equal(t, "1.31-dev."+v[strings.LastIndex(v, "-")+1:], mesh.DefaultVersion(m))
 }
 
 func TestEnvValue(t *testing.T) {

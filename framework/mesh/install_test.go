@@ -205,7 +205,7 @@ func TestCiliumPrepareMakesOneIPsecKey(t *testing.T) {
 }
 
 func TestInstallVersionIsChecked(t *testing.T) {
-	for _, n := range []string{"istio", "istio-ambient", "linkerd", "cilium"} {
+	for _, n := range []string{"istio", "istio-ambient", "istio-proxyless", "linkerd", "cilium"} {
 		_, err := newMesh(t, n).(Installer).Charts(InstallOptions{Version: "latest"})
 		require.Error(t, err, n)
 		assert.Contains(t, err.Error(), n+`: install version "latest" is not a chart version (want e.g. `+DefaultVersion(newMesh(t, n))+")")

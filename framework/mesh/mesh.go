@@ -20,7 +20,7 @@ import (
 // Mesh is one service mesh, or none.
 type Mesh interface {
 	// Name is the adapter name: "none", "linkerd", "istio", "istio-ambient",
-	// "cilium" or "sidecar".
+	// "istio-proxyless", "cilium" or "sidecar".
 	Name() string
 	// Detect reports whether the mesh is installed, its version and the
 	// configuration that matters to a benchmark, proxy worker threads

@@ -21,7 +21,7 @@ func TestNew(t *testing.T) {
 		assert.Equal(t, n, m.Name())
 	}
 	_, err := New("consul")
-	assert.EqualError(t, err, `unknown mesh "consul" (known: none, linkerd, istio, istio-ambient, cilium, sidecar)`)
+	assert.EqualError(t, err, `unknown mesh "consul" (known: none, linkerd, istio, istio-ambient, istio-proxyless, cilium, sidecar)`)
 }
 
 func TestRequirements(t *testing.T) {
@@ -31,7 +31,7 @@ func TestRequirements(t *testing.T) {
 		_, inject = m.(Injector)
 		return
 	}
-	for _, n := range []string{"linkerd", "istio", "istio-ambient", "cilium", "sidecar"} {
+	for _, n := range []string{"linkerd", "istio", "istio-ambient", "istio-proxyless", "cilium", "sidecar"} {
 		mtls, _ := has(n)
 		assert.True(t, mtls, n)
 	}

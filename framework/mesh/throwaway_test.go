@@ -34,7 +34,7 @@ func TestAThrowawayMeshRegistersInItsOwnFile(t *testing.T) {
 	m, err := New("throwaway")
 	require.NoError(t, err)
 	assert.Equal(t, "throwaway", m.Name())
-	assert.Equal(t, []string{"none", "linkerd", "istio", "istio-ambient", "cilium", "sidecar", "throwaway"}, Names())
+	assert.Equal(t, []string{"none", "linkerd", "istio", "istio-ambient", "istio-proxyless", "cilium", "sidecar", "throwaway"}, Names())
 	assert.Equal(t, []string{"linkerd-proxy", "istio-proxy", "mb-sidecar", "throwaway-proxy"}, knownProxies())
 	assert.Contains(t, injectionMarks(), InjectionMark{Key: "throwaway.io/inject", Value: "on", Annotation: true})
 
@@ -48,7 +48,7 @@ func TestAThrowawayMeshRegistersInItsOwnFile(t *testing.T) {
 // The shipped meshes, as registered: the baseline's checks cover each
 // one's proxies and injection marks.
 func TestShippedMeshesAreRegistered(t *testing.T) {
-	assert.Equal(t, []string{"none", "linkerd", "istio", "istio-ambient", "cilium", "sidecar"}, Names())
+	assert.Equal(t, []string{"none", "linkerd", "istio", "istio-ambient", "istio-proxyless", "cilium", "sidecar"}, Names())
 	assert.Equal(t, []string{"linkerd-proxy", "istio-proxy", "mb-sidecar"}, knownProxies())
 	assert.Equal(t, []InjectionMark{
 		{Key: "linkerd.io/inject", Value: "enabled", Annotation: true},

@@ -228,3 +228,27 @@ func TestCiliumChartTakesTheValues(t *testing.T) {
 		assert.Contains(t, config, want)
 	}
 }
+
+// istio-proxyless installs the module's own charts with the offline
+// images: istiod runs meshbench/pilot and injects the grpc-agent's
+// istio-proxy from meshbench/proxyv2-agent, both at the version's tag
+// without a variant suffix, pulled only when absent.
+func TestIstioProxylessChartsRunTheOfflineImages(t *testing.T) {
+	dir := testcharts.IstioDir(t)
+	m, err := mesh.New("istio-proxyless", mesh.WithRevision("mb131"))
+	require.NoError(t, err)
+	charts, err := m.(mesh.Installer).Charts(mesh.InstallOptions{})
+	require.NoError(t, err)
+	c, path := loadChart(t, dir, "istiod")
+	note, err := pinChart(charts[1], c, path, nil)
+	require.NoError(t, err)
+	assert.Contains(t, note, path+" is a source tree (")
+	assert.Equal(t, []string{"meshbench/pilot:" + mesh.ProxylessDefaultVersion}, renderImages(t, c, charts[1]))
+	files := renderManifests(t, c, charts[1])
+	injector := files["istiod/templates/istiod-injector-configmap.yaml"]
+	require.NotEmpty(t, injector, "no injector ConfigMap among %d files", len(files))
+	assert.Contains(t, injector, `"image": "meshbench/proxyv2-agent:`+mesh.ProxylessDefaultVersion+`"`)
+	assert.Contains(t, injector, `"imagePullPolicy": "IfNotPresent"`)
+	assert.Contains(t, injector, `"revision": "mb131"`)
+	assert.Contains(t, injector, "grpc-agent:")
+}

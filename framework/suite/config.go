@@ -246,8 +246,8 @@ func (c *Config) MeshOptions() []mesh.Option {
 func (c *Config) checkMeshModes() []error {
 	var errs []error
 	if r := c.MeshRevision; r != "" {
-		if c.Mesh != "istio" {
-			errs = append(errs, fmt.Errorf("-mesh-revision=%s: only used with -mesh=istio (got -mesh=%q)", r, c.Mesh))
+		if c.Mesh != "istio" && c.Mesh != "istio-proxyless" {
+			errs = append(errs, fmt.Errorf("-mesh-revision=%s: only used with -mesh=istio or -mesh=istio-proxyless (got -mesh=%q)", r, c.Mesh))
 		} else if msgs := validation.IsDNS1123Label(r); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("-mesh-revision=%s: not a revision name: %s", r, strings.Join(msgs, "; ")))
 		}
@@ -297,7 +297,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.MeshVersion, "mesh-version", "", "kind/remote: with -mesh-install, the mesh release (chart version) to install (default: the adapter's pinned one)")
 	fs.StringVar(&c.MeshCharts, "mesh-charts", "", "kind/remote: with -mesh-install, a directory holding the charts (air-gapped; default: download from the mesh's Helm repository)")
 	fs.StringVar(&c.MeshRegistry, "mesh-registry", "", "kind/remote: with -mesh-install, the registry to pull the mesh's images from (default upstream)")
-	fs.StringVar(&c.MeshRevision, "mesh-revision", "", "kind/remote: with -mesh=istio, the Istio revision (istio.io/rev) that injects the meshed arm, and that -mesh-install installs (default: the default injector)")
+	fs.StringVar(&c.MeshRevision, "mesh-revision", "", "kind/remote: with -mesh=istio or istio-proxyless, the Istio revision (istio.io/rev) that injects the meshed arm, and that -mesh-install installs (default: the default injector)")
 	fs.BoolVar(&c.Waypoint, "waypoint", false, "kind/remote: with -mesh=istio-ambient, route the meshed arm through a waypoint proxy created in its namespace (Gateway API CRDs installed when missing)")
 	fs.StringVar(&c.Placement, "placement", "in-mesh", "kind/remote: loadgen placement, in-mesh or out-of-mesh")
 	fs.IntVar(&c.Loadgens, "loadgens", 1, "kind/remote: loadgen replicas a run is sharded over (histograms merged)")

@@ -39,7 +39,7 @@ func TestMeshInstallFlags(t *testing.T) {
 	// Before any cluster is made: an unknown mesh, one with nothing to
 	// install, a version that is no chart version.
 	_, err = normalize(t, "-target", "kind", "-mesh", "consul")
-	assert.EqualError(t, err, `-mesh=consul: unknown mesh "consul" (known: none, linkerd, istio, istio-ambient, cilium, sidecar)`)
+	assert.EqualError(t, err, `-mesh=consul: unknown mesh "consul" (known: none, linkerd, istio, istio-ambient, istio-proxyless, cilium, sidecar)`)
 	_, err = normalize(t, "-target", "kind", "-mesh-install")
 	assert.EqualError(t, err, "-mesh-install: the sidecar mesh has nothing to install")
 	_, err = normalize(t, "-target", "kind", "-mesh", "linkerd", "-mesh-install", "-mesh-version", "stable")
@@ -57,7 +57,7 @@ func TestMeshRevisionAndWaypointFlags(t *testing.T) {
 	require.Len(t, cfg.MeshOptions(), 2, "the flags' words and the waypoint")
 
 	_, err = normalize(t, "-target", "kind", "-mesh", "linkerd", "-mesh-revision", "canary")
-	assert.EqualError(t, err, `-mesh-revision=canary: only used with -mesh=istio (got -mesh="linkerd")`)
+	assert.EqualError(t, err, `-mesh-revision=canary: only used with -mesh=istio or -mesh=istio-proxyless (got -mesh="linkerd")`)
 	_, err = normalize(t, "-target", "kind", "-mesh", "istio", "-mesh-revision", "1.28")
 	assert.EqualError(t, err, `-mesh-revision=1.28: not a revision name: must not contain dots`)
 	_, err = normalize(t, "-target", "kind", "-mesh", "istio", "-waypoint")

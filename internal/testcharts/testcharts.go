@@ -31,12 +31,31 @@ func versionsEnv() string {
 // A missing file or key fails the test: the pin is part of this tree.
 func IstioVersion(t testing.TB) string {
 	t.Helper()
+	return IstioPin(t, "131")
+}
+
+// IstioPin is the ISTIO_VERSION_<n> pin of hack/offline/versions.env (n
+// is 130 or 131, as hack/offline/istio.sh takes it).
+func IstioPin(t testing.TB, n string) string {
+	t.Helper()
 	env := versionsEnv()
 	data, err := os.ReadFile(env)
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^ISTIO_VERSION_131=(\S+)$`).FindSubmatch(data)
-	require.NotNil(t, m, "%s sets no ISTIO_VERSION_131", env)
+	m := regexp.MustCompile(`(?m)^ISTIO_VERSION_` + regexp.QuoteMeta(n) + `=(\S+)$`).FindSubmatch(data)
+	require.NotNil(t, m, "%s sets no ISTIO_VERSION_%s", env, n)
 	return string(m[1])
+}
+
+// IstioChartsOf returns the charts of the ISTIO_VERSION_<n> pin in the Go
+// module cache; without the module the test is skipped.
+func IstioChartsOf(t testing.TB, n string) string {
+	t.Helper()
+	v := IstioPin(t, n)
+	dir := filepath.Join(ModCache(t), IstioModule+"@"+v, "manifests", "charts")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("Istio's charts are not in the module cache (go mod download %s@%s): %v", IstioModule, v, err)
+	}
+	return dir
 }
 
 // ModCache is the Go module cache: $GOMODCACHE, or go env GOMODCACHE.

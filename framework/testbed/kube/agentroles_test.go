@@ -70,7 +70,7 @@ func reading(mono int64, used map[string]float64, f float64) cgroups.Reading {
 // reading of a node, of the shape mbnodecpu serves, through the same
 // snapshot, delta and roles as the kubelet's.
 func TestAgentReadsTheMeshInItsRoles(t *testing.T) {
-	for _, name := range []string{"istio-ambient", "istio", "cilium", "linkerd"} {
+	for _, name := range []string{"istio-ambient", "istio", "istio-proxyless", "cilium", "linkerd"} {
 		t.Run(name, func(t *testing.T) {
 			m, err := mesh.New(name)
 			require.NoError(t, err)
