@@ -1,0 +1,94 @@
+package suite_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/report"
+	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/testbed/kind"
+	"github.com/meshbench/meshbench/internal/testcharts"
+)
+
+// TestIstioProxylessKindE2E is Istio measured live: istiod and pilot-agent
+// of the 1.31-dev pin (built offline by hack/offline/istio.sh, no Envoy)
+// installed on kind from the module's charts by -mesh-install, the
+// proxyless gRPC data plane (the app's own xDS client and server) against
+// plain gRPC in an uninjected namespace, one hop at c=1 and c=8. Every
+// meshed run must carry its mTLS proof (the backend's TLS connections saw
+// the loadgen's SPIFFE identity, issued by this run's istiod) and istiod's
+// CPU. It runs with MESHBENCH_ISTIO_E2E=1 on the cluster of `make e2e`
+// (MESHBENCH_KIND_CLUSTER), after istio.sh has built its images.
+func TestIstioProxylessKindE2E(t *testing.T) {
+	if os.Getenv("MESHBENCH_ISTIO_E2E") == "" {
+		t.Skip("set MESHBENCH_ISTIO_E2E=1 and run `make e2e`, which builds Istio's images (hack/offline/istio.sh 131) and the loadgen image")
+	}
+	name, keep := e2eCluster(t, "meshbench-istio")
+	istioLoad(t, name)
+	s, _ := kindSuite(t, "-kind-cluster", name, keep, "-mesh", "istio-proxyless", "-mesh-install",
+		"-mesh-charts", testcharts.IstioDir(t), "-mesh-revision", "mb131", "-protocol", "grpc")
+	start := time.Now()
+	setUp(t, s)
+	t.Logf("set up (install istiod mb131, deploy both arms): %v", time.Since(start).Round(time.Second))
+	start = time.Now()
+	sweep(s, testbed.OneHop)
+	t.Logf("proxyless sweep (c=1 and c=8, both arms): %v", time.Since(start).Round(time.Second))
+	recs := s.Records()
+	require.Len(t, recs, 2*2, "c=1 and c=8 × baseline and meshed")
+	for _, r := range recs {
+		checkProxylessRun(t, r)
+	}
+}
+
+// istioLoad makes (or reuses) the e2e cluster from kind-config.yaml and
+// loads the pinned Istio images into it with istio.sh, as a user would.
+func istioLoad(t *testing.T, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	conf, err := filepath.Abs("../../kind-config.yaml")
+	require.NoError(t, err)
+	_, err = kind.Up(ctx, name, conf, kind.WithLogger(t), kind.WithReuse(true))
+	require.NoError(t, err)
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, "bash", "../../hack/offline/istio.sh", "131", "load", name).CombinedOutput()
+	require.NoError(t, err, "istio.sh 131 load %s:\n%s", name, out)
+	t.Logf("istio.sh 131 load %s: %v", name, time.Since(start).Round(time.Second))
+}
+
+// checkProxylessRun checks one run: valid, every call OK, the dial scheme
+// of its arm, and for the meshed arm the SPIFFE identity on the edge and
+// istiod's and the agent's CPU.
+func checkProxylessRun(t *testing.T, r report.Record) {
+	t.Helper()
+	require.True(t, r.Valid(), "%s invalid: %v", r.Name(), r.Invalid)
+	assert.Zero(t, r.Load.Errors, "%s: errors", r.Name())
+	assert.Greater(t, r.Load.Requests, int64(100), r.Name())
+	if r.Arm == testbed.Baseline {
+		assert.Equal(t, "grpc", r.Dial, r.Name())
+		_, agents := r.Resources.Role(measure.RoleSidecar)
+		assert.False(t, agents, "%s: no agent in the baseline", r.Name())
+		return
+	}
+	assert.Equal(t, "xds", r.Dial, r.Name())
+	require.NotEmpty(t, r.Edges, r.Name())
+	for _, e := range r.Edges {
+		assert.True(t, e.Secured, "%s: edge %s→%s not secured", r.Name(), e.Src, e.Dst)
+		assert.True(t, strings.HasPrefix(e.Peer, "spiffe://cluster.local/ns/"), "%s: peer %q", r.Name(), e.Peer)
+		t.Logf("%s: %s → %s peer %s (%s)", r.Name(), e.Src, e.Dst, e.Peer, e.Evidence)
+	}
+	for _, role := range []measure.Role{measure.RoleControlPlane, measure.RoleSidecar, measure.RoleApp, measure.RoleLoadgen} {
+		tot, ok := r.Resources.Role(role)
+		assert.True(t, ok && tot.MilliCores > 0, "%s: no CPU measured for %s", r.Name(), role)
+		t.Logf("%s: %s %.1f millicores, max RSS %d B", r.Name(), role, tot.MilliCores, tot.MaxLoadRSS)
+	}
+}
