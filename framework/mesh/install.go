@@ -20,6 +20,15 @@ type Installer interface {
 	Charts(o InstallOptions) ([]Chart, error)
 }
 
+// Imager is an Installer whose images may be local only (built offline,
+// like istio-proxyless's): on kind the run loads those present in the
+// local Docker into the nodes before installing, as it does the
+// workloads' images.
+type Imager interface {
+	Installer
+	Images(o InstallOptions) ([]string, error)
+}
+
 // InstallOptions say which mesh release to install and from where.
 type InstallOptions struct {
 	// Version is the mesh release, which is also its charts' version. ""
@@ -112,6 +121,19 @@ func set(values map[string]any, path string, value any) {
 		m = next
 	}
 	m[keys[len(keys)-1]] = value
+}
+
+// valueAt reads a dotted key of Helm values, as set writes it.
+func valueAt(vals map[string]any, key string) any {
+	var cur any = vals
+	for _, k := range strings.Split(key, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[k]
+	}
+	return cur
 }
 
 // FlattenValues turns nested values into sorted "a.b.c=value" lines, for

@@ -591,6 +591,22 @@ func (p *proxyless) Charts(o InstallOptions) ([]Chart, error) {
 	return cs, nil
 }
 
+// Images are the images Charts installs (Imager): istiod's and the
+// injected agent's, which on kind the run loads from the local Docker.
+func (p *proxyless) Images(o InstallOptions) ([]string, error) {
+	cs, err := p.Charts(o)
+	if err != nil {
+		return nil, err
+	}
+	var refs []string
+	for _, k := range []string{"image", "global.proxy.image"} {
+		if ref, ok := valueAt(cs[1].Values, k).(string); ok {
+			refs = append(refs, ref)
+		}
+	}
+	return refs, nil
+}
+
 // Preparer: Istio CRDs already on the cluster belong to another
 // installation, of whatever version: installing base over them would
 // adopt or replace them, and uninstalling would remove them. Refused,

@@ -289,3 +289,18 @@ func TestProxylessRefusesIstioCRDsOfAnotherInstallation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, notes)
 }
+
+func TestProxylessImagesAreWhatItsChartsInstall(t *testing.T) {
+	m, err := New("istio-proxyless", WithRevision("mb131"))
+	require.NoError(t, err)
+	im, ok := m.(Imager)
+	require.True(t, ok, "istio-proxyless names its images for kind to load")
+	refs, err := im.Images(InstallOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"meshbench/pilot:" + ProxylessDefaultVersion, "meshbench/proxyv2-agent:" + ProxylessDefaultVersion}, refs)
+	refs, err = im.Images(InstallOptions{Version: "1.30-dev.9739e10eb9d7", Registry: "registry.local:5000/istio"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"registry.local:5000/istio/pilot:1.30-dev.9739e10eb9d7", "registry.local:5000/istio/proxyv2-agent:1.30-dev.9739e10eb9d7"}, refs)
+	_, err = im.Images(InstallOptions{Version: "not a version"})
+	assert.ErrorContains(t, err, `install version "not a version"`)
+}

@@ -116,12 +116,33 @@ func (s *Suite) loadImagesInto(ctx context.Context, cl kind.Cluster, loaded *boo
 	if s.Config.NodeCPU == kube.NodeCPUAgent {
 		agent = s.Config.NodeCPUImage
 	}
-	local := kind.LocalImages(ctx, s.Config.NginxImage, s.Config.LoadgenImage, s.Config.candidateImage(), agent)
+	images := append([]string{s.Config.NginxImage, s.Config.LoadgenImage, s.Config.candidateImage(), agent}, s.Config.meshImages()...)
+	local := kind.LocalImages(ctx, images...)
 	if len(local) == 0 {
 		return nil
 	}
 	s.logf("kind %s: loading local images %v into the nodes", cl.Name(), local)
 	return cl.LoadImages(ctx, local...)
+}
+
+// meshImages are the images -mesh-install installs, for an adapter that
+// names them (mesh.Imager: images built offline, such as
+// istio-proxyless's); none otherwise. checkMesh has refused a bad
+// -mesh-version, so an error here names nothing to load.
+func (c *Config) meshImages() []string {
+	if !c.MeshInstall || c.Mesh == "" {
+		return nil
+	}
+	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
+	im, ok := m.(mesh.Imager)
+	if err != nil || !ok {
+		return nil
+	}
+	refs, err := im.Images(mesh.InstallOptions{Version: c.MeshVersion, Registry: c.MeshRegistry})
+	if err != nil {
+		return nil
+	}
+	return refs
 }
 
 // kubeTarget deploys both arms on the cluster CreateCluster made or read,

@@ -41,7 +41,10 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 		return
 	}
 	sc = sc.withShorthands()
-	if err := sc.check(tg); err != nil {
+	// Checked as it will run: with -protocol and -request-size filled in.
+	chk := sc
+	chk.Workload = s.Config.client(sc.Workload)
+	if err := chk.check(tg); err != nil {
 		b.Skipf("%s: skipped on the %s target: %v", label(b, sc), tg.Name(), err)
 	}
 	key, conc := s.concurrency(sc)

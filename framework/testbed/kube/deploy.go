@@ -188,6 +188,9 @@ func (d deployer) create(ctx context.Context, o runtime.Object) error {
 	var err error
 	var kind, ns, name string
 	switch x := o.(type) {
+	case *corev1.ServiceAccount:
+		kind, ns, name = "ServiceAccount", x.Namespace, x.Name
+		_, err = d.c.CoreV1().ServiceAccounts(ns).Create(ctx, x, metav1.CreateOptions{})
 	case *corev1.ConfigMap:
 		kind, ns, name = "ConfigMap", x.Namespace, x.Name
 		_, err = d.c.CoreV1().ConfigMaps(ns).Create(ctx, x, metav1.CreateOptions{})
