@@ -3,6 +3,7 @@ package suite
 import (
 	"flag"
 	"io"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -116,4 +117,17 @@ func normalizeFlags(t *testing.T, args ...string) (*Config, error) {
 	cfg := RegisterFlags(fs)
 	require.NoError(t, fs.Parse(args))
 	return cfg, cfg.Normalize()
+}
+
+// On kind, kind.yaml holds the bring-your-own sidecar's limits; another
+// mesh is judged by kind-<mesh>.yaml, or not at all, and the run says so.
+func TestKindThresholdsAreTheMeshs(t *testing.T) {
+	cfg, err := normalizeFlags(t, "-target", "kind")
+	require.NoError(t, err)
+	assert.Equal(t, "kind.yaml", filepath.Base(cfg.Thresholds))
+	assert.Empty(t, cfg.ThresholdsNote)
+	cfg, err = normalizeFlags(t, "-target", "kind", "-mesh", "istio-proxyless")
+	require.NoError(t, err)
+	assert.Equal(t, "none", cfg.Thresholds)
+	assert.Regexp(t, `^no fixture for -mesh=istio-proxyless on kind \(.*fixtures/thresholds/kind-istio-proxyless\.yaml\): thresholds off; pass -thresholds FILE to gate$`, cfg.ThresholdsNote)
 }

@@ -629,16 +629,21 @@ func (c *Config) fillPaths(root string) {
 		c.KindConfig = filepath.Join(root, "kind-config.yaml")
 	}
 	if c.Thresholds == "" {
-		// One fixture per target; on a remote cluster, one per mesh.
-		name := c.Target
-		if c.Target == "remote" {
-			name = c.Mesh
+		// One fixture per target; on a remote cluster, one per mesh; on
+		// kind, kind.yaml is the bring-your-own sidecar's, and another
+		// mesh's is kind-<mesh>.yaml.
+		name, where := c.Target, ""
+		switch {
+		case c.Target == "remote":
+			name, where = c.Mesh, "on a remote cluster"
+		case c.Target == "kind" && c.Mesh != "" && c.Mesh != "sidecar":
+			name, where = "kind-"+c.Mesh, "on kind"
 		}
 		c.Thresholds = filepath.Join(root, "fixtures", "thresholds", name+".yaml")
-		if _, err := os.Stat(c.Thresholds); err != nil && c.Target == "remote" {
-			// No limits are shipped for a remote cluster's mesh: say so
-			// rather than fail at the end of the sweep.
-			c.ThresholdsNote = fmt.Sprintf("no fixture for -mesh=%s on a remote cluster (%s): thresholds off; pass -thresholds FILE to gate", c.Mesh, c.Thresholds)
+		if _, err := os.Stat(c.Thresholds); err != nil && where != "" {
+			// No limits are shipped for this mesh: say so rather than
+			// judge it by another mesh's, or fail at the end of the sweep.
+			c.ThresholdsNote = fmt.Sprintf("no fixture for -mesh=%s %s (%s): thresholds off; pass -thresholds FILE to gate", c.Mesh, where, c.Thresholds)
 			c.Thresholds = "none"
 		}
 	}
