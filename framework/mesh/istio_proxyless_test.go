@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -13,8 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // proxylessIstiod is istiod of revision rev, as the istiod chart makes it
@@ -231,14 +228,6 @@ func (f *policyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func policyClient(t *testing.T, f *policyAPI) kubernetes.Interface {
-	t.Helper()
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	c, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
-	require.NoError(t, err)
-	return c
-}
 
 const (
 	paPath = "/apis/security.istio.io/v1/namespaces/mb/peerauthentications/meshbench-strict"
@@ -248,7 +237,7 @@ const (
 func TestProxylessEnableAppliesStrictMTLSAndRemovesOnlyThat(t *testing.T) {
 	other := "/apis/security.istio.io/v1/namespaces/mb/peerauthentications/theirs"
 	f := &policyAPI{objects: map[string][]byte{other: []byte("{}")}, istiodOf: "mb131"}
-	c := policyClient(t, f)
+	c := fakeAPIClient(t, f)
 	m := newMesh(t, "istio-proxyless", WithRevision("mb131"))
 	require.NoError(t, m.Enable(ctx, c, "mb"))
 	assert.JSONEq(t, `{"apiVersion":"security.istio.io/v1","kind":"PeerAuthentication",
@@ -265,7 +254,7 @@ func TestProxylessEnableAppliesStrictMTLSAndRemovesOnlyThat(t *testing.T) {
 
 	// A policy of that name it did not apply is refused and kept.
 	f2 := &policyAPI{objects: map[string][]byte{paPath: []byte("{}")}, istiodOf: "mb131"}
-	c2 := policyClient(t, f2)
+	c2 := fakeAPIClient(t, f2)
 	m2 := newMesh(t, "istio-proxyless", WithRevision("mb131"))
 	assert.EqualError(t, m2.Enable(ctx, c2, "mb"), "istio-proxyless: PeerAuthentication mb/meshbench-strict exists and was not applied by this run: "+
 		"meshbench neither replaces nor removes it; delete it or use another namespace")
@@ -278,14 +267,14 @@ func TestProxylessRefusesIstioCRDsOfAnotherInstallation(t *testing.T) {
 		{"metadata":{"name":"gateways.gateway.networking.k8s.io"}},
 		{"metadata":{"name":"peerauthentications.security.istio.io","labels":{"app.kubernetes.io/version":"1.28.0"},"annotations":{"meta.helm.sh/release-name":"istio-base"}}},
 		{"metadata":{"name":"destinationrules.networking.istio.io"}}]}`}
-	_, err := newMesh(t, "istio-proxyless").(Preparer).Prepare(ctx, policyClient(t, f), InstallOptions{})
+	_, err := newMesh(t, "istio-proxyless").(Preparer).Prepare(ctx, fakeAPIClient(t, f), InstallOptions{})
 	assert.EqualError(t, err, "istio-proxyless: Istio CRDs of another installation are on the cluster "+
 		"(destinationrules.networking.istio.io (version unlabelled, release none), peerauthentications.security.istio.io (version 1.28.0, release istio-base)): "+
 		"installing Istio 1.31-dev.eed52ebb66ad's base would take them over; meshbench neither replaces nor removes what it did not install: "+
 		"uninstall that Istio, or run against it without installing")
 
 	f.crds = `{"kind":"CustomResourceDefinitionList","apiVersion":"apiextensions.k8s.io/v1","items":[{"metadata":{"name":"gateways.gateway.networking.k8s.io"}}]}`
-	notes, err := newMesh(t, "istio-proxyless").(Preparer).Prepare(ctx, policyClient(t, f), InstallOptions{})
+	notes, err := newMesh(t, "istio-proxyless").(Preparer).Prepare(ctx, fakeAPIClient(t, f), InstallOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, notes)
 }

@@ -133,7 +133,8 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func fakeAPIClient(t *testing.T, f *fakeAPI) kubernetes.Interface {
+// fakeAPIClient is a clientset talking to the stand-in API server f.
+func fakeAPIClient(t *testing.T, f http.Handler) kubernetes.Interface {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
