@@ -228,7 +228,6 @@ func (f *policyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-
 const (
 	paPath = "/apis/security.istio.io/v1/namespaces/mb/peerauthentications/meshbench-strict"
 	drPath = "/apis/networking.istio.io/v1/namespaces/mb/destinationrules/meshbench-istio-mutual"
