@@ -191,6 +191,11 @@ func (d deployer) create(ctx context.Context, o runtime.Object) error {
 	case *corev1.ServiceAccount:
 		kind, ns, name = "ServiceAccount", x.Namespace, x.Name
 		_, err = d.c.CoreV1().ServiceAccounts(ns).Create(ctx, x, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// A component deployed again into its namespace (more
+			// loadgens) keeps its identity: the same account.
+			err = nil
+		}
 	case *corev1.ConfigMap:
 		kind, ns, name = "ConfigMap", x.Namespace, x.Name
 		_, err = d.c.CoreV1().ConfigMaps(ns).Create(ctx, x, metav1.CreateOptions{})
