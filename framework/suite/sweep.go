@@ -41,12 +41,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 		return
 	}
 	sc = sc.withShorthands()
-	// Checked as it will run: with -protocol and -request-size filled in.
-	chk := sc
-	chk.Workload = s.Config.client(sc.Workload)
-	if err := chk.check(tg); err != nil {
-		b.Skipf("%s: skipped on the %s target: %v", label(b, sc), tg.Name(), err)
-	}
+	s.skipUnsupported(b, sc, tg)
 	key, conc := s.concurrency(sc)
 	arms := armsOf(tg, sc)
 	reps := s.reps()
@@ -367,6 +362,16 @@ func (s *Suite) spec(sc Scenario, c int, arm testbed.Arm) (testbed.Spec, error) 
 	// What the client sends is the workload's: -protocol and
 	// -request-size unless the scenario (or a Protocols axis) sets its own.
 	return testbed.Spec{Arm: arm, Workload: s.Config.client(sc.Workload), Window: win, Fault: sc.Fault}, nil
+}
+
+// skipUnsupported skips sc when tg cannot run it, checked as it will run:
+// with -protocol and -request-size filled in (Config.client).
+func (s *Suite) skipUnsupported(b *testing.B, sc Scenario, tg testbed.Target) {
+	chk := sc
+	chk.Workload = s.Config.client(sc.Workload)
+	if err := chk.check(tg); err != nil {
+		b.Skipf("%s: skipped on the %s target: %v", label(b, sc), tg.Name(), err)
+	}
 }
 
 // window is the plan's default window of one run at concurrency n: the

@@ -163,7 +163,6 @@ func TestSupportsGRPC(t *testing.T) {
 	tg = supportsTarget(t, "none")
 	tg.o.Workloads = manifests.Params{Protocol: manifests.GRPC, ResponseSize: 128}
 	assert.NoError(t, tg.Supports(testbed.Workload{Protocol: load.GRPC}, nil))
-	assert.NoError(t, tg.Supports(testbed.Workload{}, nil), "a scenario that names no protocol runs the one the backends serve")
 	assert.NoError(t, tg.Supports(testbed.Workload{Protocol: load.GRPC, ResponseSize: 4096}, nil), "the payload is per run")
 	assert.NoError(t, tg.Supports(testbed.Workload{Protocol: load.GRPC, RequestSize: 128}, nil))
 	assert.NoError(t, tg.Supports(testbed.Workload{Protocol: load.GRPC}, &testbed.Fault{Action: testbed.Kill, Workload: "backend"}))
@@ -175,6 +174,8 @@ func TestSupportsGRPC(t *testing.T) {
 		"Workload.Headers with Workload.Protocol grpc: the cluster loadgen's gRPC runs send no metadata")
 	assert.EqualError(t, tg.Supports(testbed.Workload{Protocol: load.HTTP1}, nil),
 		"protocol http1: the backends were deployed for gRPC (Protocol=grpc); HTTP needs the nginx backends")
+	assert.EqualError(t, tg.Supports(testbed.Workload{}, nil),
+		"protocol http1: the backends were deployed for gRPC (Protocol=grpc); HTTP needs the nginx backends", "http1 is the default")
 	assert.NoError(t, tg.Supports(testbed.Workload{Protocol: load.GRPC, Placement: testbed.OutOfMesh}, nil), "mesh none: plain gRPC from anywhere")
 
 	tg.o.Mesh = newInApp(t, true)

@@ -14,14 +14,9 @@ import (
 var _ testbed.Supporter = (*Target)(nil)
 
 // workload is what the target deployed: the defaults a scenario's
-// workload is filled in from, the protocol its backends serve included.
+// workload is filled in from.
 func (t *Target) workload() testbed.Workload {
-	var proto load.Protocol
-	if t.grpcDeployed() {
-		proto = load.GRPC
-	}
 	return testbed.Workload{
-		Protocol:     proto,
 		ResponseSize: t.o.Workloads.ResponseSize,
 		Placement:    testbed.Placement(t.o.Placement),
 		Loadgens:     t.o.Loadgens,
