@@ -182,3 +182,25 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalFixtureOnOtherMachines judges the main jobs recorded after the
+// calibration (fixtures/thresholds/judged/): two quiet ones of 2026-12-03,
+// a slower day, and one pinned to one core (taskset -c 0). The relative
+// limits breach a few points of them, the absolute limits of the same
+// calibration many times more: the breaches per run, in file order.
+func TestLocalFixtureOnOtherMachines(t *testing.T) {
+	files, err := filepath.Glob("../../fixtures/thresholds/judged/*-local*.json.gz")
+	require.NoError(t, err)
+	require.Len(t, files, 3)
+	others, err := report.Open(files...)
+	require.NoError(t, err)
+	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
+	require.NoError(t, err)
+	abs := absoluteFixture(t, localRuns(t))
+	relative, absolute := []int{2, 2, 14}, []int{28, 32, 60}
+	for i, in := range others {
+		name := filepath.Base(in.File)
+		assert.Len(t, judge(th, in.File, in.Results.Records, io.Discard).verdict.Breaches, relative[i], name)
+		assert.Len(t, judge(abs, in.File, in.Results.Records, io.Discard).verdict.Breaches, absolute[i], name)
+	}
+}
