@@ -67,6 +67,9 @@ test-measure:
 ## TestIstioProxylessKindE2E installs istiod (1.31-dev, built offline) with
 ## -mesh-install and measures proxyless gRPC against plain gRPC at c=1 and
 ## c=8, mTLS proven by SPIFFE identity, istiod's CPU measured;
+## hack/ci/mesh-release-e2e.sh runs mesh-upgrade.yml's mesh-release path
+## with that Istio (its scripts: images, store the reference, gate the
+## candidate against it with -reference; A/A, so it must not fail);
 ## TestMeshInstallOnCluster, through the cluster's kubeconfig, installs and
 ## uninstalls a stand-in mesh chart and Istio's own charts with the Helm
 ## installer.
@@ -81,6 +84,7 @@ e2e:
 		$(GO) test -count=1 -timeout 60m -run 'TestKindE2E$$|TestKindCandidateGateE2E$$' -v ./framework/suite; \
 	MESHBENCH_ISTIO_E2E=1 MESHBENCH_KIND_CLUSTER=$$cluster MESHBENCH_KIND_KEEP=1 MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev \
 		$(GO) test -count=1 -timeout 20m -run 'TestIstioProxylessKindE2E$$' -v ./framework/suite; \
+	hack/ci/mesh-release-e2e.sh $$cluster; \
 	kubeconfig=$$($(GO) run ./hack/offline/kindcluster up $$cluster 2>/dev/null); \
 	charts=$$($(GO) mod download -json $(ISTIO_CHARTS) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/manifests/charts; \
 	MESHBENCH_KUBE_E2E=$$kubeconfig MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_ISTIO_CHARTS=$$charts \

@@ -18,6 +18,10 @@
 # checked first (meshbench check) and a bad one refused naming it.
 # REFERENCE_TIMEOUT and GATE_TIMEOUT are go test's -timeout of each run
 # (default 60m; the suite measures for at most 3/4 of it, then decides).
+# REFERENCE_MESH_FLAGS and CANDIDATE_MESH_FLAGS are flags that install
+# each release (kind-images.sh writes them for a mesh built offline, such
+# as istio-proxyless: its charts and data plane); EXTRA_FLAGS are added to
+# both runs (make e2e: -kind-cluster=NAME -keep-cluster, short windows).
 # DRY_RUN=1 checks the inputs and prints the commands instead of running
 # them.
 set -euo pipefail
@@ -45,12 +49,18 @@ check_inconclusive inconclusive "${ON_INCONCLUSIVE:-warn}"
 [[ ${ref_timeout} =~ ^[1-9][0-9]*[mh]$ ]] || bad_input REFERENCE_TIMEOUT "${ref_timeout}" "want minutes or hours, e.g. 60m"
 [[ ${gate_timeout} =~ ^[1-9][0-9]*[mh]$ ]] || bad_input GATE_TIMEOUT "${gate_timeout}" "want minutes or hours, e.g. 60m"
 [ -n "${head_nginx}" ] || bad_input HEAD_NGINX "" "empty: kind-images.sh sets it"
+split_flags REFERENCE_MESH_FLAGS "${REFERENCE_MESH_FLAGS:-}"
+ref_flags=(${FLAGS[@]+"${FLAGS[@]}"})
+split_flags CANDIDATE_MESH_FLAGS "${CANDIDATE_MESH_FLAGS:-}"
+cand_flags=(${FLAGS[@]+"${FLAGS[@]}"})
+split_flags EXTRA_FLAGS "${EXTRA_FLAGS:-}"
+extra=(${FLAGS[@]+"${FLAGS[@]}"})
 
 # As TestKindCandidateGateE2E: open loop at 0.2 of the capacity, after a
 # 3 s warm-up. With the defaults (0.25, 300 ms) 8 of 12 open-loop runs on
 # kind missed their rate by 5-11 % and were invalid; with 0.2 and 300 ms
 # still 9 of 12; with 0.2 and 3 s, 1 of 12.
-common=(-target=kind -loadgen-image=meshbench/mbloadgen:dev -gate-fraction=0.2 -warmup=3s)
+common=(-target=kind -loadgen-image=meshbench/mbloadgen:dev -gate-fraction=0.2 -warmup=3s ${extra[@]+"${extra[@]}"})
 if [ "${pin}" = kind-sidecar ]; then
 	[ -n "${base_nginx}" ] || bad_input BASE_NGINX "" "empty: kind-images.sh sets it for kind-sidecar"
 	check_flags candidate "${cand} (${head_nginx})" "${common[@]}" -mesh=sidecar -nginx-image="${base_nginx}" -candidate="${head_nginx}"
@@ -60,10 +70,12 @@ if [ "${pin}" = kind-sidecar ]; then
 	gate_run=(gate -results "${results}" -timeout "${gate_timeout}" "${common[@]}" -mesh=sidecar
 		-nginx-image="${base_nginx}" -candidate="${head_nginx}" -max-count="${max_count}")
 else
-	check_flags pin "${pin}" "${common[@]}" -mesh="${pin}"
-	store=("${common[@]}" -nginx-image="${head_nginx}" -mesh="${pin}" -mesh-install -mesh-version="${ref}" -store-reference)
+	check_flags pin "${pin}" "${common[@]}" -mesh="${pin}" -mesh-install ${cand_flags[@]+"${cand_flags[@]}"}
+	store=("${common[@]}" -nginx-image="${head_nginx}" -mesh="${pin}" -mesh-install -mesh-version="${ref}"
+		${ref_flags[@]+"${ref_flags[@]}"} -store-reference)
 	check_flags reference "${ref}" "${store[@]}" -count="${count}"
-	against=("${common[@]}" -nginx-image="${head_nginx}" -mesh="${pin}" -mesh-install -mesh-version="${cand}")
+	against=("${common[@]}" -nginx-image="${head_nginx}" -mesh="${pin}" -mesh-install -mesh-version="${cand}"
+		${cand_flags[@]+"${cand_flags[@]}"})
 	check_flags candidate "${cand}" "${against[@]}" -reference="${refdir}/stored.json"
 	against+=(-count="${count}" -max-count="${max_count}")
 	check_flags max-count "${max_count}" "${against[@]}" -reference="${refdir}/stored.json"

@@ -13,6 +13,9 @@
 #              images        the images (builds the binaries when missing)
 #              load          all, then loads the images into the kind cluster CLUSTER
 #              tags          prints the image tags, builds nothing
+#              charts        prints the directory of the version's Helm
+#                            charts (manifests/charts of its module,
+#                            downloaded when missing; -mesh-charts)
 #
 # Every requested version's module is downloaded, and its binaries built,
 # before any image is made: a version that cannot be downloaded or does not
@@ -211,9 +214,17 @@ all) versions=(130 131) ;;
 esac
 stage="${2:-all}"
 case "${stage}" in
-binaries | images | all | load | tags) ;;
-*) die "unknown stage '${stage}' (want binaries, images, all, load or tags)" ;;
+binaries | images | all | load | tags | charts) ;;
+*) die "unknown stage '${stage}' (want binaries, images, all, load, tags or charts)" ;;
 esac
+if [ "${stage}" = charts ]; then
+	mkdir -p "${MESHBENCH_CACHE}"
+	for n in "${versions[@]}"; do
+		src=$(istio_src "${n}")
+		echo "${src}/manifests/charts"
+	done
+	exit 0
+fi
 if [ "${stage}" = load ]; then
 	[ -n "${3:-}" ] || die "usage: istio.sh VERSION load CLUSTER"
 fi

@@ -338,6 +338,11 @@ func TestBadInputsAreRefusedNamingTheInput(t *testing.T) {
 			`input pin="nope": -mesh=nope: unknown mesh "nope"`},
 		{"kind inconclusive", "hack/ci/kind-gate.sh", kind("istio", "1.27.3", "1.28.0", "12", "ON_INCONCLUSIVE=ignore"),
 			`input inconclusive="ignore": want fail or warn`},
+		{"kind mesh flags", "hack/ci/kind-gate.sh", kind("istio-proxyless", "1.31-dev.eed52ebb66ad", "1.31-dev.eed52ebb66ad", "12",
+			"CANDIDATE_MESH_FLAGS=-protocol=grpc -mesh-charts /charts"),
+			`input CANDIDATE_MESH_FLAGS="-protocol=grpc -mesh-charts /charts": "/charts" is not a flag`},
+		{"kind istio-proxyless release", "hack/ci/kind-images.sh", kind("istio-proxyless", "1.30.2", "1.31-dev.eed52ebb66ad", "12"),
+			`input reference="1.30.2": not an istio-proxyless version (want e.g. 1.31-dev.eed52ebb66ad)`},
 		{"bench flags pasted into a shell", "hack/ci/bench.sh", []string{"FLAGS=-count=5 $(touch pwned); true"},
 			`input flags="-count=5 $(touch pwned); true": "$(touch" is not a flag: write each as -name or -name=value`},
 		{"bench flag value as its own word", "hack/ci/bench.sh", []string{"FLAGS=-count 5"},
@@ -425,6 +430,22 @@ func TestKindGateDryRun(t *testing.T) {
 	require.Equal(t, 0, r.code, r.out)
 	assert.Contains(t, r.out, bin+" gate -results "+results+" -timeout 60m -target=kind -loadgen-image=meshbench/mbloadgen:dev -gate-fraction=0.2 -warmup=3s "+
 		"-nginx-image=meshbench/nginx:2 -mesh=istio -mesh-install -mesh-version=1.28.0 -count=6 -max-count=12 -reference="+results+"/reference/\\<stored\\ run\\>.json")
+
+	// A mesh built offline: each release's flags (kind-images.sh's) go to
+	// its own run, and EXTRA_FLAGS to both.
+	v := "1.31-dev.eed52ebb66ad"
+	charts := t.TempDir()
+	proxyless := []string{"DRY_RUN=1", "MESHBENCH=" + bin, "PIN=istio-proxyless", "REFERENCE=" + v, "CANDIDATE=" + v, "MAX_COUNT=3", "COUNT=3",
+		"HEAD_NGINX=meshbench/nginx:2", "RESULTS=" + results, "REFERENCE_MESH_FLAGS=-protocol=grpc -mesh-charts=" + charts,
+		"CANDIDATE_MESH_FLAGS=-protocol=grpc -mesh-charts=" + charts + "/", "EXTRA_FLAGS=-kind-cluster=mb -keep-cluster -duration=10s"}
+	r = script(t, root, "hack/ci/kind-gate.sh", proxyless, "reference")
+	require.Equal(t, 0, r.code, r.out)
+	common := "-target=kind -loadgen-image=meshbench/mbloadgen:dev -gate-fraction=0.2 -warmup=3s -kind-cluster=mb -keep-cluster -duration=10s " +
+		"-nginx-image=meshbench/nginx:2 -mesh=istio-proxyless -mesh-install -mesh-version=" + v + " -protocol=grpc -mesh-charts=" + charts
+	assert.Contains(t, r.out, "-results="+results+"/reference -thresholds=none "+common+" -store-reference")
+	r = script(t, root, "hack/ci/kind-gate.sh", proxyless, "gate")
+	require.Equal(t, 0, r.code, r.out)
+	assert.Contains(t, r.out, " gate -results "+results+" -timeout 60m "+common+"/ -count=3 -max-count=3 -reference=")
 
 	sidecar := []string{"DRY_RUN=1", "MESHBENCH=" + bin, "PIN=kind-sidecar", "REFERENCE=nginx@bookworm", "CANDIDATE=nginx@trixie", "MAX_COUNT=12",
 		"HEAD_NGINX=meshbench/nginx:2", "BASE_NGINX=meshbench/nginx:1", "RESULTS=" + results}
