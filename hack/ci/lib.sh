@@ -121,3 +121,21 @@ newest_json() {
 	[ -n "${newest}" ] || return 1
 	echo "${newest}"
 }
+
+# only_invalid_runs LOG: whether go test's output LOG failed only because
+# some runs were invalid (every reason under a "--- FAIL:" line an
+# "INVALID run:" one; a parent's "--- FAIL:" has none of its own), with
+# the suite's one "FAIL meshbench: not a valid result: invalid runs in
+# ...", rather than because the run broke. Such a run's results file is
+# whole: its valid repeats can be used, the invalid ones are left out by
+# what reads it.
+only_invalid_runs() {
+	awk '
+		/--- FAIL:/ { infail = 1; next }
+		infail && /^    / { if ($0 ~ /INVALID run:/) reasons++; else bad = 1; next }
+		{ infail = 0 }
+		/^FAIL meshbench:/ { if ($0 ~ /^FAIL meshbench: not a valid result: invalid runs in /) invalid++; else bad = 1 }
+		/^panic:/ { bad = 1 }
+		END { exit !(invalid == 1 && reasons > 0 && !bad) }
+	' "$1"
+}

@@ -457,3 +457,39 @@ func TestKindGateDryRun(t *testing.T) {
 	assert.Contains(t, r.out, bin+" gate -results "+results+" -timeout 60m -target=kind -loadgen-image=meshbench/mbloadgen:dev -gate-fraction=0.2 -warmup=3s "+
 		"-mesh=sidecar -nginx-image=meshbench/nginx:1 -candidate=meshbench/nginx:2 -max-count=12")
 }
+
+// A reference run that failed only because some of its runs were invalid
+// (the lines are a real kind run's, 2026-12-03) is told apart from one
+// that broke: a failed step, a second failure, or a panic.
+func TestOnlyInvalidRuns(t *testing.T) {
+	need(t, "bash", "awk")
+	invalid := "--- FAIL: BenchmarkUpgradeGate/load=open/c=8/arm=baseline-2\n" +
+		"    sweep.go:416: INVALID run: missed target rate: achieved 1542.9 req/s of 1630.4 (tolerance 5%); the loadgen slowed down with the system, so latency is understated (coordinated omission)\n" +
+		"PASS\n" +
+		"FAIL meshbench: not a valid result: invalid runs in BenchmarkUpgradeGate/load=open/c=8 (1); their reasons are in the results file and above\n" +
+		"exit status 1\nFAIL\tgithub.com/meshbench/meshbench/benchmarks\t227.163s\nFAIL\n"
+	for _, tc := range []struct {
+		name, log string
+		only      bool
+	}{
+		{"invalid runs only", invalid, true},
+		{"invalid runs of two arms, and their parents", "--- FAIL: BenchmarkUpgradeGate/load=open/c=8/arm=baseline\n" +
+			"    sweep.go:416: INVALID run: missed target rate: achieved 1221.3 req/s of 1356.4 (tolerance 5%)\n" +
+			"--- FAIL: BenchmarkUpgradeGate/load=open/c=8/arm=meshed\n" +
+			"    sweep.go:416: INVALID run: missed target rate: achieved 1237.1 req/s of 1356.4 (tolerance 5%)\n" +
+			"--- FAIL: BenchmarkUpgradeGate/load=open/c=8\n--- FAIL: BenchmarkUpgradeGate/load=open\n--- FAIL: BenchmarkUpgradeGate\nFAIL\n" +
+			"# meshbench: path proof: one-hop baseline (6 runs, 1 of them INVALID)\n" +
+			"FAIL meshbench: not a valid result: invalid runs in BenchmarkUpgradeGate/load=open/c=8 (2); their reasons are in the results file and above\n", true},
+		{"a step failed", "--- FAIL: BenchmarkUpgradeGate\n    suite.go:88: install istio-proxyless: helm: timed out\n" + invalid, false},
+		{"another failure", invalid + "FAIL meshbench: /x/kind.yaml:3: too high p99\n", false},
+		{"a panic", "panic: runtime error\n" + invalid, false},
+		{"no invalid runs", "--- FAIL: BenchmarkUpgradeGate\n    sweep.go:416: INVALID run: x\nFAIL\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "reference.log")
+			require.NoError(t, os.WriteFile(log, []byte(tc.log), 0o644))
+			err := exec.Command("bash", "-c", `source "$1" && only_invalid_runs "$2"`, "bash", filepath.Join(absRoot(t), "hack/ci/lib.sh"), log).Run()
+			assert.Equal(t, tc.only, err == nil, "only invalid runs: %v", err)
+		})
+	}
+}
