@@ -24,7 +24,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/meshbench-mesh-release.XXXXXX")
 version=$(hack/offline/istio.sh 131 tags | cut -d' ' -f1)
 version=${version##*:}
 export PIN=istio-proxyless REFERENCE=${version} CANDIDATE=${version} BASE_SHA
-BASE_SHA=$(git rev-parse HEAD)
+BASE_SHA=$(git rev-parse HEAD 2>/dev/null) ||
+	{ echo "mesh-release e2e: ${REPO_ROOT} is not a git clone: the job's base tree is a worktree of a commit"; exit 2; }
 export RUNNER_TEMP=${work} GITHUB_ENV=${work}/env GITHUB_STEP_SUMMARY=${work}/summary.md
 export RESULTS=${work}/results COUNT=3 MAX_COUNT=3 ON_INCONCLUSIVE=warn
 export EXTRA_FLAGS="-kind-cluster=${cluster} -keep-cluster -duration=10s -concurrency=8"
