@@ -14,27 +14,30 @@ set -euo pipefail
 max=${1:-180}
 [[ ${max} =~ ^[0-9]+$ ]] || { echo "quiet.sh: MAX_SECONDS '${max}' is not a whole number" >&2; exit 2; }
 
-# busy_total: the machine's busy and total jiffies so far.
+# busy_total: the machine's busy, total and stolen jiffies so far (steal:
+# time the hypervisor gave another guest, which the runs count as busy
+# too, though no process here used it).
 busy_total() {
 	local _cpu user nice system idle iowait irq softirq steal _rest
 	read -r _cpu user nice system idle iowait irq softirq steal _rest </proc/stat
-	echo "$((user + nice + system + irq + softirq + steal)) $((user + nice + system + idle + iowait + irq + softirq + steal))"
+	echo "$((user + nice + system + irq + softirq + steal)) $((user + nice + system + idle + iowait + irq + softirq + steal)) ${steal}"
 }
 
 start=${SECONDS}
 sync
-quiet=0 pct="?"
-read -r b0 t0 < <(busy_total)
+quiet=0 pct="?" stolen="?"
+read -r b0 t0 s0 < <(busy_total)
 while [ "${quiet}" -lt 3 ]; do
 	if [ $((SECONDS - start)) -ge "${max}" ]; then
-		echo "quiet.sh: still busy after ${max}s (last read ${pct}% of the machine); the busiest processes:"
+		echo "quiet.sh: still busy after ${max}s (last read ${pct}% of the machine, ${stolen}% stolen by the host); the busiest processes:"
 		ps -eo pid,pcpu,etime,comm --sort=-pcpu | head -n 6
 		exit 0
 	fi
 	sleep 2
-	read -r b1 t1 < <(busy_total)
+	read -r b1 t1 s1 < <(busy_total)
 	pct=$(((b1 - b0) * 100 / (t1 - t0 > 0 ? t1 - t0 : 1)))
-	b0=${b1} t0=${t1}
+	stolen=$(((s1 - s0) * 100 / (t1 - t0 > 0 ? t1 - t0 : 1)))
+	b0=${b1} t0=${t1} s0=${s1}
 	if [ "${pct}" -lt 10 ]; then
 		quiet=$((quiet + 1))
 	else
