@@ -92,13 +92,22 @@ run() {
 	fi
 	as_root "$@"
 }
+
+# logged LOG CMD...: runs CMD (run) with all its output in LOG, and the
+# progress lines (a step of the plan, with the time left) on the job's
+# log as well: a run takes minutes to an hour. Returns CMD's status.
+logged() {
+	local log=$1
+	shift
+	run "$@" 2>&1 | tee "${log}" | { grep --line-buffered -E '^# meshbench: .*\[[0-9]+/[0-9]+, about .* left\]$' || true; }
+}
 trap 'give_back "${results}"' EXIT
 mkdir -p "${results}"
 
 if [ "${stage}" = reference ]; then
 	[ ${#reference_run[@]} -gt 0 ] || { echo "kind-gate.sh: ${pin}: both arms run in the gate's cluster: no reference to store"; exit 0; }
 	mkdir -p "${refdir}"
-	if ! run "${reference_run[@]}" >"${results}/reference.log" 2>&1; then
+	if ! logged "${results}/reference.log" "${reference_run[@]}"; then
 		# Some invalid runs (an open-loop run that missed its rate): the
 		# stored file keeps them marked, and the gate uses the valid
 		# repeats, refusing a point that has none.
@@ -132,7 +141,7 @@ if [ -z "${bin}" ]; then
 	go build -o "${bin}" ./cmd/meshbench # as the runner's user; root only runs it
 fi
 set +e
-run "${bin}" "${gate_run[@]}" >"${results}/gate.log" 2>&1
+logged "${results}/gate.log" "${bin}" "${gate_run[@]}"
 code=$?
 set -e
 [ -n "${DRY_RUN:-}" ] && cat "${results}/gate.log"

@@ -50,8 +50,7 @@ stored=$(newest_json "${RESULTS}/reference") || { echo "mesh-release e2e: no sto
 code=0
 step "kind-gate.sh gate" hack/ci/kind-gate.sh gate || code=$?
 cat "${GITHUB_STEP_SUMMARY}"
-grep -F -- "-reference=${stored}" "${RESULTS}/gate.log" >/dev/null ||
-	grep -F "${stored}" "${RESULTS}/gate.log" >/dev/null ||
+grep -qF "${stored}" "${RESULTS}/gate.log" ||
 	{ echo "mesh-release e2e: the gate's log does not name the stored reference ${stored}"; code=1; }
 echo "mesh-release e2e: exit ${code} in $((SECONDS - start))s (results: ${RESULTS})"
 exit "${code}"

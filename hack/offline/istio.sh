@@ -160,8 +160,21 @@ istio_root() {
 	chroot "${dir}" useradd --uid 1337 --gid 1337 --create-home --shell /usr/sbin/nologin istio-proxy
 }
 
+# istio_image TAG BINARY CHANGE...: the image TAG of the Istio base with
+# BINARY in /usr/local/bin as its entrypoint, and docker import's CHANGEs.
+istio_image() {
+	local tag=$1 binary=$2 dir name
+	shift 2
+	name=$(basename "${binary}")
+	dir=$(mktemp -d "${MESHBENCH_CACHE}/tmp.XXXXXX")
+	istio_root "${dir}"
+	install -m 0755 "${binary}" "${dir}/usr/local/bin/${name}"
+	image_from_dir "${tag}" "${dir}" "$@" --change "ENTRYPOINT [\"/usr/local/bin/${name}\"]"
+	rm -rf "${dir}"
+}
+
 istio_images() {
-	local n="$1" v key bin tag pilot agent dir
+	local n="$1" v key bin tag pilot agent
 	v=$(istio_version "${n}")
 	bin=$(istio_bin "${n}")
 	[ -f "${bin}/.stamp" ] || istio_binaries "${n}"
@@ -175,18 +188,8 @@ istio_images() {
 	fi
 	local labels=(--change "LABEL meshbench.cache-key=${key}" --change "LABEL meshbench.istio.module=${ISTIO_MODULE}@${v}"
 		--change "LABEL meshbench.istio.version=${tag}")
-	dir=$(mktemp -d "${MESHBENCH_CACHE}/tmp.XXXXXX")
-	istio_root "${dir}"
-	install -m 0755 "${bin}/pilot-discovery" "${dir}/usr/local/bin/pilot-discovery"
-	image_from_dir "${pilot}" "${dir}" "${labels[@]}" \
-		--change 'USER 1337:1337' --change 'ENTRYPOINT ["/usr/local/bin/pilot-discovery"]'
-	rm -rf "${dir}"
-	dir=$(mktemp -d "${MESHBENCH_CACHE}/tmp.XXXXXX")
-	istio_root "${dir}"
-	install -m 0755 "${bin}/pilot-agent" "${dir}/usr/local/bin/pilot-agent"
-	image_from_dir "${agent}" "${dir}" "${labels[@]}" \
-		--change 'WORKDIR /' --change 'ENTRYPOINT ["/usr/local/bin/pilot-agent"]'
-	rm -rf "${dir}"
+	istio_image "${pilot}" "${bin}/pilot-discovery" "${labels[@]}" --change 'USER 1337:1337'
+	istio_image "${agent}" "${bin}/pilot-agent" "${labels[@]}" --change 'WORKDIR /'
 	# The images run what they were built for, as the user they name.
 	[ "$(istio_reported docker run --rm "${pilot}")" = "${tag} ${v##*-}" ] || die "${pilot} does not run pilot-discovery ${tag}"
 	[ "$(docker run --rm --entrypoint id "${pilot}" -u)" = 1337 ] || die "${pilot} does not run as 1337"
