@@ -103,14 +103,12 @@ func (s *Suite) runDuet(ctx context.Context, tg testbed.Target, sc Scenario, c i
 		}()
 	}
 	wg.Wait()
-	err := errors.Join(errs...)
-	if err == nil {
+	if errors.Join(errs...) == nil {
 		return runs, nil
 	}
-	if cause := context.Cause(ctx); cause != nil {
-		return nil, cause // the first error, or why the run stopped
-	}
-	return nil, err
+	// Every error cancelled ctx with itself: the cause is the first one,
+	// or why the run stopped when that came first.
+	return nil, context.Cause(ctx)
 }
 
 // unitName names a unit of a round: "reference+candidate" for a duet.
