@@ -62,6 +62,11 @@ type Window struct {
 	// NodeUtilisation is the busy fraction of all the machine's CPUs over
 	// the window, in percent, per node (one node for the local target).
 	NodeUtilisation map[string]float64 `json:"nodeUtilisation"`
+	// NodeSteal is the part of NodeUtilisation that the hypervisor gave
+	// to other guests (steal in /proc/stat), in percent, per node: busy
+	// to the machine, but used by no process on it. Read by the local
+	// target only.
+	NodeSteal map[string]float64 `json:"nodeSteal,omitempty"`
 	// Cores is the number of CPUs of each node.
 	Cores map[string]int `json:"cores"`
 	// Restarts names anything that restarted or vanished in the window.

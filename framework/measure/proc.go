@@ -79,6 +79,7 @@ func (r *ProcRecorder) Stop() (Window, error) {
 		Start:           r.start,
 		Elapsed:         elapsed,
 		NodeUtilisation: map[string]float64{"local": node.busyPercentSince(r.node)},
+		NodeSteal:       map[string]float64{"local": node.stealPercentSince(r.node)},
 		Cores:           map[string]int{"local": runtime.NumCPU()},
 	}
 	secs := elapsed.Seconds()
@@ -185,22 +186,7 @@ func readProc(pid int, children bool, kids map[int][]int) (procSample, error) {
 // descendants used so far, from one scan of /proc: a cheap sample of
 // processes that need no per-thread figures. A pid that is gone counts
 // nothing.
-func TreeTicks(pids []int) uint64 {
-	kids := childTable()
-	var ticks uint64
-	for _, pid := range pids {
-		for _, p := range descend(kids, pid) {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-			if err != nil {
-				continue
-			}
-			if t, _, err := ParseStat(string(b)); err == nil {
-				ticks += t
-			}
-		}
-	}
-	return ticks
-}
+func TreeTicks(pids []int) uint64 { return ScanProcs().TreeTicks(pids) }
 
 // TicksPerSecond is USER_HZ, the unit of TreeTicks.
 const TicksPerSecond = clockTicks
@@ -234,31 +220,7 @@ func descend(kids map[int][]int, pid int) []int {
 }
 
 // childTable maps every pid to its children, from /proc/*/stat.
-func childTable() map[int][]int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	kids := map[int][]int{}
-	for _, path := range stats {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		line := string(b)
-		i := strings.LastIndexByte(line, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(line[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, err1 := strconv.Atoi(f[1])
-		child, err2 := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		if err1 == nil && err2 == nil {
-			kids[ppid] = append(kids[ppid], child)
-		}
-	}
-	return kids
-}
+func childTable() map[int][]int { return ScanProcs().kids }
 
 // ParseStat extracts utime+stime (ticks) and starttime from a /proc stat
 // line. The command name may hold spaces and parentheses, so fields are
@@ -282,7 +244,9 @@ func ParseStat(line string) (ticks uint64, startTime string, err error) {
 }
 
 // cpuTimes is the aggregate "cpu" line of /proc/stat.
-type cpuTimes struct{ busy, total uint64 }
+// Steal is inside busy: time the hypervisor gave to other guests, which
+// no process here used.
+type cpuTimes struct{ busy, total, steal uint64 }
 
 func readCPUTimes() (cpuTimes, error) {
 	b, err := os.ReadFile("/proc/stat")
@@ -295,7 +259,7 @@ func readCPUTimes() (cpuTimes, error) {
 
 // ParseCPULine parses the first line of /proc/stat: user nice system idle
 // iowait irq softirq steal guest guest_nice. Idle and iowait count as idle;
-// guest time is already inside user.
+// guest time is already inside user; steal counts as busy, and apart.
 func ParseCPULine(line string) (cpuTimes, error) {
 	f := strings.Fields(line)
 	if len(f) < 5 || f[0] != "cpu" {
@@ -314,14 +278,24 @@ func ParseCPULine(line string) (cpuTimes, error) {
 		if i != 3 && i != 4 {
 			c.busy += v
 		}
+		if i == 7 {
+			c.steal = v
+		}
 	}
 	return c, nil
 }
 
 func (c cpuTimes) busyPercentSince(before cpuTimes) float64 {
-	dt := c.total - before.total
-	if dt == 0 {
+	return percentOf(c.busy-before.busy, c.total-before.total)
+}
+
+func (c cpuTimes) stealPercentSince(before cpuTimes) float64 {
+	return percentOf(c.steal-before.steal, c.total-before.total)
+}
+
+func percentOf(part, whole uint64) float64 {
+	if whole == 0 {
 		return 0
 	}
-	return float64(c.busy-before.busy) / float64(dt) * 100
+	return float64(part) / float64(whole) * 100
 }

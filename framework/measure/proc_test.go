@@ -1,8 +1,11 @@
 package measure
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +33,11 @@ func TestParseCPULine(t *testing.T) {
 	assert.Equal(t, cpuTimes{busy: 160, total: 1000}, c, "guest (7) is already in user")
 	before := cpuTimes{busy: 60, total: 500}
 	assert.InDelta(t, 20.0, c.busyPercentSince(before), 1e-9)
+	// This machine's own line (2026-12-03): steal is busy, and apart.
+	c, err = ParseCPULine("cpu  1919370 688795 1170152 2818944 41566 0 245274 64439 0 0")
+	require.NoError(t, err)
+	assert.Equal(t, cpuTimes{busy: 4088030, total: 6948540, steal: 64439}, c)
+	assert.InDelta(t, 50.0, c.stealPercentSince(cpuTimes{busy: 4088030 - 1000, total: 6948540 - 2000, steal: 64439 - 1000}), 1e-9)
 	_, err = ParseCPULine("intr 1 2 3")
 	assert.Error(t, err)
 }
@@ -106,4 +114,39 @@ func TestTreeTicks(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, TreeTicks([]int{cmd.Process.Pid}), before+5, "the busy child is counted with its parent")
 	assert.Zero(t, TreeTicks([]int{1 << 30}), "a pid that is gone")
+}
+
+// TestBusiest names the busy child of an idle shell, between two scans of
+// /proc, busier than its parent, and neither once the parent is skipped.
+func TestBusiest(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sh -c 'while :; do :; done' & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	parent := cmd.Process.Pid
+	before := ScanProcs()
+	deadline := time.Now().Add(10 * time.Second)
+	after := ScanProcs()
+	for after.TreeTicks([]int{parent}) < before.TreeTicks([]int{parent})+5 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		after = ScanProcs()
+	}
+	kids := after.kids[parent]
+	require.Len(t, kids, 1, "the busy child")
+	all := after.Busiest(before, nil, 1, 1<<20)
+	child := slices.IndexFunc(all, func(s string) bool { return strings.HasPrefix(s, fmt.Sprintf("sh (pid %d) ", kids[0])) })
+	require.GreaterOrEqual(t, child, 0, "the busy child named: %v", all)
+	shell := slices.IndexFunc(all, func(s string) bool { return strings.HasPrefix(s, fmt.Sprintf("sh (pid %d) ", parent)) })
+	assert.True(t, shell < 0 || shell > child, "the idle shell after its busy child: %v", all)
+	for _, s := range after.Busiest(before, []int{parent}, 1, 1<<20) {
+		assert.NotContains(t, s, fmt.Sprintf("(pid %d)", kids[0]), "skipped with its parent")
+	}
+}
+
+func TestParseStatEntry(t *testing.T) {
+	name, ppid, e, err := parseStatEntry("4242 (my (odd) name) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 123456 1000 10")
+	require.NoError(t, err)
+	assert.Equal(t, "my (odd) name", name)
+	assert.Equal(t, 17, ppid)
+	assert.Equal(t, procEntry{ticks: 300, startTime: "123456"}, e)
 }

@@ -14,13 +14,13 @@ set -euo pipefail
 max=${1:-180}
 [[ ${max} =~ ^[0-9]+$ ]] || { echo "quiet.sh: MAX_SECONDS '${max}' is not a whole number" >&2; exit 2; }
 
-# busy_total: the machine's busy, total and stolen jiffies so far (steal:
-# time the hypervisor gave another guest, which the runs count as busy
-# too, though no process here used it).
+# busy_total: the machine's busy, total and stolen jiffies so far. Steal
+# (time the hypervisor gave another guest) is not busy here: no process on
+# this machine used it, and the runs do not count it as busy either.
 busy_total() {
 	local _cpu user nice system idle iowait irq softirq steal _rest
 	read -r _cpu user nice system idle iowait irq softirq steal _rest </proc/stat
-	echo "$((user + nice + system + irq + softirq + steal)) $((user + nice + system + idle + iowait + irq + softirq + steal)) ${steal}"
+	echo "$((user + nice + system + irq + softirq)) $((user + nice + system + idle + iowait + irq + softirq + steal)) ${steal}"
 }
 
 start=${SECONDS}

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/meshbench/meshbench/framework/measure"
@@ -22,13 +23,13 @@ type procMeasurement struct {
 	// around the window's, in one scan of /proc each time (a main job
 	// runs a hundred of them by its last scenarios).
 	rest      []int
-	restTicks uint64
 	restStart time.Time
+	scan      measure.ProcTable // every process as the window opened
 }
 
 // Start takes the first sample of every process and of the machine.
 func (m *procMeasurement) Start(context.Context) error {
-	m.restTicks, m.restStart = measure.TreeTicks(m.rest), time.Now()
+	m.scan, m.restStart = measure.ScanProcs(), time.Now()
 	var err error
 	m.rec, err = measure.StartProcs(m.procs)
 	return err
@@ -40,12 +41,21 @@ func (m *procMeasurement) Stop(context.Context) (testbed.Measured, error) {
 	if err != nil {
 		return testbed.Measured{}, err
 	}
-	after := measure.TreeTicks(m.rest)
-	if after < m.restTicks { // one of them is gone: not judged
+	scan := measure.ScanProcs()
+	secs := time.Since(m.restStart).Seconds()
+	before, after := m.scan.TreeTicks(m.rest), scan.TreeTicks(m.rest)
+	if after < before { // one of them is gone: not judged
 		return testbed.Measured{Window: w}, nil
 	}
-	rest := float64(after-m.restTicks) / measure.TicksPerSecond / time.Since(m.restStart).Seconds() * 1000
-	return testbed.Measured{Window: w, Invalid: busyMachine(w, rest)}, nil
+	rest := float64(after-before) / measure.TicksPerSecond / secs * 1000
+	busiest := func() []string {
+		ours := m.rest
+		for _, p := range m.procs {
+			ours = append(ours, p.PID)
+		}
+		return scan.Busiest(m.scan, ours, secs, 3)
+	}
+	return testbed.Measured{Window: w, Invalid: busyMachine(w, rest, busiest)}, nil
 }
 
 // BusyShare is the share of the machine that processes outside the run
@@ -63,9 +73,13 @@ const busyMinWindow = time.Second
 // busyMachine judges what the machine's busy time says beyond the run's
 // own processes and the target's other ones (rest, in millicores):
 // everything else the machine ran in the window, which a loopback run
-// competes with for the same cores. A window in which one of the run's
-// processes exited is not judged: its CPU is not in the usage.
-func busyMachine(w measure.Window, rest float64) validity.Reasons {
+// competes with for the same cores. The time the hypervisor stole is
+// not counted: no process here used it, and it slows both arms alike (a
+// noisy host, which the interleaved arms and the gate's pairs are for).
+// A window in which one of the run's processes exited is not judged: its
+// CPU is not in the usage. busiest names the processes outside the run
+// that used the most, for the reason.
+func busyMachine(w measure.Window, rest float64, busiest func() []string) validity.Reasons {
 	cores := w.Cores["local"]
 	if cores == 0 || len(w.Restarts) > 0 || w.Elapsed < busyMinWindow {
 		return nil
@@ -74,13 +88,17 @@ func busyMachine(w measure.Window, rest float64) validity.Reasons {
 	for _, u := range w.Usage {
 		ours += u.MilliCores
 	}
-	busy := w.NodeUtilisation["local"] / 100 * float64(cores) * 1000
+	busy := (w.NodeUtilisation["local"] - w.NodeSteal["local"]) / 100 * float64(cores) * 1000
 	other := busy - ours - rest
 	if other <= BusyShare*float64(cores)*1000 {
 		return nil
 	}
 	var why validity.Reasons
-	why.Add(validity.BusyMachine, "busy machine: processes outside the run used %.0fm of %d cores during the window (the run's own %.0fm), over %.0f %% of the machine, so the run measured them too; "+
-		"stop them, or run one test package at a time (go test -p 1)", other, cores, ours, BusyShare*100)
+	top := "none left running"
+	if names := busiest(); len(names) > 0 {
+		top = strings.Join(names, ", ")
+	}
+	why.Add(validity.BusyMachine, "busy machine: processes outside the run used %.0fm of %d cores during the window (the run's own %.0fm), over %.0f %% of the machine, so the run measured them too (busiest: %s); "+
+		"stop them, or run one test package at a time (go test -p 1)", other, cores, ours, BusyShare*100, top)
 	return why
 }
