@@ -20,6 +20,10 @@ const (
 	// the measured window (CPU-ms per 1000 requests): the cost of the mesh
 	// per request, the steadiest figure there is.
 	SidecarCPUPer1kReq Metric = metric.SidecarCPUPer1kReq
+	// WorkloadCPUPer1kReq is the CPU the apps and the loadgen used per
+	// 1000 requests (CPU-ms): the cost of a proxyless mesh, whose data
+	// plane runs inside them.
+	WorkloadCPUPer1kReq Metric = metric.WorkloadCPUPer1kReq
 	// SidecarRSS is the largest resident memory of any one sidecar under
 	// load (MiB).
 	SidecarRSS Metric = metric.SidecarRSS

@@ -287,7 +287,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.RequestSize, "request-size", 0, "request body size in bytes (non-zero sends POSTs)")
 	fs.StringVar(&c.Sidecar, "sidecar", c.Sidecar, "local target's sidecar proxy: caddy, or envoy, nginx or haproxy when on PATH; caddy@VERSION builds that release; a +no-keepalive suffix turns keep-alive between sidecars off, +access-log writes an access log line per request")
 	fs.StringVar(&c.Candidate, "candidate", "", "an upgrade gate's candidate sidecar; arms baseline, reference, candidate. local: written like -sidecar, which is then the reference (caddy@v2.11.9, caddy+no-keepalive, caddy+access-log); kind/remote: with -mesh=sidecar, IMAGE, IMAGE+no-keepalive, or +no-keepalive for the reference's image (-nginx-image) with keep-alive between sidecars off; with -mesh=istio, rev=NAME: the Istio revision that injects the candidate arm (the reference's is -mesh-revision, or the default injector)")
-	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate or -reference (default <module>/fixtures/gates/<target>.yaml; none: no decision)")
+	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate or -reference (default <module>/fixtures/gates/<target>-<mesh>.yaml if there is one, else <target>.yaml; none: no decision)")
 	fs.StringVar(&c.Reference, "reference", "", "a stored results file (results/<run>.json) to gate this run's meshed arm against, for meshes that cannot run two versions at once; judged with -gate's fixture")
 	fs.BoolVar(&c.StoreReference, "store-reference", false, "measure an upgrade-gate scenario (BenchmarkUpgradeGate) without a candidate, baseline and meshed arms, deciding nothing, with a gate's window and repeats, so that its results file can be a later run's -reference (a mesh release measured before the upgrade)")
 	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate or -reference: add rounds at a point while its gate is undecided, up to this many in all, at least -count (0: with -candidate, 30 (looked at after every round); with -reference, -count only); against a stored reference the rounds add repeats of this run only")
@@ -623,7 +623,7 @@ func (c *Config) fillPaths(root string) {
 		c.ResultsDir = filepath.Join(root, "results")
 	}
 	if c.Gate == "" && (c.Candidate != "" || c.Reference != "") {
-		c.Gate = defaultGate(root, c.Target)
+		c.Gate = defaultGate(root, c.Target, c.Mesh)
 	}
 	if c.KindConfig == "" {
 		c.KindConfig = filepath.Join(root, "kind-config.yaml")

@@ -403,9 +403,15 @@ func (s *Suite) gatePoints(sc Scenario, bench string) []gate.Labels {
 	return out
 }
 
-// defaultGate is fixtures/gates/<target>.yaml; loadGate refuses it when
-// it is missing: a gate with no fixture would decide nothing and exit 0.
-func defaultGate(root, target string) string {
+// defaultGate is the mesh's own fixtures/gates/<target>-<mesh>.yaml when
+// there is one (a proxyless mesh has no sidecar to gate), else
+// fixtures/gates/<target>.yaml; loadGate refuses it when it is missing: a
+// gate with no fixture would decide nothing and exit 0.
+func defaultGate(root, target, mesh string) string {
+	own := filepath.Join(root, "fixtures", "gates", target+"-"+mesh+".yaml")
+	if _, err := os.Stat(own); err == nil && mesh != "" {
+		return own
+	}
 	return filepath.Join(root, "fixtures", "gates", target+".yaml")
 }
 

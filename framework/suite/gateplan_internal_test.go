@@ -118,3 +118,24 @@ func TestGateRuleValuesRefusedBeforeMeasuring(t *testing.T) {
 		file+":6: rules[1].match.benchmark: \"BenchmarkUpgradeGat\" matches no value of benchmark, so the rule gates nothing; did you mean BenchmarkUpgradeGate?")
 	assert.Nil(t, s.gate)
 }
+
+// The default gate fixture is the mesh's own where the module has one:
+// istio-proxyless on kind gates the workload's CPU, not the agent's; every
+// other mesh gets the target's. Both shipped files load for kind and gate
+// the default gate's points.
+func TestDefaultGateIsTheMeshsOwn(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(root, "fixtures/gates/kind-istio-proxyless.yaml"), defaultGate(root, "kind", "istio-proxyless"))
+	assert.Equal(t, filepath.Join(root, "fixtures/gates/kind.yaml"), defaultGate(root, "kind", "sidecar"))
+	assert.Equal(t, filepath.Join(root, "fixtures/gates/kind.yaml"), defaultGate(root, "kind", ""))
+	assert.Equal(t, filepath.Join(root, "fixtures/gates/local.yaml"), defaultGate(root, "local", "istio-proxyless"))
+
+	g, err := gate.Load(defaultGate(root, "kind", "istio-proxyless"))
+	require.NoError(t, err)
+	require.NoError(t, g.CheckTarget("kind"))
+	max := gate.Labels{"benchmark": "BenchmarkUpgradeGate", "load": "max", "c": "8", "path": "one-hop", "loop": "closed"}
+	open := gate.Labels{"benchmark": "BenchmarkUpgradeGate", "load": "open", "c": "8", "path": "one-hop", "loop": "open"}
+	assert.Equal(t, []gate.Metric{gate.Throughput, gate.WorkloadCPUPer1kReq}, g.Gated(max))
+	assert.Equal(t, []gate.Metric{gate.P99, gate.WorkloadCPUPer1kReq}, g.Gated(open))
+}
