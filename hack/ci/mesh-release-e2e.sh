@@ -13,6 +13,10 @@
 # fail, and must decide something: exit 0 on pass or inconclusive (a
 # warning, as on the job's runners), 1 on fail, 2 when it decided nothing.
 # Shorter than the job: 3 rounds, 10 s windows, c=8 (EXTRA_FLAGS).
+# MESH_RELEASE_REFERENCE (e.g. 1.30-dev.9739e10eb9d7, which istio.sh 130
+# builds) gates a real upgrade to this tree's release instead, where a
+# fail is a finding; MESH_RELEASE_COUNT and MESH_RELEASE_MAX_COUNT set the
+# rounds (default 3 and 3).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${REPO_ROOT}"
@@ -23,11 +27,11 @@ start=${SECONDS}
 work=$(mktemp -d "${TMPDIR:-/tmp}/meshbench-mesh-release.XXXXXX")
 version=$(hack/offline/istio.sh 131 tags | cut -d' ' -f1)
 version=${version##*:}
-export PIN=istio-proxyless REFERENCE=${version} CANDIDATE=${version} BASE_SHA
+export PIN=istio-proxyless REFERENCE=${MESH_RELEASE_REFERENCE:-${version}} CANDIDATE=${version} BASE_SHA
 BASE_SHA=$(git rev-parse HEAD 2>/dev/null) ||
 	{ echo "mesh-release e2e: ${REPO_ROOT} is not a git clone: the job's base tree is a worktree of a commit"; exit 2; }
 export RUNNER_TEMP=${work} GITHUB_ENV=${work}/env GITHUB_STEP_SUMMARY=${work}/summary.md
-export RESULTS=${work}/results COUNT=3 MAX_COUNT=3 ON_INCONCLUSIVE=warn
+export RESULTS=${work}/results COUNT=${MESH_RELEASE_COUNT:-3} MAX_COUNT=${MESH_RELEASE_MAX_COUNT:-3} ON_INCONCLUSIVE=warn
 export EXTRA_FLAGS="-kind-cluster=${cluster} -keep-cluster -duration=10s -concurrency=8"
 trap 'git worktree remove --force "${work}/base-${BASE_SHA}" 2>/dev/null || true' EXIT
 
