@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/framework/arms"
-	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/testbed/kube"
 	"github.com/meshbench/meshbench/framework/testbed/local"
 )
@@ -62,7 +61,7 @@ func (c *Config) checkClusterCandidate() []error {
 	if c.Candidate == "" {
 		return nil
 	}
-	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
+	m, err := c.NewMesh()
 	if err != nil {
 		return nil // checkMesh says why
 	}

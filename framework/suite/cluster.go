@@ -133,7 +133,7 @@ func (c *Config) meshImages() []string {
 	if !c.MeshInstall || c.Mesh == "" {
 		return nil
 	}
-	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
+	m, err := c.NewMesh()
 	im, ok := m.(mesh.Imager)
 	if err != nil || !ok {
 		return nil
@@ -196,7 +196,7 @@ func (s *Suite) clusterReady() error {
 // placement, the candidate, the workloads and where the loadgen pods' logs
 // go.
 func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options, error) {
-	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
+	m, err := c.NewMesh()
 	if err != nil {
 		return kube.Options{}, fmt.Errorf("-mesh=%s: %w", c.Mesh, err)
 	}

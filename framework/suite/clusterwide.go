@@ -25,7 +25,7 @@ import (
 
 // clusterWide returns the mesh's reason when it is on for a whole cluster.
 func (c *Config) clusterWide() (mesh.Mesh, string) {
-	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
+	m, err := c.NewMesh()
 	if err != nil || c.Target == "local" {
 		return nil, ""
 	}

@@ -227,6 +227,10 @@ func (g gateModeFlag) Set(s string) error {
 	return nil
 }
 
+// NewMesh is the adapter of -mesh with the options the flags ask for
+// (MeshOptions).
+func (c *Config) NewMesh() (mesh.Mesh, error) { return mesh.New(c.Mesh, c.MeshOptions()...) }
+
 // MeshOptions are the mesh adapter's options the flags ask for.
 func (c *Config) MeshOptions() []mesh.Option {
 	opts := []mesh.Option{mesh.WithWords(flagWords)}
@@ -441,7 +445,7 @@ func (c *Config) checkTarget() []error {
 func (c *Config) checkMesh() []error {
 	errs := c.checkMeshModes()
 	if c.Target != "local" && c.Mesh != "" {
-		m, err := mesh.New(c.Mesh, c.MeshOptions()...)
+		m, err := c.NewMesh()
 		switch inst, installs := m.(mesh.Installer); {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("-mesh=%s: %w", c.Mesh, err))

@@ -42,7 +42,7 @@ func TestFlagWords(t *testing.T) {
 	assert.Equal(t, "grpc", o.Workloads.Protocol, "-protocol=grpc deploys the gRPC backends")
 
 	c := &Config{Mesh: "cilium", CiliumEncryption: "none"}
-	m, err := mesh.New(c.Mesh, c.MeshOptions()...)
+	m, err := c.NewMesh()
 	require.NoError(t, err)
 	assert.Equal(t, "cilium: encryption off (-cilium-encryption=none): the meshed arm is Cilium's eBPF datapath as the CNI, every hop plain text by design",
 		mesh.PlainByDesign(m, mesh.Info{}))
