@@ -40,10 +40,17 @@ type gateResults struct {
 	// Why is where the CPU went, when the gate failed on sidecar CPU.
 	Why      *cpuprofile.Report `json:"why"`
 	Settings struct {
-		Sidecar   string `json:"sidecar"`
-		Candidate string `json:"candidate"`
-		Target    string `json:"target"`
+		Sidecar     string `json:"sidecar"`
+		Candidate   string `json:"candidate"`
+		Target      string `json:"target"`
+		Mesh        string `json:"mesh"`
+		MeshVersion string `json:"meshVersion"`
+		NginxImage  string `json:"nginxImage"`
 	} `json:"settings"`
+	// Reference is the stored run a -reference gate compared against.
+	Reference *struct {
+		RunID string `json:"runID"`
+	} `json:"reference"`
 	// Partial, Failed and GatePlan say whether the run was whole
 	// (report.Results): a verdict counts only from a run that was.
 	Partial  string              `json:"partial"`
@@ -181,10 +188,26 @@ func writeVerdict(path, summary string, stdout io.Writer, run func(gateResults) 
 	return nil
 }
 
+// title names what the gate compared: the candidate and the reference
+// (-candidate: the local sidecars, or on a cluster the sidecar images),
+// or this run's mesh release and the stored run (-reference).
+func (r gateResults) title() string {
+	s := r.Settings
+	if r.Reference != nil {
+		this := strings.TrimSpace(s.Mesh + " " + s.MeshVersion)
+		return fmt.Sprintf("%s against the stored run %s", cmpOr(this, "this run"), r.Reference.RunID)
+	}
+	ref := s.Sidecar
+	if s.Target != "local" && s.NginxImage != "" {
+		ref = s.NginxImage
+	}
+	return fmt.Sprintf("%s against %s", s.Candidate, ref)
+}
+
 // printVerdict writes r's verdict and where the CPU went as Markdown to
 // stdout and to summary (or $GITHUB_STEP_SUMMARY).
 func printVerdict(r gateResults, summary string, stdout io.Writer) error {
-	title := fmt.Sprintf("%s against %s", r.Settings.Candidate, r.Settings.Sidecar)
+	title := r.title()
 	outs := []io.Writer{stdout}
 	if summary = cmpOr(summary, os.Getenv("GITHUB_STEP_SUMMARY")); summary != "" {
 		f, err := os.OpenFile(summary, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

@@ -338,3 +338,22 @@ func TestMakeTestRunsTheGoToolTest(t *testing.T) {
 	}
 	assert.Contains(t, mk, "\ntest: test-unit test-measure\n")
 }
+
+// The summary's title names what was compared, read from the results
+// file: the sidecars of a local -candidate gate, the sidecar images of a
+// kind one, and for -reference this run's mesh release and the stored
+// run (from the 1.30 → 1.31 proxyless gate of 2026-12-03, whose summary
+// said "against caddy").
+func TestGateTitle(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"settings": {"sidecar": "caddy", "candidate": "caddy+access-log", "target": "local"}}`, "caddy+access-log against caddy"},
+		{`{"settings": {"sidecar": "caddy", "candidate": "mb/nginx:2", "target": "kind", "mesh": "sidecar", "nginxImage": "mb/nginx:1"}}`, "mb/nginx:2 against mb/nginx:1"},
+		{`{"settings": {"sidecar": "caddy", "target": "kind", "mesh": "istio-proxyless", "meshVersion": "1.31-dev.eed52ebb66ad"},
+		  "reference": {"file": "/tmp/r/reference/20261203T182654Z-kind.json", "runID": "20261203T182654Z-kind"}}`,
+			"istio-proxyless 1.31-dev.eed52ebb66ad against the stored run 20261203T182654Z-kind"},
+	} {
+		var r gateResults
+		require.NoError(t, json.Unmarshal([]byte(tc.json), &r))
+		assert.Equal(t, tc.want, r.title())
+	}
+}
