@@ -82,9 +82,9 @@ type Config struct {
 	// just showed, instead of the scenario's own.
 	GateFraction float64 `json:"gateFraction,omitempty"`
 	// GateMode is how a gate's rounds run its reference and candidate:
-	// testbed.Sequential (the default), one after another, or testbed.Duet,
-	// both at once, each with its own loadgen at the same offered load
-	// (-gate-mode; local target only).
+	// testbed.Sequential, one after another, or testbed.Duet, both at
+	// once, each with its own loadgen at the same offered load (-gate-mode;
+	// local target only, and its default there: defaultGateMode).
 	GateMode testbed.Mode `json:"gateMode,omitempty"`
 	// GateSeed is the seed of a duet's start order (testbed.DuetOrder),
 	// recorded so that a run's orders can be replayed (-gate-seed; 0:
@@ -279,7 +279,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Target, "target", "", "where to run: local (default: processes on loopback with real sidecars); kind; remote (the default when -kubeconfig or $KUBECONFIG is set)")
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
 	fs.Float64Var(&c.GateFraction, "gate-fraction", 0, "a gate's open-loop rate as a fraction of the capacity the meshed arms just showed, instead of the scenario's own (BenchmarkUpgradeGate: 0.25); docs/flags.md says what kind needs")
-	fs.Var(gateModeFlag{&c.GateMode}, "gate-mode", "how a gate's rounds run the reference and the candidate: sequential (default: one after another) or duet (both at once, each with its own loadgen at the same offered load, in an order drawn from -gate-seed; local target only)")
+	fs.Var(gateModeFlag{&c.GateMode}, "gate-mode", "how a gate's rounds run the reference and the candidate: duet (both at once, each with its own loadgen at the same offered load, in an order drawn from -gate-seed; local target only, its default there with -candidate) or sequential (one after another; the default elsewhere)")
 	fs.Uint64Var(&c.GateSeed, "gate-seed", 0, "with -gate-mode=duet, the seed of the arms' start order in each round, to replay a run's orders (0: drawn at random; the results' settings record it as gateSeed)")
 	fs.DurationVar(&c.Budget, "budget", 0, "measure for at most this long from the start: scenarios that would not fit get shorter windows (locally, down to 1s), else are skipped, and the run says which (0: go test's -timeout less a 25 % margin bounds the run alone)")
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run, also set by go test's -benchtime=3s (default 1s local, so that the main job fits 5 minutes; 3s for a local gate; 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
@@ -383,12 +383,25 @@ func (c *Config) checkReference() error {
 	return nil
 }
 
+// defaultGateMode is duet where a duet can run: on the local target, with
+// a candidate in this run and no stored reference. There, on 2026-12-03,
+// with the machine's per-pair noise at 9-13 % in sequential rounds, duet
+// passed 3 A/A gates of 3 in 82-103 s (noise 4-6 %) and failed
+// +access-log 2 of 2 in 42-56 s, where sequential decided none of 3 A/A
+// gates in 319-354 s (docs/gate.md, "Duet mode"). Sequential elsewhere.
+func (c *Config) defaultGateMode() testbed.Mode {
+	if c.Target == "local" && c.Candidate != "" && c.Reference == "" && !c.StoreReference {
+		return testbed.Duet
+	}
+	return testbed.Sequential
+}
+
 // checkGateMode checks -gate-mode against the target and the gate flags,
 // and draws -gate-seed for a duet when it was not given.
 func (c *Config) checkGateMode() error {
 	switch c.GateMode {
 	case "":
-		c.GateMode = testbed.Sequential
+		c.GateMode = c.defaultGateMode()
 	case testbed.Sequential:
 	case testbed.Duet:
 	default:

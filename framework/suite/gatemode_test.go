@@ -12,14 +12,25 @@ import (
 	"github.com/meshbench/meshbench/framework/testbed"
 )
 
-// -gate-mode is sequential by default; duet needs a candidate in the run
-// on the local target, and draws its order seed unless -gate-seed gives
-// it.
+// -gate-mode is duet by default where a duet can run (a candidate in the
+// run on the local target), else sequential; duet draws its order seed
+// unless -gate-seed gives it.
 func TestGateModeFlag(t *testing.T) {
 	cfg, err := normalize(t)
 	require.NoError(t, err)
-	assert.Equal(t, testbed.Sequential, cfg.GateMode, "the default")
+	assert.Equal(t, testbed.Sequential, cfg.GateMode, "the default without a candidate")
 	assert.Zero(t, cfg.GateSeed, "no seed without a duet")
+
+	cfg, err = normalize(t, "-candidate", "caddy")
+	require.NoError(t, err)
+	assert.Equal(t, testbed.Duet, cfg.GateMode, "the default of a local gate")
+	assert.NotZero(t, cfg.GateSeed)
+	cfg, err = normalize(t, "-target", "kind", "-candidate", "+no-keepalive")
+	require.NoError(t, err)
+	assert.Equal(t, testbed.Sequential, cfg.GateMode, "the default on a cluster")
+	cfg, err = normalize(t, "-store-reference")
+	require.NoError(t, err)
+	assert.Equal(t, testbed.Sequential, cfg.GateMode, "the default when storing a reference")
 
 	cfg, err = normalize(t, "-candidate", "caddy", "-gate-mode", "sequential")
 	require.NoError(t, err)
