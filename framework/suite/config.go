@@ -386,9 +386,10 @@ func (c *Config) checkReference() error {
 // defaultGateMode is duet where a duet can run: on the local target, with
 // a candidate in this run and no stored reference. There, on 2026-12-03,
 // with the machine's per-pair noise at 9-13 % in sequential rounds, duet
-// passed 3 A/A gates of 3 in 82-103 s (noise 4-6 %) and failed
-// +access-log 2 of 2 in 42-56 s, where sequential decided none of 3 A/A
-// gates in 319-354 s (docs/gate.md, "Duet mode"). Sequential elsewhere.
+// passed 6 A/A gates of 7 (one inconclusive) in 82-115 s and failed
+// +access-log and the Caddy bump 2 of 2 each, where sequential decided
+// none of 3 A/A gates in 319-354 s (docs/gate.md, "Duet mode").
+// Sequential elsewhere.
 func (c *Config) defaultGateMode() testbed.Mode {
 	if c.Target == "local" && c.Candidate != "" && c.Reference == "" && !c.StoreReference {
 		return testbed.Duet
