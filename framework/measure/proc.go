@@ -182,13 +182,7 @@ func readProc(pid int, children bool, kids map[int][]int) (procSample, error) {
 	return s, nil
 }
 
-// TreeTicks sums the CPU ticks (of USER_HZ) that pids and all their
-// descendants used so far, from one scan of /proc: a cheap sample of
-// processes that need no per-thread figures. A pid that is gone counts
-// nothing.
-func TreeTicks(pids []int) uint64 { return ScanProcs().TreeTicks(pids) }
-
-// TicksPerSecond is USER_HZ, the unit of TreeTicks.
+// TicksPerSecond is USER_HZ, the unit of ProcTable.TreeTicks.
 const TicksPerSecond = clockTicks
 
 // tree lists pid and, with children, its descendants in kids.

@@ -105,15 +105,15 @@ func TestTreeTicks(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the busy child dies with its group
 	require.NoError(t, cmd.Start())
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
-	before := TreeTicks([]int{cmd.Process.Pid})
+	before := ScanProcs().TreeTicks([]int{cmd.Process.Pid})
 	// Wait for 5 ticks (50 ms) of the busy child, as the kernel counts
 	// them; the idle shell alone never gets there.
 	deadline := time.Now().Add(10 * time.Second)
-	for TreeTicks([]int{cmd.Process.Pid}) < before+5 && time.Now().Before(deadline) {
+	for ScanProcs().TreeTicks([]int{cmd.Process.Pid}) < before+5 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	assert.GreaterOrEqual(t, TreeTicks([]int{cmd.Process.Pid}), before+5, "the busy child is counted with its parent")
-	assert.Zero(t, TreeTicks([]int{1 << 30}), "a pid that is gone")
+	assert.GreaterOrEqual(t, ScanProcs().TreeTicks([]int{cmd.Process.Pid}), before+5, "the busy child is counted with its parent")
+	assert.Zero(t, ScanProcs().TreeTicks([]int{1 << 30}), "a pid that is gone")
 }
 
 // TestBusiest names the busy child of an idle shell, between two scans of

@@ -408,9 +408,11 @@ func (s *Suite) gatePoints(sc Scenario, bench string) []gate.Labels {
 // fixtures/gates/<target>.yaml; loadGate refuses it when it is missing: a
 // gate with no fixture would decide nothing and exit 0.
 func defaultGate(root, target, mesh string) string {
-	own := filepath.Join(root, "fixtures", "gates", target+"-"+mesh+".yaml")
-	if _, err := os.Stat(own); err == nil && mesh != "" {
-		return own
+	if mesh != "" {
+		own := filepath.Join(root, "fixtures", "gates", target+"-"+mesh+".yaml")
+		if _, err := os.Stat(own); err == nil {
+			return own
+		}
 	}
 	return filepath.Join(root, "fixtures", "gates", target+".yaml")
 }

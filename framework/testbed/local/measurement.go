@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,14 +23,14 @@ type procMeasurement struct {
 	// run's figures, but not foreign to it either. Their ticks are taken
 	// around the window's, in one scan of /proc each time (a main job
 	// runs a hundred of them by its last scenarios).
-	rest      []int
-	restStart time.Time
-	scan      measure.ProcTable // every process as the window opened
+	rest  []int
+	start time.Time         // when scan was taken
+	scan  measure.ProcTable // every process as the window opened
 }
 
 // Start takes the first sample of every process and of the machine.
 func (m *procMeasurement) Start(context.Context) error {
-	m.scan, m.restStart = measure.ScanProcs(), time.Now()
+	m.scan, m.start = measure.ScanProcs(), time.Now()
 	var err error
 	m.rec, err = measure.StartProcs(m.procs)
 	return err
@@ -42,14 +43,14 @@ func (m *procMeasurement) Stop(context.Context) (testbed.Measured, error) {
 		return testbed.Measured{}, err
 	}
 	scan := measure.ScanProcs()
-	secs := time.Since(m.restStart).Seconds()
+	secs := time.Since(m.start).Seconds()
 	before, after := m.scan.TreeTicks(m.rest), scan.TreeTicks(m.rest)
 	if after < before { // one of them is gone: not judged
 		return testbed.Measured{Window: w}, nil
 	}
 	rest := float64(after-before) / measure.TicksPerSecond / secs * 1000
 	busiest := func() []string {
-		ours := m.rest
+		ours := slices.Clone(m.rest) // not into m.rest's array
 		for _, p := range m.procs {
 			ours = append(ours, p.PID)
 		}
