@@ -153,6 +153,9 @@ type Decision struct {
 	// ratios did not vary at all, with fewer pairs than a sign test needs
 	// (SignTestPairs); PairsNeeded then counts the pairs it needs.
 	ZeroSpread bool `json:",omitempty"`
+	// Outlook is, for an inconclusive paired sequential decision short of
+	// its budget, whether the budget can still decide it; nil otherwise.
+	Outlook *Outlook `json:",omitempty"`
 	// Reference and Candidate are every pair measured (the stored run's
 	// and this run's repeats, when unpaired), in the metric's unit, in the
 	// order measured: a sequential decision rests on the first
@@ -457,6 +460,8 @@ func (d *Decision) sentence() string {
 	case d.ReferenceTooFew:
 		more = fmt.Sprintf("more repeats of this run cannot settle it: the stored reference's own spread at n=%d is wider than the ratio's distance from the limit; "+
 			"rerun the reference with a higher -count", iv.NReference)
+	case d.Outlook != nil && d.Outlook.Futile:
+		more = d.Outlook.sentence(d.PairsNeeded)
 	case d.PairsNeeded < 0:
 		more = fmt.Sprintf("more than %d %s would be needed: the ratio sits on the limit", MaxPairsEstimate, pairs)
 	}

@@ -110,6 +110,7 @@ func decideLooks(r Rule, m Measurement, b stats.SequentialBounds) (Decision, err
 	}
 	if d.Outcome == Inconclusive && !d.ZeroSpread {
 		d.PairsNeeded = sequentialPairsNeeded(d.Interval, d.Limit, b)
+		d.Outlook = outlook(d.Interval, d.Limit, b)
 	}
 	d.Reason = fmt.Sprintf("%s:%d: %s: %s%s", r.File, r.Line, m.Scenario, d.sentence(), m.leftOut())
 	return d, nil

@@ -449,7 +449,8 @@ func (s *Suite) pointMeasurements(runs map[testbed.Arm][]report.Record) []gate.M
 // every arm: while the gate is undecided there (no decision failed, and
 // some is inconclusive) it calls round(rep) to run round rep of every arm,
 // one round at a time, deciding after each (gate.DecideSequential), until
-// it decides, the point has -max-count rounds, or ctx is done. Rounds
+// it decides, the point has -max-count rounds, the budget cannot decide
+// it (gate.Verdict.Futile: say so early), or ctx is done. Rounds
 // whose runs were invalid give no pair, and count against the budget all
 // the same. Against a stored reference it adds rounds in batches
 // (addStoredRounds).
@@ -479,6 +480,10 @@ func (s *Suite) addRounds(ctx context.Context, where string, runs map[testbed.Ar
 		if v.Outcome != gate.Inconclusive {
 			return
 		}
+		if v.Futile() {
+			s.logf("%s: gate: no more rounds after %d: the budget of %d cannot decide %s", where, rounds, s.Config.MaxCount, undecided(v))
+			return
+		}
 		s.logf("%s: gate undecided after %d rounds: %s; round %d of at most %d", where, rounds, undecided(v), rounds+1, s.Config.MaxCount)
 		round(rounds)
 	}
@@ -505,14 +510,22 @@ func (s *Suite) failedBefore(bench string, ms []gate.Measurement) bool {
 	return err == nil && v.Outcome == gate.Fail
 }
 
-// undecided lists a verdict's inconclusive decisions, briefly.
+// undecided lists a verdict's inconclusive decisions, briefly, each with
+// the chance that the budget's last look decides it and the smallest
+// change it can resolve there (gate.Outlook), when known.
 func undecided(v gate.Verdict) string {
 	var parts []string
 	for _, d := range v.Decisions {
-		if d.Outcome == gate.Inconclusive {
-			iv := d.Interval
-			parts = append(parts, fmt.Sprintf("%s %.3f (%.3f–%.3f, n=%d)", d.Metric, iv.Ratio, iv.Lo, iv.Hi, iv.N))
+		if d.Outcome != gate.Inconclusive {
+			continue
 		}
+		iv := d.Interval
+		part := fmt.Sprintf("%s %.3f (%.3f–%.3f, n=%d)", d.Metric, iv.Ratio, iv.Lo, iv.Hi, iv.N)
+		if o := d.Outlook; o != nil {
+			part += fmt.Sprintf(" [%.0f %% chance to decide by %d; resolves %.1f %% from the limit, is %.1f %% from it]",
+				100*o.Chance, o.Max, 100*o.Resolvable, 100*o.Distance)
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
 }

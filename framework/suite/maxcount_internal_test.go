@@ -196,25 +196,55 @@ func sequentialSuite(t *testing.T, log *bytes.Buffer) *Suite {
 
 // With -candidate the gate adds one interleaved pair at a time and decides
 // after each (gate.DecideSequential): a candidate that alternates ±e^0.1
-// around the CPU limit against a steady reference (log ratios ln 1.1 ±
-// 0.1) never settles, so the point grows one round at a time to the budget
-// of 8, saying so before each, and stops there, inconclusive on all 8.
+// around e^0.11 times the CPU limit against a steady reference (log
+// ratios ln 1.1 + 0.11 ± 0.1) never settles, though the last look could
+// have decided it (an 11 % chance at 7 pairs, gate.Outlook), so the point
+// grows one round at a time to the budget of 8, saying so before each,
+// and stops there, inconclusive on all 8.
 func TestMaxCountWithACandidateStopsAtTheBudget(t *testing.T) {
 	var log bytes.Buffer
 	s := sequentialSuite(t, &log)
-	p := newCandidatePoint(func(rep int) float64 { return 1.1 * math.Exp(0.1*float64(1-rep%2*2)) })
+	p := newCandidatePoint(func(rep int) float64 { return 1.1 * math.Exp(0.11+0.1*float64(1-rep%2*2)) })
 	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", p.runs, p.round)
 	assert.Equal(t, []int{3, 4, 5, 6, 7}, p.calls)
 	for n := 3; n < 8; n++ {
 		assert.Contains(t, log.String(), fmt.Sprintf("gate undecided after %d rounds: sidecarCPUPer1kReq ", n))
 		assert.Contains(t, log.String(), fmt.Sprintf("; round %d of at most 8\n", n+1))
 	}
+	assert.Contains(t, log.String(), "gate undecided after 7 rounds: sidecarCPUPer1kReq 1.246 (1.058–1.466, n=7) [11 % chance to decide by 8; resolves 15.2 % from the limit, is 13.2 % from it]; round 8 of at most 8\n")
 	recs := append(p.runs[testbed.Reference], p.runs[testbed.Candidate]...)
 	ms := gateMeasurements(s.gate, recs)
 	v, err := s.gate.DecideSequential(ms, s.gateSequential("", ms))
 	require.NoError(t, err)
 	assert.Equal(t, gate.Inconclusive, v.Outcome)
 	assert.Equal(t, 8, decisionOf(t, &v, gate.SidecarCPUPer1kReq).Interval.N)
+}
+
+// Right on the limit (log ratios ln 1.1 ± 0.1) the budget of 8 cannot
+// decide: after 6 rounds the last look would need the ratio 15.6 % from
+// the limit, and 2 more pairs can move it 0.1·√(2/48) = 0.02 in log: the
+// gate says so and adds no more rounds (gate.Verdict.Futile). The verdict
+// then gives the reason in its own words.
+func TestSequentialGateStopsWhenTheBudgetCannotDecide(t *testing.T) {
+	var log bytes.Buffer
+	s := sequentialSuite(t, &log)
+	p := newCandidatePoint(func(rep int) float64 { return 1.1 * math.Exp(0.1*float64(1-rep%2*2)) })
+	s.addRounds(context.Background(), "BenchmarkOneHop/c=4", p.runs, p.round)
+	assert.Equal(t, []int{3, 4, 5}, p.calls)
+	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+	require.Len(t, lines, 4, log.String())
+	assert.Equal(t, "# meshbench: BenchmarkOneHop/c=4: gate: no more rounds after 6: the budget of 8 cannot decide "+
+		"sidecarCPUPer1kReq 1.100 (0.902–1.341, n=6) [0 % chance to decide by 8; resolves 15.6 % from the limit, is 0.0 % from it]", lines[3])
+	recs := append(p.runs[testbed.Reference], p.runs[testbed.Candidate]...)
+	ms := gateMeasurements(s.gate, recs)
+	v, err := s.gate.DecideSequential(ms, s.gateSequential("", ms))
+	require.NoError(t, err)
+	assert.True(t, v.Futile())
+	cpu := decisionOf(t, &v, gate.SidecarCPUPer1kReq)
+	require.NotNil(t, cpu.Outlook)
+	assert.Equal(t, 6, cpu.Outlook.Pairs)
+	assert.Contains(t, cpu.Reason, "straddles ≤ 1.10; this machine cannot decide it within 8 pairs: at the spread of the first 6, the last look resolves changes of 16 % or more from the limit, "+
+		"and the ratio is 0 % from it (a 0 % chance to decide); ")
 }
 
 // A clear regression stops the point at its first conclusive look: a
