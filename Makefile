@@ -55,7 +55,7 @@ test-measure:
 ## e2e: the offline kind end-to-end run (needs root): starts dockerd and
 ## builds or reuses the kind node, nginx, loadgen and node CPU agent images
 ## and Istio's (hack/offline/e2e-images.sh; cached in $$MESHBENCH_CACHE), then
-## runs four tests on one 3-node cluster, made by the first and deleted at the end:
+## runs its tests on one 3-node cluster, made by the first and deleted at the end:
 ## TestKindE2E sweeps both paths at c=1 and c=8, baseline against the
 ## bring-your-own sidecar mesh (the node CPU agent reading beside the node
 ## reads, within 5 % of them), then the loadgen placements, the backend's
@@ -64,12 +64,14 @@ test-measure:
 ## gate must not fail, a +no-keepalive candidate must fail on sidecar CPU,
 ## then the same cluster through its kubeconfig with CPU from the kubelets,
 ## each window aligned to their refreshes, within 40 % of the node reads;
-## TestIstioProxylessKindE2E installs istiod (1.31-dev, built offline) with
-## -mesh-install and measures proxyless gRPC against plain gRPC at c=1 and
-## c=8, mTLS proven by SPIFFE identity, istiod's CPU measured;
 ## hack/ci/mesh-release-e2e.sh runs mesh-upgrade.yml's mesh-release path
-## with that Istio (its scripts: images, store the reference, gate the
-## candidate against it with -reference; A/A, so it must not fail);
+## with Istio proxyless (istiod and pilot-agent 1.31-dev, built offline,
+## installed by -mesh-install; its scripts: images, store the reference,
+## gate the candidate against it with -reference; A/A, so it must not
+## fail), then TestMeshReleaseResults checks every run of both files:
+## proxyless gRPC against plain gRPC, mTLS proven by SPIFFE identity,
+## istiod's CPU measured (TestIstioProxylessKindE2E, the same at c=1 and
+## c=8 on an install of its own, runs by hand: MESHBENCH_ISTIO_E2E=1);
 ## TestMeshInstallOnCluster, through the cluster's kubeconfig, installs and
 ## uninstalls a stand-in mesh chart and Istio's own charts with the Helm
 ## installer.
@@ -82,8 +84,6 @@ e2e:
 	MESHBENCH_KIND_E2E=1 MESHBENCH_KIND_CLUSTER=$$cluster MESHBENCH_KIND_KEEP=1 \
 	MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev MESHBENCH_NODECPU_IMAGE=meshbench/mbnodecpu:dev \
 		$(GO) test -count=1 -timeout 60m -run 'TestKindE2E$$|TestKindCandidateGateE2E$$' -v ./framework/suite; \
-	MESHBENCH_ISTIO_E2E=1 MESHBENCH_KIND_CLUSTER=$$cluster MESHBENCH_KIND_KEEP=1 MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev \
-		$(GO) test -count=1 -timeout 20m -run 'TestIstioProxylessKindE2E$$' -v ./framework/suite; \
 	hack/ci/mesh-release-e2e.sh $$cluster; \
 	kubeconfig=$$($(GO) run ./hack/offline/kindcluster up $$cluster 2>/dev/null); \
 	charts=$$($(GO) mod download -json $(ISTIO_CHARTS) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/manifests/charts; \

@@ -77,7 +77,7 @@ func (o *Outlook) sentence(pairsNeeded int) string {
 		more = fmt.Sprintf("not even %d pairs would", MaxPairsEstimate)
 	}
 	return fmt.Sprintf("this machine cannot decide it within %d pairs: at the spread of the first %d, the last look resolves changes of %s or more from the limit, "+
-		"and the ratio is %s from it (a %.0f %% chance to decide); %s, or a quieter machine, or both arms at once (-gate-mode=duet)",
+		"and the ratio is %s from it (a %.0f %% chance to decide); %s, or a quieter machine, or both arms at once (the duet mode)",
 		o.Max, o.Pairs, pct(o.Resolvable), pct(o.Distance), 100*o.Chance, more)
 }
 

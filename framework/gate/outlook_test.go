@@ -50,7 +50,7 @@ func TestOutlookOfAStraddlingInterval(t *testing.T) {
 	assert.Less(t, o.Chance, 1e-4)
 	assert.True(t, o.Futile)
 	assert.Equal(t, "this machine cannot decide it within 30 pairs: at the spread of the first 20, the last look resolves changes of 11 % or more from the limit, "+
-		"and the ratio is 0 % from it (a 0 % chance to decide); about 412 pairs in all would, or a quieter machine, or both arms at once (-gate-mode=duet)",
+		"and the ratio is 0 % from it (a 0 % chance to decide); about 412 pairs in all would, or a quieter machine, or both arms at once (the duet mode)",
 		o.sentence(392))
 	assert.Contains(t, o.sentence(-1), "; not even 1000 pairs would, or a quieter machine")
 

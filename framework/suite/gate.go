@@ -520,6 +520,10 @@ func undecided(v gate.Verdict) string {
 			continue
 		}
 		iv := d.Interval
+		if iv.N == 0 {
+			parts = append(parts, fmt.Sprintf("%s: no valid pair yet", d.Metric))
+			continue
+		}
 		part := fmt.Sprintf("%s %.3f (%.3f–%.3f, n=%d)", d.Metric, iv.Ratio, iv.Lo, iv.Hi, iv.N)
 		if o := d.Outlook; o != nil {
 			part += fmt.Sprintf(" [%.0f %% chance to decide by %d; resolves %.1f %% from the limit, is %.1f %% from it]",

@@ -56,7 +56,8 @@ func gateRun(t *testing.T, candidate string, maxCount int, axes ...suite.Axis) *
 
 // checkOpenRate: the gate's open-loop point runs at
 // suite.DefaultGateFraction of the rate the slower meshed arm achieved at
-// maximum rate (median of its runs).
+// maximum rate (median of its valid runs: a run the machine disturbed is
+// left out).
 func checkOpenRate(t *testing.T, recs []report.Record) {
 	t.Helper()
 	mesh := map[testbed.Arm][]float64{}
@@ -64,7 +65,7 @@ func checkOpenRate(t *testing.T, recs []report.Record) {
 	for _, r := range recs {
 		switch r.Labels.Value("load") {
 		case "max":
-			if r.Arm != testbed.Baseline {
+			if r.Arm != testbed.Baseline && r.Valid() { // as the suite: valid runs only
 				mesh[r.Arm] = append(mesh[r.Arm], r.Load.AchievedQPS)
 			}
 		case "open":
@@ -83,7 +84,7 @@ func checkOpenRate(t *testing.T, recs []report.Record) {
 // (maximum rate, then a quarter of the meshed arms' capacity, open loop),
 // never fails: every decision rests on valid pairs, at least
 // gate.MinPairsToDecide, and passes, or is still undecided when the
-// rounds ran out (-max-count 16 here; the default 30 passed 20 of 20
+// rounds ran out or the budget could not decide it (gate.Outlook) (-max-count 16 here; the default 30 passed 20 of 20
 // whole runs, docs/measurements.md "Whole gates on the 2-core machine"). An inconclusive run here (1 of
 // the last 3 in CI: open-loop p99 1.07, 0.94–1.23 at 16 pairs, against
 // 1.15) is logged, not failed: the pass rate is a distribution over whole
@@ -96,8 +97,10 @@ func TestGateAAPasses(t *testing.T) {
 		assert.GreaterOrEqual(t, d.Interval.N, gate.MinPairsToDecide, "decided on valid pairs: %s", d.Reason)
 		assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)
 		if d.Outcome == gate.Inconclusive {
-			assert.Equal(t, maxCount, d.Interval.N, "undecided only when the rounds ran out: %s", d.Reason)
-			t.Logf("inconclusive at the budget: %s", d.Reason)
+			futile := d.Outlook != nil && d.Outlook.Futile
+			assert.True(t, d.Interval.N == maxCount || futile,
+				"undecided only when the rounds ran out, or when the outlook said they could not decide it: %s", d.Reason)
+			t.Logf("inconclusive (%d pairs, futile %v): %s", d.Interval.N, futile, d.Reason)
 		}
 	}
 	assert.NotEqual(t, gate.Fail, v.Outcome)

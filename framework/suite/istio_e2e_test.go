@@ -2,6 +2,7 @@ package suite_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -41,6 +42,45 @@ func TestIstioProxylessKindE2E(t *testing.T) {
 	require.Len(t, recs, 2*2, "c=1 and c=8 × baseline and meshed")
 	for _, r := range recs {
 		checkProxylessRun(t, r)
+	}
+}
+
+// TestMeshReleaseResults checks the runs of `make e2e`'s mesh-release
+// path (hack/ci/mesh-release-e2e.sh, which runs it with
+// MESHBENCH_MESH_RELEASE_RESULTS set to its results directory) as
+// TestIstioProxylessKindE2E checks its own: Istio proxyless installed by
+// the job's own scripts, at c=8, at maximum rate and open loop. Both
+// files, the stored reference and the gate's, must hold valid runs of
+// both arms, and every valid run passes checkProxylessRun: in `make e2e`
+// this replaces a sweep of its own on a second install (141 s of CI).
+// An invalid run (an open-loop run that missed its rate, which the
+// stored reference keeps marked) is listed and left out.
+func TestMeshReleaseResults(t *testing.T) {
+	dir := os.Getenv("MESHBENCH_MESH_RELEASE_RESULTS")
+	if dir == "" {
+		t.Skip("set MESHBENCH_MESH_RELEASE_RESULTS to the results directory of hack/ci/mesh-release-e2e.sh (which runs this test itself)")
+	}
+	gated, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	stored, err := filepath.Glob(filepath.Join(dir, "reference", "*.json"))
+	require.NoError(t, err)
+	require.Len(t, stored, 1, "one stored reference in %s/reference", dir)
+	require.Len(t, gated, 1, "one gate's results in %s", dir)
+	for _, f := range append(stored, gated...) {
+		res, err := report.Read(f)
+		require.NoError(t, err, f)
+		valid := map[testbed.Arm]int{}
+		for _, r := range res.Records {
+			if !r.Valid() {
+				t.Logf("%s: %s invalid, left out: %v", f, r.Name(), r.Invalid)
+				continue
+			}
+			valid[r.Arm]++
+			checkProxylessRun(t, r)
+		}
+		assert.Positive(t, valid[testbed.Baseline], "%s: valid baseline runs", f)
+		assert.Positive(t, valid[testbed.Meshed], "%s: valid meshed runs", f)
+		t.Logf("%s: %d valid runs checked (%v)", f, valid[testbed.Baseline]+valid[testbed.Meshed], valid)
 	}
 }
 

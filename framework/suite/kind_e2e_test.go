@@ -399,15 +399,18 @@ func kindSuite(t *testing.T, args ...string) (*suite.Suite, *suite.Config) {
 }
 
 // kindThresholdRounds is how many rounds TestKindE2E's sweep of both
-// paths runs.
-const kindThresholdRounds = 3
+// paths runs: 2, which give 16 runs of 10 s windows, more than the 10
+// spans agentAgrees needs. The kind fixture is calibrated on 3 and its
+// breaches are reported, not failed (see TestKindE2E); a third round cost
+// about 130 s of CI.
+const kindThresholdRounds = 2
 
 // sweepBothPaths sweeps one-hop and two-hop and checks what every run
 // must show: valid, without errors, with requests.
 func sweepBothPaths(t *testing.T, s *suite.Suite) []report.Record {
 	t.Helper()
-	// Three interleaved pairs, as fixtures/thresholds/kind.yaml was
-	// calibrated on: a threshold fails only when every pair is beyond it.
+	// Interleaved pairs: a threshold of fixtures/thresholds/kind.yaml
+	// fails only when every pair is beyond it.
 	s.Config.Repeats = kindThresholdRounds
 	sweep(s, testbed.OneHop, testbed.TwoHop)
 	s.Config.Repeats = 1

@@ -12,6 +12,8 @@
 # gated against the stored file with -reference). An A/A gate must not
 # fail, and must decide something: exit 0 on pass or inconclusive (a
 # warning, as on the job's runners), 1 on fail, 2 when it decided nothing.
+# Then TestMeshReleaseResults checks both results files' runs (the mTLS
+# proof by SPIFFE identity, istiod's CPU): exit 1 when it fails.
 # Shorter than the job: 3 rounds, 10 s windows, c=8 (EXTRA_FLAGS).
 # MESH_RELEASE_REFERENCE (e.g. 1.30-dev.9739e10eb9d7, which istio.sh 130
 # builds) gates a real upgrade to this tree's release instead, where a
@@ -56,5 +58,9 @@ step "kind-gate.sh gate" hack/ci/kind-gate.sh gate || code=$?
 cat "${GITHUB_STEP_SUMMARY}"
 grep -qF "${stored}" "${RESULTS}/gate.log" ||
 	{ echo "mesh-release e2e: the gate's log does not name the stored reference ${stored}"; code=1; }
+# Both files' runs, checked as TestIstioProxylessKindE2E checks its own:
+# the mTLS proof by SPIFFE identity, istiod's and each role's CPU.
+step "TestMeshReleaseResults" env MESHBENCH_MESH_RELEASE_RESULTS="${RESULTS}" \
+	go test -count=1 -run '^TestMeshReleaseResults$' -v ./framework/suite || code=1
 echo "mesh-release e2e: exit ${code} in $((SECONDS - start))s (results: ${RESULTS})"
 exit "${code}"
