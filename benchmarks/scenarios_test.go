@@ -21,7 +21,8 @@ import (
 
 // TestEveryScenarioRunsLocally runs every benchmark of this package, as
 // the test binary itself lists them (-test.list), on the local target with
-// a short window, one round and c=2: the binary runs them as go test -bench
+// 1 s windows (the main job's; a scenario with a MinWindow gets its own),
+// one round and c=2: the binary runs them as go test -bench
 // would, in a child, and the test reads the results file the child wrote.
 // Each benchmark recorded what its name says, or skipped with the reason
 // the child printed.
@@ -111,7 +112,7 @@ func runBenchmarks(t *testing.T, names []string) benchRun {
 		quoted[i] = regexp.QuoteMeta(n)
 	}
 	args := []string{"-test.v", "-test.run", "^$", "-test.bench", "^(" + strings.Join(quoted, "|") + ")$",
-		"-test.benchtime", "1x", "-test.count", "1", "-target", "local", "-concurrency", "2", "-duration", "2s",
+		"-test.benchtime", "1x", "-test.count", "1", "-target", "local", "-concurrency", "2", "-duration", "1s",
 		"-warmup", "100ms", "-thresholds", "none", "-results", dir}
 	ctx := t.Context()
 	if dl, ok := t.Deadline(); ok {
