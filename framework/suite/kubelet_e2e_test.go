@@ -17,7 +17,8 @@ import (
 
 // kubeletAlignedOnCluster measures one hop at c=8 on the kind cluster
 // twice: through kind, with the CPU counters read on the nodes at the
-// instant, then reached only through its kubeconfig, as a remote cluster
+// instant (10 s windows, valid: not diluted), then reached only through
+// its kubeconfig, as a remote cluster
 // is, with the CPU from the kubelets' cached counters. Every kubelet
 // window is aligned to their refreshes: marked so, its counters spanning
 // at least one refresh interval (longer than the 3 s window), none
@@ -25,10 +26,17 @@ import (
 // within 40 % (the unaligned kubelet figures were off by up to 4×; two
 // aligned runs on kind read ×0.89 and ×0.93 of the agent's).
 func kubeletAlignedOnCluster(t *testing.T, cluster string) {
-	window := []string{"-concurrency", "8", "-duration", "3s", "-warmup", "1s", "-thresholds", "none", "-mesh", "sidecar"}
-	s, _ := kindSuite(t, append([]string{"-kind-cluster", cluster, "-keep-cluster"}, window...)...)
+	common := []string{"-concurrency", "8", "-thresholds", "none", "-mesh", "sidecar"}
+	window := append([]string{"-duration", "3s", "-warmup", "1s"}, common...)
+	// The node reads at kindSuite's 10 s windows: at 3 s, reads of three
+	// nodes that started late spanned 4-4.6 s, 78-81 % under load, and the
+	// figure compared against was itself diluted (a CI run, 2026-12-04).
+	s, _ := kindSuite(t, append([]string{"-kind-cluster", cluster, "-keep-cluster"}, common...)...)
 	setUp(t, s)
 	sweep(s, testbed.OneHop)
+	for _, r := range s.Records() {
+		require.Empty(t, r.CPUInvalid, "%s: the node reads' figure is valid", r.Name())
+	}
 	node := sidecarCPUPer1k(t, s.Records())
 	require.NoError(t, s.Finish())
 
