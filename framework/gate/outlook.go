@@ -81,6 +81,12 @@ func (o *Outlook) sentence(pairsNeeded int) string {
 		o.Max, o.Pairs, pct(o.Resolvable), pct(o.Distance), 100*o.Chance, more)
 }
 
+// String is the outlook in brief, as a gate's progress line shows it.
+func (o *Outlook) String() string {
+	return fmt.Sprintf("[%.0f %% chance to decide by %d; resolves %.1f %% from the limit, is %.1f %% from it]",
+		100*o.Chance, o.Max, 100*o.Resolvable, 100*o.Distance)
+}
+
 // Futile reports whether the verdict is inconclusive and each of its
 // inconclusive decisions is one the budget cannot decide (Outlook.Futile):
 // a gate then stops adding rounds.

@@ -525,9 +525,8 @@ func undecided(v gate.Verdict) string {
 			continue
 		}
 		part := fmt.Sprintf("%s %.3f (%.3f–%.3f, n=%d)", d.Metric, iv.Ratio, iv.Lo, iv.Hi, iv.N)
-		if o := d.Outlook; o != nil {
-			part += fmt.Sprintf(" [%.0f %% chance to decide by %d; resolves %.1f %% from the limit, is %.1f %% from it]",
-				100*o.Chance, o.Max, 100*o.Resolvable, 100*o.Distance)
+		if d.Outlook != nil {
+			part += " " + d.Outlook.String()
 		}
 		parts = append(parts, part)
 	}
