@@ -17,7 +17,10 @@
 # Every run's results, log and verdict go to $OUT (default
 # results/gate-rates/<candidate>-<mode>-<time>/); the last lines count the
 # outcomes by exit code (0 pass, 1 fail, 3 inconclusive, 2 no decision),
-# one line per mode.
+# one line per mode, then `meshbench offsets` over each mode's runs: per
+# decision, the day's per-pair noise, the runs whose interval excludes 1,
+# the mean ratio over the runs and an F test of the runs' means (for an
+# A/A, offsets between the arms that the runs' own intervals do not cover).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 candidate=${1:?usage: [MODE=sequential|duet|both] hack/gate-rates.sh CANDIDATE N [BENCHMARK-FLAGS...]}
@@ -56,4 +59,7 @@ for i in $(seq 1 "$n"); do
 done
 for m in "${modes[@]}"; do
 	echo "gate-rates: candidate $candidate, -gate-mode $m, $n runs: ${count[$m:0]:-0} pass, ${count[$m:1]:-0} fail, ${count[$m:3]:-0} inconclusive, ${count[$m:2]:-0} no decision ($out)"
+	# The day's per-pair noise, and for an A/A whether the runs' arms
+	# carried offsets their own intervals do not cover (docs/gate.md).
+	"$out/meshbench" offsets "$out"/run*-"$m"/ || echo "gate-rates: meshbench offsets failed (exit $?)" >&2
 done

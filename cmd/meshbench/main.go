@@ -77,7 +77,11 @@ const usage = `usage:
       K times slower (below 1: faster) would have measured them; exits 1 on a breach
   meshbench history [-o DIR] [-p PVALUE] [-window N] [-follow-version] [-fail-on-change PCT] RESULTS...
       change points across runs (files or directories), per comparable group, scenario and metric;
-      exits 1 when a series' newest run sits after a change worse than PCT percent, 2 on bad input`
+      exits 1 when a series' newest run sits after a change worse than PCT percent, 2 on bad input
+  meshbench offsets [-v] RESULTS...
+      A/A gate runs (files or directories, e.g. hack/gate-rates.sh's) read together: per decision, the runs
+      whose interval excludes 1, the day's per-pair noise, the mean ratio over the runs, and an F test for
+      offsets between the arms that the runs' own intervals do not cover`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -102,6 +106,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return judgeCmd(args[1:], stdout, stderr)
 	case "history":
 		return historyCmd(args[1:], stdout, stderr)
+	case "offsets":
+		return offsetsCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
