@@ -60,7 +60,9 @@ func TestKindE2E(t *testing.T) {
 	s.Log = io.MultiWriter(testWriter{t}, agentLog)
 	defer agentAgrees(t, agentLog)
 	setUp(t, s)
-	for _, r := range sweepBothPaths(t, s) {
+	recs := sweepBothPaths(t, s)
+	kindNodeFigure = nodeFigure(recs)
+	for _, r := range recs {
 		name := r.Name()
 		require.NotEmpty(t, r.Edges, name)
 		for _, e := range r.Edges {
