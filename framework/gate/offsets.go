@@ -53,9 +53,11 @@ type Offsets struct {
 	// counted once), and MeanLo–MeanHi its 95 % t-interval over the runs:
 	// the offset the gate would carry on average.
 	Mean, MeanLo, MeanHi float64
-	// PairSD is the per-pair standard deviation of ln(candidate/reference),
-	// pooled over the runs (each weighed by its n−1): the day's noise for
-	// this metric, which the error rates must be reported with.
+	// PairSD is the per-pair standard deviation of ln(candidate/reference)
+	// as the intervals estimate it (stats.RatioInterval.LogSD: with a
+	// trimmed mean, the SD that makes its standard error SD/√n), pooled
+	// over the runs (each weighed by its n−1): the day's noise for this
+	// metric, which the error rates must be reported with.
 	PairSD float64
 	// Spread is the one-way analysis of variance of the runs with at
 	// least two pairs: between-run against within-run variance.

@@ -106,3 +106,79 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// Gaps is where a run's wall time outside its measured windows went, by
+// where the gap fell: before the first window (building, starting and
+// deploying), between two windows of one benchmark (each run's warm-up,
+// its counters, proofs and records, and the other arm's start in a
+// round), between the last window of one benchmark and the first of the
+// next (stopping one scenario's processes and starting the next's), and
+// after the last window (until the results were written). With the
+// measured time they add up to the run's wall time.
+type Gaps struct {
+	Before, Within, Between, After time.Duration
+	// WithinGaps and BetweenGaps count the gaps summed in Within and
+	// Between.
+	WithinGaps, BetweenGaps int
+}
+
+// MeasuredGaps splits the run's time outside its windows (Gaps). Windows
+// that overlap (a duet's two halves) count as one span, of the benchmark
+// that started it. Records without a load are skipped.
+func MeasuredGaps(recs []Record, started, finished time.Time) Gaps {
+	type span struct {
+		window
+		bench string
+	}
+	var spans []span
+	for _, r := range recs {
+		if r.Run != nil && r.Load != nil {
+			spans = append(spans, span{window{r.Load.Start, r.Load.Start.Add(r.Load.Elapsed)}, r.Benchmark})
+		}
+	}
+	var g Gaps
+	if len(spans) == 0 {
+		g.Before = finished.Sub(started)
+		return g
+	}
+	slices.SortStableFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })
+	g.Before = max(spans[0].from.Sub(started), 0)
+	end, bench := spans[0].to, spans[0].bench
+	for _, s := range spans[1:] {
+		if gap := s.from.Sub(end); gap > 0 {
+			if s.bench == bench {
+				g.Within += gap
+				g.WithinGaps++
+			} else {
+				g.Between += gap
+				g.BetweenGaps++
+			}
+		}
+		end, bench = maxTime(end, s.to), s.bench
+	}
+	g.After = max(finished.Sub(end), 0)
+	return g
+}
+
+// String prints the gaps as one line: "outside the windows: 20.1 s
+// before the first, 80.4 s between a benchmark's windows (0.62 s each
+// of 129; the warm-up is 0.30 s), 35.0 s between benchmarks (2.69 s each
+// of 13), 2.1 s after the last".
+func (g Gaps) String(warmup time.Duration) string {
+	each := func(d time.Duration, n int) string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%.2f s each of %d", d.Seconds()/float64(n), n)
+	}
+	within := each(g.Within, g.WithinGaps)
+	if within != "" {
+		within += fmt.Sprintf("; the warm-up is %.2f s)", warmup.Seconds())
+	}
+	between := each(g.Between, g.BetweenGaps)
+	if between != "" {
+		between += ")"
+	}
+	return fmt.Sprintf("outside the windows: %.1f s before the first, %.1f s between a benchmark's windows%s, %.1f s between benchmarks%s, %.1f s after the last",
+		g.Before.Seconds(), g.Within.Seconds(), within, g.Between.Seconds(), between, g.After.Seconds())
+}
