@@ -33,14 +33,16 @@ test: test-unit test-measure
 MEASURING ?= ./benchmarks ./cmd/meshbench ./framework/report ./framework/suite \
 	./framework/testbed/local ./framework/testbed/kube ./framework/measure ./framework/load/ceiling
 
-## test-unit: build and vet everything, compile every test binary, run the
-## tests of the packages outside MEASURING in parallel, and build the
+## test-unit: build and vet everything (vet type-checks every test), run
+## the tests of the packages outside MEASURING in parallel, and build the
 ## caddy@VERSION sidecars a pull request's gate uses (TestBuildSidecarVersion,
-## cached in $$MESHBENCH_CACHE; minutes cold). Safe beside builds.
+## cached in $$MESHBENCH_CACHE; minutes cold). Safe beside builds. The
+## MEASURING packages' test binaries are linked by test-measure, one action
+## at a time (-p 1), never beside a run: linking every test binary here as
+## well cost a minute warm (62 s, 2026-12-04) for links done again later.
 test-unit: tools
 	@start=$$(date +%s); \
 	$(GO) build $(PKGS) && $(GO) vet $(PKGS) && \
-	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null && \
 	$(GO) test -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(MEASURING))") && \
 	MESHBENCH_BUILD_VERSIONS=1 $(GO) test -count=1 -timeout 30m -run '^TestBuildSidecarVersion$$' ./framework/testbed/local; rc=$$?; \
 	echo "make test-unit: $$(( $$(date +%s) - start ))s"; exit $$rc

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,11 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 			t.Logf("the child's output, last lines:\n%s", lastLines(run.out, 80))
 		}
 	})
+	run, again := rerunBusy(t, run)
 	got := run.byBenchmark()
+	for name, recs := range again.byBenchmark() {
+		got[name] = recs
+	}
 	metrics := benchMetrics(run.out)
 	for _, name := range names {
 		// recorded: runs in the results file, or, for a benchmark that
@@ -55,6 +60,87 @@ func TestEveryScenarioRunsLocally(t *testing.T) {
 	checkScenarios(t, got)
 	checkLoadgenCeiling(t, metrics)
 	checkInvalidRuns(t, run)
+	if again.out != "" {
+		checkInvalidRuns(t, again)
+	}
+}
+
+// rerunBusy runs once more, in a child of their own, the benchmarks whose
+// only invalid runs were "busy machine": processes outside the run used
+// the machine (on a cold CI run, 50 s after a 53-minute image build ended
+// and quiet.sh found the machine quiet; 2026-12-03 and -04). That is the
+// machine's state, not the scenario's; the busy runs are logged with
+// their reasons and left out of the checks, and the rerun is checked in
+// full: busy again, the test fails. It returns the first run without the
+// busy runs, and the rerun (empty when nothing was busy).
+func rerunBusy(t *testing.T, run benchRun) (first, again benchRun) {
+	busy := map[string]bool{}
+	for _, r := range run.records() {
+		if !r.Valid() && r.InvalidOnly(validity.BusyMachine) {
+			busy[r.Benchmark] = true
+		}
+	}
+	for _, r := range run.records() {
+		if !r.Valid() && !r.InvalidOnly(validity.BusyMachine) {
+			delete(busy, r.Benchmark) // invalid for a reason of its own
+		}
+	}
+	if len(busy) == 0 {
+		return run, benchRun{}
+	}
+	var names []string
+	var kept []report.Record
+	for _, r := range run.records() {
+		if busy[r.Benchmark] {
+			if !r.Valid() {
+				t.Logf("%s: %s; its benchmark runs again", r.Name(), r.Invalid)
+			}
+			continue
+		}
+		kept = append(kept, r)
+	}
+	for name := range busy {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	res := *run.results
+	res.Records = kept
+	run.results = &res
+	run.out = withoutVerdictsOf(run.out, busy)
+	if run.code == 1 && !failed.MatchString(run.out) {
+		run.code = 0 // it failed on the busy runs alone
+	}
+	return run, runBenchmarks(t, names)
+}
+
+// withoutVerdictsOf drops from out's "FAIL meshbench: not a valid result:
+// invalid runs in A (n), B (m); ..." lines the scenarios of the benchmarks
+// in drop, and the lines left with none; the "--- FAIL" lines of those
+// benchmarks go too.
+func withoutVerdictsOf(out string, drop map[string]bool) string {
+	const head, tail = "FAIL meshbench: not a valid result: invalid runs in ", "; their reasons"
+	dropped := func(scenario string) bool { return drop[strings.SplitN(scenario, "/", 2)[0]] }
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), "--- FAIL: "); ok && dropped(name) {
+			continue
+		}
+		list, rest, ok := strings.Cut(strings.TrimPrefix(l, head), tail)
+		if !strings.HasPrefix(l, head) || !ok {
+			lines = append(lines, l)
+			continue
+		}
+		var kept []string
+		for _, sc := range strings.Split(list, ", ") {
+			if !dropped(sc) {
+				kept = append(kept, sc)
+			}
+		}
+		if len(kept) > 0 {
+			lines = append(lines, head+strings.Join(kept, ", ")+tail+rest)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // benchRun is what a child run of this test binary left behind.
@@ -206,6 +292,9 @@ func skipInMainJob(t *testing.T) {
 	}
 }
 
+// failed finds the lines where a child says what failed.
+var failed = regexp.MustCompile(`(?m)^\s*(--- FAIL: |FAIL meshbench: )`)
+
 // verdictLine is the only verdict the child may end with: the fault run's
 // invalid runs (a rate ladder's rungs past the knee fail nothing).
 var verdictLine = regexp.MustCompile(`^FAIL meshbench: not a valid result: invalid runs in BenchmarkProxyKilled/c=2 \(\d+\); their reasons`)
@@ -236,7 +325,28 @@ func checkInvalidRuns(t *testing.T, run benchRun) {
 	}
 	assert.Contains(t, []int{0, 1}, run.code, "the child's exit code")
 	if run.code != 0 {
-		assert.Regexp(t, `(?m)^(--- FAIL: |FAIL meshbench: )`, run.out, "a failed child says what failed")
+		assert.Regexp(t, failed, run.out, "a failed child says what failed")
 	}
 	assert.NotContains(t, run.out, "meshbench: teardown:")
+}
+
+func TestWithoutVerdictsOf(t *testing.T) {
+	out := strings.Join([]string{
+		"--- FAIL: BenchmarkPayload/payload=1KiB/c=2/arm=meshed",
+		"    sweep.go:416: INVALID run: busy machine",
+		"--- FAIL: BenchmarkPayload",
+		"    --- FAIL: BenchmarkProxyKilled/c=2",
+		"FAIL meshbench: not a valid result: invalid runs in BenchmarkProxyKilled/c=2 (1), BenchmarkPayload/payload=1KiB/c=2 (1); their reasons are in the results file and above",
+		"FAIL meshbench: not a valid result: invalid runs in BenchmarkPayload/payload=1KiB/c=2 (2); their reasons are in the results file and above",
+		"ok",
+	}, "\n")
+	got := withoutVerdictsOf(out, map[string]bool{"BenchmarkPayload": true})
+	assert.Equal(t, strings.Join([]string{
+		"    sweep.go:416: INVALID run: busy machine",
+		"    --- FAIL: BenchmarkProxyKilled/c=2",
+		"FAIL meshbench: not a valid result: invalid runs in BenchmarkProxyKilled/c=2 (1); their reasons are in the results file and above",
+		"ok",
+	}, "\n"), got)
+	assert.Regexp(t, verdictLine, strings.Split(got, "\n")[2])
+	assert.Equal(t, out, withoutVerdictsOf(out, map[string]bool{"BenchmarkHops": true}))
 }

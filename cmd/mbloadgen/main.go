@@ -3,7 +3,7 @@
 // and its root package are not needed). The harness reaches it through a
 // port-forward and drives it with fortio's REST API:
 //
-//	POST /fortio/rest/run?url=http://backend.ns.svc:8080/&c=8&qps=-1&t=30s&r=0.00001&nocatchup=on
+//	POST /fortio/rest/run?url=http://backend.ns.svc:8080/&c=8&qps=-1&t=30s&r=0.00001
 //
 // runs one load synchronously and answers with fortio's HTTPRunnerResults
 // JSON, whose DurationHistogram is recorded at the resolution r (in seconds;

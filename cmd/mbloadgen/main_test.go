@@ -39,7 +39,7 @@ func muxServer(t *testing.T, peers *Peers) *httptest.Server {
 }
 
 func runURL(srv *httptest.Server, target string, extra url.Values) string {
-	q := url.Values{"url": {target}, "c": {"2"}, "qps": {"-1"}, "t": {"300ms"}, "r": {"0.00001"}, "p": {"50,99"}, "nocatchup": {"on"}}
+	q := url.Values{"url": {target}, "c": {"2"}, "qps": {"-1"}, "t": {"300ms"}, "r": {"0.00001"}, "p": {"50,99"}}
 	for k, v := range extra {
 		q[k] = v
 	}

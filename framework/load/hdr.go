@@ -75,8 +75,9 @@ func MergeLatencies(ls ...*Latencies) (*Latencies, error) {
 //
 // For open-loop runs it knows fortio's schedule: thread t sends its
 // request i at start + (i + i/(n-1))/q, where q is the thread's rate and n
-// its number of calls (periodic.runOne), and with NoCatchUp skips the
-// iterations whose time has passed. fortio does not hand the start to an
+// its number of calls (periodic.runOne), or, when its time passed while
+// the previous answer was out, as soon as that answer comes (catching up,
+// as meshbench's runs do), or with NoCatchUp skips it. fortio does not hand the start to an
 // AccessLogger, but its Run calls Info right after taking it (and once
 // before); the Recorder takes the time of the last Info call before the
 // first request as the start of the schedule, typically less than a

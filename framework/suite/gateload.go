@@ -14,12 +14,13 @@ import (
 // and capacity C, each connection ran one request per c/C at maximum rate
 // (Little's law), and has one per c/(fraction·C) at the open point: a
 // quarter gives it four times the mean time a request took at maximum
-// rate. fortio's open loop skips the slot of a response that comes late,
-// so less headroom misses the rate: at a half, on the 2-core machine, every
-// meshed open-loop run of an A/A gate at c=8 missed it by 5-8 % (1761-1824
-// of 1924 req/s, one request per 4.2 ms on each connection against a
-// p99 of 7-10 ms), and the gate had no valid pair; at a quarter all 12 ran
-// at 830-833 of 833 req/s.
+// rate. The headroom keeps the p99 the proxies' and not a queue's. It was
+// also chosen while fortio's open loop skipped the slot of a late answer
+// (NoCatchUp, until 2026-12-04; runs now catch up, load.runnerOptions):
+// then, at a half, every meshed open-loop run of a local A/A gate at c=8
+// missed its rate by 5-8 % (1761-1824 of 1924 req/s, one request per
+// 4.2 ms on each connection against a p99 of 7-10 ms); at a quarter all 12
+// ran at 830-833 of 833 req/s.
 const DefaultGateFraction = 0.25
 
 // GateLoad is the upgrade gate's load as an axis, key "load": first at

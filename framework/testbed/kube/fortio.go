@@ -111,7 +111,7 @@ func runQuery(o load.Options, d time.Duration) (url.Values, []byte, error) {
 	q.Set("t", d.String())
 	q.Set("r", strconv.FormatFloat(o.Resolution.Divider, 'g', -1, 64))
 	q.Set("p", percentiles)
-	q.Set("nocatchup", "on")
+	// no nocatchup: an open loop catches up (load.runnerOptions)
 	q.Set("timeout", o.Timeout.String())
 	if o.Protocol == load.H2 {
 		q.Set("h2", "on") // h2c with prior knowledge on http:// URLs
