@@ -56,10 +56,10 @@ func offsetsCmd(args []string, stdout, stderr io.Writer) error {
 		for _, r := range o.Runs {
 			iv := r.Interval
 			mark := ""
-			if iv.ExcludesOne {
+			if r.ExcludesOne() {
 				mark = "  excludes 1"
 			}
-			fmt.Fprintf(stdout, "  %s: %.4f (%.4f–%.4f, n=%d, SE %.2f %%)%s\n", r.Run, iv.Ratio, iv.Lo, iv.Hi, iv.N, 100*iv.StandardError, mark)
+			fmt.Fprintf(stdout, "  %s: %.4f (%.4f–%.4f, n=%d, SE %.2f %%)%s\n", r.Run, iv.Ratio, iv.Lo, iv.Hi, iv.N, 100*r.StandardError(), mark)
 		}
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/meshbench/meshbench/framework/stats"
 )
 
 // RunRatio is one whole gate run's figure for one decision: the run's mean
@@ -16,17 +18,29 @@ type RunRatio struct {
 	// Run names the run (its results file).
 	Run string
 	// Interval is the decision's interval as the run stored it.
-	Interval IntervalSummary
+	Interval stats.RatioInterval
 }
 
-// IntervalSummary is what Offsets reads of a stored interval.
-type IntervalSummary struct {
-	Ratio, Lo, Hi   float64
-	N               int
-	LogMean, LogSD  float64
-	ExcludesOne     bool    // Lo > 1 or Hi < 1: the run would call an A/A different
-	StandardError   float64 // LogSD/√N, of the run's mean log ratio
-	UsableForSpread bool    // N ≥ 2: its SD counts in the spread within runs
+// ExcludesOne says whether the run's interval excludes 1: the run would
+// call an A/A different.
+func (r RunRatio) ExcludesOne() bool {
+	iv := r.Interval
+	return iv.N > 0 && (iv.Lo > 1 || iv.Hi < 1)
+}
+
+// StandardError is LogSD/√N, of the run's mean log ratio; NaN without
+// two pairs.
+func (r RunRatio) StandardError() float64 {
+	if !r.usableForSpread() {
+		return math.NaN()
+	}
+	return r.Interval.LogSD / math.Sqrt(float64(r.Interval.N))
+}
+
+// usableForSpread: with two pairs or more, the run's SD counts in the
+// spread within runs.
+func (r RunRatio) usableForSpread() bool {
+	return r.Interval.N >= 2 && !math.IsNaN(r.Interval.LogSD)
 }
 
 // Offsets is what a set of A/A gate runs say about one decision (a
@@ -64,17 +78,6 @@ type Offsets struct {
 	Spread ANOVA
 }
 
-// Summarize reads a stored interval for Offsets.
-func Summarize(ratio, lo, hi float64, n int, logMean, logSD float64) IntervalSummary {
-	s := IntervalSummary{Ratio: ratio, Lo: lo, Hi: hi, N: n, LogMean: logMean, LogSD: logSD}
-	s.ExcludesOne = n > 0 && (lo > 1 || hi < 1)
-	if n >= 2 && !math.IsNaN(logSD) {
-		s.StandardError = logSD / math.Sqrt(float64(n))
-		s.UsableForSpread = true
-	}
-	return s
-}
-
 // RunOffsets groups the decisions of many A/A runs by scenario and metric
 // and says, for each, how far the runs' offsets spread (Offsets). The
 // runs map a run's name to its verdict's decisions; a decision without
@@ -94,8 +97,7 @@ func RunOffsets(runs map[string][]Decision) []Offsets {
 				o = &Offsets{Scenario: d.Scenario, Metric: d.Metric}
 				byKey[key] = o
 			}
-			o.Runs = append(o.Runs, RunRatio{Run: name,
-				Interval: Summarize(iv.Ratio, iv.Lo, iv.Hi, iv.N, iv.LogMean, iv.LogSD)})
+			o.Runs = append(o.Runs, RunRatio{Run: name, Interval: iv})
 		}
 	}
 	out := make([]Offsets, 0, len(byKey))
@@ -116,10 +118,10 @@ func (o *Offsets) summarize() {
 	o.Excluding = 0
 	for _, r := range o.Runs {
 		logs = append(logs, r.Interval.LogMean)
-		if r.Interval.ExcludesOne {
+		if r.ExcludesOne() {
 			o.Excluding++
 		}
-		if r.Interval.UsableForSpread {
+		if r.usableForSpread() {
 			n = append(n, r.Interval.N)
 			means = append(means, r.Interval.LogMean)
 			sds = append(sds, r.Interval.LogSD)
@@ -130,7 +132,7 @@ func (o *Offsets) summarize() {
 		m, sd := stat.MeanStdDev(logs, nil)
 		o.Mean = math.Exp(m)
 		if k > 1 {
-			h := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(k - 1)}.Quantile(0.975) * sd / math.Sqrt(float64(k))
+			h := stats.TQuantile(0.95, k-1) * sd / math.Sqrt(float64(k))
 			o.MeanLo, o.MeanHi = math.Exp(m-h), math.Exp(m+h)
 		}
 	}

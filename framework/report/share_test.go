@@ -11,12 +11,16 @@ import (
 	"github.com/meshbench/meshbench/framework/testbed"
 )
 
+// window is a record of benchmark b whose 3 s window started startS
+// seconds after t0.
+func window(t0 time.Time, b string, startS float64) report.Record {
+	return report.Record{Benchmark: b, Run: &testbed.Run{Load: &load.Result{
+		Start: t0.Add(time.Duration(startS * float64(time.Second))), Elapsed: 3 * time.Second}}}
+}
+
 func TestMeasuredShares(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	win := func(b string, startS float64) report.Record {
-		return report.Record{Benchmark: b, Run: &testbed.Run{Load: &load.Result{
-			Start: t0.Add(time.Duration(startS * float64(time.Second))), Elapsed: 3 * time.Second}}}
-	}
+	win := func(b string, startS float64) report.Record { return window(t0, b, startS) }
 	recs := []report.Record{
 		win("BenchmarkOneHop", 2.5),                         // warm-up from 2.0
 		win("BenchmarkOneHop", 6.1),                         // 0.1 s between the first window's end and this warm-up
@@ -39,10 +43,7 @@ func TestMeasuredShares(t *testing.T) {
 // the measured share stays a share of wall time, at most 100 %.
 func TestMeasuredSharesCountsADuetOnce(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	win := func(startS float64) report.Record {
-		return report.Record{Benchmark: "BenchmarkUpgradeGate", Run: &testbed.Run{Load: &load.Result{
-			Start: t0.Add(time.Duration(startS * float64(time.Second))), Elapsed: 3 * time.Second}}}
-	}
+	win := func(startS float64) report.Record { return window(t0, "BenchmarkUpgradeGate", startS) }
 	recs := []report.Record{win(1), win(1.2), win(5), win(5)} // two duet pairs
 	ss := report.MeasuredShares(recs, t0, t0.Add(10*time.Second), time.Second)
 	assert.Equal(t, []report.Share{
@@ -55,10 +56,7 @@ func TestMeasuredSharesCountsADuetOnce(t *testing.T) {
 // time it adds up to the run's wall time.
 func TestMeasuredGaps(t *testing.T) {
 	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	win := func(b string, startS float64) report.Record {
-		return report.Record{Benchmark: b, Run: &testbed.Run{Load: &load.Result{
-			Start: t0.Add(time.Duration(startS * float64(time.Second))), Elapsed: 3 * time.Second}}}
-	}
+	win := func(b string, startS float64) report.Record { return window(t0, b, startS) }
 	recs := []report.Record{
 		win("BenchmarkOneHop", 2.5),                         // 2.5 s before it
 		win("BenchmarkOneHop", 6.1),                         // 0.6 s after the first

@@ -102,10 +102,7 @@ func PairedLogRatio(reference, candidate []float64, confidence float64) (RatioIn
 // degrees of freedom at level confidence: the (1+confidence)/2 quantile,
 // e.g. 2.5706 for confidence 0.95 and df 5. It returns NaN for df < 1.
 func TQuantile(confidence float64, df int) float64 {
-	if df < 1 {
-		return math.NaN()
-	}
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile((1 + confidence) / 2)
+	return tQuantile(confidence, float64(df))
 }
 
 // PairsToResolve returns the smallest number of pairs N ≥ MinPairsForInterval

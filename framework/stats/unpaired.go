@@ -137,7 +137,8 @@ func logMeanVar(xs []float64) (mean, variance float64) {
 	return mean, variance / float64(len(xs)-1)
 }
 
-// tQuantile is TQuantile for a real number of degrees of freedom (Welch's).
+// tQuantile is TQuantile for a real number of degrees of freedom
+// (Welch's); NaN unless df > 0.
 func tQuantile(confidence, df float64) float64 {
 	if !(df > 0) {
 		return math.NaN()
