@@ -37,6 +37,12 @@ type InstallOptions struct {
 	// Registry replaces the upstream image registry (e.g. "registry.local:5000/istio")
 	// for clusters that cannot pull from the internet. "" keeps upstream.
 	Registry string `json:"registry,omitempty"`
+	// Published says the cluster pulls from registries of its own (a remote
+	// cluster, -target=remote), not from images loaded into it: an adapter
+	// whose default images are built offline (istio-proxyless's) installs
+	// its mesh's published release and images instead, unless Version
+	// names an offline build.
+	Published bool `json:"published,omitempty"`
 	// NoCapabilities are Linux capabilities the nodes' container runtime
 	// cannot grant (a kind node on a host whose bounding set lacks
 	// CAP_SYS_RESOURCE): adapters leave them out of what their pods ask for.

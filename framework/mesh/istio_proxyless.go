@@ -53,6 +53,12 @@ const (
 // ISTIO_VERSION_131 pin (`istio.sh 131 tags`).
 const ProxylessDefaultVersion = "1.31-dev.eed52ebb66ad"
 
+// ProxylessPublishedVersion is the version the adapter installs on a
+// cluster that pulls its own images (InstallOptions.Published, a remote
+// cluster): Istio's release, whose pilot and proxyv2 images Istio
+// publishes (docker.io/istio), as the istio adapter's default.
+const ProxylessPublishedVersion = "1.28.0"
+
 // proxylessHub is where the offline images are: meshbench/pilot and
 // meshbench/proxyv2-agent, loaded into kind by istio.sh.
 const proxylessHub = "meshbench"
@@ -571,10 +577,20 @@ func spiffeSource(trustDomain, id string) (string, bool) {
 // <registry>/proxyv2-agent, both at the version's tag (default:
 // ProxylessDefaultVersion; registry default meshbench, the images
 // hack/offline/istio.sh loads into kind), pulled only when not present.
+// On a cluster that pulls its own images (o.Published) it installs
+// Istio's release instead (publishedCharts).
 func (p *proxyless) Charts(o InstallOptions) ([]Chart, error) {
+	if o.Published && !devTag.MatchString(o.Version) {
+		return p.publishedCharts(o)
+	}
 	v := cmp.Or(o.Version, ProxylessDefaultVersion)
 	if !devTag.MatchString(v) && !chartVersion.MatchString(v) {
 		return nil, fmt.Errorf("%s: install version %q is not a chart version (want e.g. %s)", proxylessName, v, ProxylessDefaultVersion)
+	}
+	if o.Published && o.Registry == "" {
+		return nil, fmt.Errorf("%s: install version %q is an offline build (hack/offline/istio.sh), which no public registry has: "+
+			"push its meshbench/pilot and meshbench/proxyv2-agent images to a registry the cluster pulls from and name it with -mesh-registry, "+
+			"or install a release (default %s)", proxylessName, v, ProxylessPublishedVersion)
 	}
 	v = strings.TrimPrefix(v, "v")
 	hub := cmp.Or(o.Registry, proxylessHub)
@@ -589,6 +605,16 @@ func (p *proxyless) Charts(o InstallOptions) ([]Chart, error) {
 	set(istiod, "global.proxy.image", hub+"/"+proxylessAgentImage+":"+v)
 	set(istiod, "global.imagePullPolicy", "IfNotPresent")
 	return cs, nil
+}
+
+// publishedCharts installs an Istio release (default
+// ProxylessPublishedVersion) from Istio's Helm repository, with the images
+// Istio publishes for it (docker.io/istio, or the registry that mirrors
+// them): istiod's pilot, and proxyv2 for the grpc-agent template's
+// istio-proxy, which holds Envoy but runs pilot-agent alone
+// (DISABLE_ENVOY), as on kind.
+func (p *proxyless) publishedCharts(o InstallOptions) ([]Chart, error) {
+	return istioCharts(proxylessName, p.ns, p.rev, ProxylessPublishedVersion, o, "")
 }
 
 // Images are the images Charts installs (Imager): istiod's and the

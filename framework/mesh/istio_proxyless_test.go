@@ -81,6 +81,33 @@ func TestProxylessCharts(t *testing.T) {
 	assert.Equal(t, "istiod", cs[1].Release)
 }
 
+// On a cluster that pulls its own images (a remote one) the adapter
+// installs Istio's release with the images Istio publishes, or their
+// mirror; an offline build only from a registry that holds it.
+func TestProxylessChartsOnARemoteCluster(t *testing.T) {
+	m := newMesh(t, "istio-proxyless", WithRevision("mb"))
+	cs := charts(t, m, InstallOptions{Published: true})
+	assert.Equal(t, []string{
+		"istio-system/istio-base=base@1.28.0 https://istio-release.storage.googleapis.com/charts",
+		"istio-system/istiod-mb=istiod@1.28.0 https://istio-release.storage.googleapis.com/charts",
+	}, plan(cs))
+	assert.Equal(t, []string{"global.hub=docker.io/istio", "global.tag=1.28.0", "revision=mb"}, FlattenValues(cs[1].Values))
+	refs, err := m.(Imager).Images(InstallOptions{Published: true})
+	require.NoError(t, err)
+	assert.Empty(t, refs, "published images are pulled by the cluster, not loaded into it")
+
+	cs = charts(t, m, InstallOptions{Published: true, Version: "1.29.1", Registry: "mirror.corp/istio"})
+	assert.Equal(t, []string{"global.hub=mirror.corp/istio", "global.tag=1.29.1", "revision=mb"}, FlattenValues(cs[1].Values))
+
+	cs = charts(t, m, InstallOptions{Published: true, Version: "1.30-dev.9739e10eb9d7", Registry: "mirror.corp/mb"})
+	assert.Contains(t, FlattenValues(cs[1].Values), "global.proxy.image=mirror.corp/mb/proxyv2-agent:1.30-dev.9739e10eb9d7")
+	_, err = m.(Installer).Charts(InstallOptions{Published: true, Version: "1.30-dev.9739e10eb9d7"})
+	assert.EqualError(t, err, `istio-proxyless: install version "1.30-dev.9739e10eb9d7" is an offline build (hack/offline/istio.sh), which no public registry has: `+
+		`push its meshbench/pilot and meshbench/proxyv2-agent images to a registry the cluster pulls from and name it with -mesh-registry, or install a release (default 1.28.0)`)
+	_, err = m.(Installer).Charts(InstallOptions{Published: true, Version: "latest"})
+	assert.EqualError(t, err, `istio-proxyless: install version "latest" is not a chart version (want e.g. 1.28.0)`)
+}
+
 func TestProxylessDetect(t *testing.T) {
 	c := clientset(proxylessIstiod("mb131"))
 	info, err := newMesh(t, "istio-proxyless", WithRevision("mb131")).Detect(ctx, c)

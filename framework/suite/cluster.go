@@ -138,7 +138,7 @@ func (c *Config) meshImages() []string {
 	if err != nil || !ok {
 		return nil
 	}
-	refs, err := im.Images(mesh.InstallOptions{Version: c.MeshVersion, Registry: c.MeshRegistry})
+	refs, err := im.Images(c.meshRelease())
 	if err != nil {
 		return nil
 	}

@@ -35,10 +35,17 @@ func (c *Config) clusterWide() (mesh.Mesh, string) {
 	return nil, ""
 }
 
+// meshRelease says which mesh release -mesh-install installs, and from
+// where: a remote cluster pulls from registries of its own, so adapters
+// install their mesh's published images there (mesh.InstallOptions.Published).
+func (c *Config) meshRelease() mesh.InstallOptions {
+	return mesh.InstallOptions{Version: c.MeshVersion, Registry: c.MeshRegistry, Published: c.Target == "remote"}
+}
+
 // installOptions are the mesh install's settings; on kind, without the
 // capabilities the host cannot give the nodes' containers.
 func (c *Config) installOptions() mesh.InstallOptions {
-	o := mesh.InstallOptions{Version: c.MeshVersion, Registry: c.MeshRegistry}
+	o := c.meshRelease()
 	if c.Target == "kind" {
 		if q, err := kind.DetectQuirks(); err == nil && q.NoSysResource {
 			o.NoCapabilities = []string{"SYS_RESOURCE"}

@@ -44,6 +44,14 @@ func TestMeshInstallFlags(t *testing.T) {
 	assert.EqualError(t, err, "-mesh-install: the sidecar mesh has nothing to install")
 	_, err = normalize(t, "-target", "kind", "-mesh", "linkerd", "-mesh-install", "-mesh-version", "stable")
 	assert.EqualError(t, err, `-mesh-version=stable: linkerd: install version "stable" is not a chart version (want e.g. 2025.10.1)`)
+	// A remote cluster pulls its own images: an offline build of Istio
+	// only from the registry that holds it.
+	_, err = normalize(t, "-target", "remote", "-mesh", "istio-proxyless", "-mesh-install", "-mesh-version", "1.31-dev.eed52ebb66ad")
+	assert.ErrorContains(t, err, `-mesh-version=1.31-dev.eed52ebb66ad: istio-proxyless: install version "1.31-dev.eed52ebb66ad" is an offline build`)
+	_, err = normalize(t, "-target", "remote", "-mesh", "istio-proxyless", "-mesh-install", "-mesh-version", "1.31-dev.eed52ebb66ad", "-mesh-registry", "r.local/mb")
+	assert.NoError(t, err)
+	_, err = normalize(t, "-target", "kind", "-mesh", "istio-proxyless", "-mesh-install", "-mesh-version", "1.31-dev.eed52ebb66ad")
+	assert.NoError(t, err)
 }
 
 func TestMeshRevisionAndWaypointFlags(t *testing.T) {
