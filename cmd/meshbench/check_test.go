@@ -29,7 +29,8 @@ func TestCheckNamesTheBadFlag(t *testing.T) {
 		{[]string{"-candidate", "caddy", "-gate-mode", "sequential"}, ""},
 		{[]string{"-candidate", "caddy", "-gate-mode", "trio"}, `check: invalid value "trio" for flag -gate-mode: want sequential or duet`},
 		{[]string{"-gate-mode", "duet"}, "check: -gate-mode=duet: needs -candidate: a duet runs the reference and the candidate at the same time, in this run"},
-		{[]string{"-target", "kind", "-candidate", "+no-keepalive", "-gate-mode", "duet"}, "check: -gate-mode=duet: not on the kind target: its rounds run one arm's loadgens at a time, and its two arms' pods are not yet placed on symmetric nodes; use -gate-mode=sequential there"},
+		{[]string{"-target", "kind", "-candidate", "+no-keepalive", "-gate-mode", "duet"}, ""},
+		{[]string{"-target", "kind", "-reference", "r.json", "-gate-mode", "duet"}, "check: -gate-mode=duet: not with -reference or -store-reference: a stored run cannot run at the same time as this one"},
 		{[]string{"-candidate", "caddy", "stray"}, "check: unexpected argument \"stray\": benchmark flags start with -\n" + usage},
 	} {
 		err := run(context.Background(), append([]string{"check"}, tc.args...), &out, &errb)

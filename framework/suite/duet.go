@@ -1,9 +1,11 @@
 package suite
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -74,6 +76,9 @@ func (s *Suite) measureDuet(b *testing.B, tg testbed.Target, sc Scenario, c int,
 		return nil, fmt.Errorf("duet of %s: %w", unitName(order), err)
 	}
 	overlap := testbed.JudgeDuet(runs[0], runs[1])
+	if note := duetNodes(order, runs); note != "" && rep == 0 {
+		s.logf("%s: duet placement: %s", label(b, sc), note)
+	}
 	recs := make([]report.Record, len(order))
 	for i, arm := range order {
 		pair := &report.Pair{Mode: testbed.Duet, Order: order, Seed: s.Config.GateSeed, Window: testbed.WindowSpan(runs[i]), Overlap: overlap}
@@ -109,6 +114,32 @@ func (s *Suite) runDuet(ctx context.Context, tg testbed.Target, sc Scenario, c i
 	// Every error cancelled ctx with itself: the cause is the first one,
 	// or why the run stopped when that came first.
 	return nil, context.Cause(ctx)
+}
+
+// duetNodes says where a duet's two arms ran, per workload, from the
+// runs' Nodes (a cluster's; "" locally): "backend on kind-worker (both)",
+// or each arm's nodes when they differ.
+func duetNodes(order []testbed.Arm, runs []*testbed.Run) string {
+	if len(runs) != 2 || runs[0].Nodes == nil || runs[1].Nodes == nil {
+		return ""
+	}
+	workloads := slices.Sorted(maps.Keys(runs[0].Nodes))
+	for w := range runs[1].Nodes {
+		if !slices.Contains(workloads, w) {
+			workloads = append(workloads, w)
+		}
+	}
+	slices.Sort(workloads)
+	var parts []string
+	for _, w := range workloads {
+		a, b := runs[0].Nodes[w], runs[1].Nodes[w]
+		if slices.Equal(a, b) {
+			parts = append(parts, fmt.Sprintf("%s on %s (both)", w, strings.Join(a, ",")))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s apart: %s on %s, %s on %s", w, order[0], cmp.Or(strings.Join(a, ","), "none"), order[1], cmp.Or(strings.Join(b, ","), "none")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // unitName names a unit of a round: "reference+candidate" for a duet.

@@ -108,3 +108,16 @@ func TestMeasureDuet(t *testing.T) {
 	}
 	assert.EqualError(t, failed, "duet of candidate+reference: candidate arm: candidate sidecar exited")
 }
+
+// A duet on a cluster says where its two arms ran, per workload: on the
+// same nodes, or apart, naming each arm's.
+func TestDuetNodes(t *testing.T) {
+	order := []testbed.Arm{testbed.Candidate, testbed.Reference}
+	alike := map[string][]string{"backend": {"kind-worker"}, "loadgen": {"kind-worker2"}}
+	assert.Equal(t, "backend on kind-worker (both); loadgen on kind-worker2 (both)",
+		duetNodes(order, []*testbed.Run{{Nodes: alike}, {Nodes: alike}}))
+	apart := map[string][]string{"backend": {"kind-worker2"}, "frontend": {"kind-worker"}}
+	assert.Equal(t, "backend apart: candidate on kind-worker, reference on kind-worker2; frontend apart: candidate on none, reference on kind-worker; loadgen apart: candidate on kind-worker2, reference on none",
+		duetNodes(order, []*testbed.Run{{Nodes: alike}, {Nodes: apart}}))
+	assert.Empty(t, duetNodes(order, []*testbed.Run{{}, {}}), "a local duet has no nodes to say")
+}

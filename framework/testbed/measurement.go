@@ -32,6 +32,8 @@ type Measured struct {
 	// CPUInvalid are the reasons not to trust the window's CPU figures
 	// alone, such as counters whose span was mostly idle.
 	CPUInvalid validity.Reasons
+	// Nodes are the nodes of the arm's workloads over the window (Run.Nodes).
+	Nodes map[string][]string
 }
 
 // Measured puts m on the run: its window as the run's resources, and its
@@ -42,4 +44,5 @@ func (r *Run) Measured(m Measured) {
 	r.Invalid = append(r.Invalid, m.Invalid...)
 	r.Warnings = append(r.Warnings, m.Warnings...)
 	r.CPUInvalid = append(r.CPUInvalid, m.CPUInvalid...)
+	r.Nodes = m.Nodes
 }

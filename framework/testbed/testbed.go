@@ -120,6 +120,11 @@ type Run struct {
 	// proxyless mesh's "xds" (the app's own xDS client and server carry
 	// the traffic and the mTLS: no proxy is measured). Empty for HTTP.
 	Dial string `json:"dial,omitempty"`
+	// Nodes are, per workload of the arm (backend, frontend, loadgen), the
+	// cluster nodes its pods ran on over the window; nil locally. Two arms
+	// on the same nodes per workload were placed alike (a duet's must be,
+	// to compare them).
+	Nodes map[string][]string `json:"nodes,omitempty"`
 	// Encryption is the kernel's account of transparent encryption over
 	// the window, where the target can read the nodes (kind); nil elsewhere.
 	Encryption *Encryption `json:"encryption,omitempty"`

@@ -26,9 +26,12 @@ import (
 // per namespace, 0 where none is (yet): scenarios that need more scale
 // them up. deployMu guards both.
 type deployState struct {
-	deployMu sync.Mutex
-	created  []string
-	replicas map[string]int
+	// loadgensMu makes ensureLoadgens one at a time: a duet's two arms
+	// ask for the same loadgens at once.
+	loadgensMu sync.Mutex
+	deployMu   sync.Mutex
+	created    []string
+	replicas   map[string]int
 }
 
 // deployer renders the workloads, creates their namespaces and objects,

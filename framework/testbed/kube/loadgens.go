@@ -49,6 +49,8 @@ func (t *Target) loadgenJobs(p Placement, replicas int) []renderJob {
 func (t *Target) ensureLoadgens(ctx context.Context, w testbed.Workload) error {
 	var wants []want
 	d := t.deployer()
+	d.loadgensMu.Lock()
+	defer d.loadgensMu.Unlock()
 	for _, j := range t.loadgenJobs(Placement(w.Placement), w.Loadgens) {
 		d.deployMu.Lock()
 		have := d.replicas[j.ns]

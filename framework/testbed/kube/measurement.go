@@ -69,7 +69,8 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (testbed.Measured, error)
 		m.t.alignedSaid.Do(m.sayCost)
 	}
 	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)
-	return testbed.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid}, nil
+	return testbed.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid,
+		Nodes: workloadNodes(rs.a, pods)}, nil
 }
 
 // sayCost says, once, what aligning to the kubelets costs a run.

@@ -46,6 +46,15 @@ func nodesOf(a *arm, pods []corev1.Pod) map[manifests.Component][]string {
 	return out
 }
 
+// workloadNodes is nodesOf keyed by the workloads' names (Run.Nodes).
+func workloadNodes(a *arm, pods []corev1.Pod) map[string][]string {
+	out := map[string][]string{}
+	for c, nodes := range nodesOf(a, pods) {
+		out[string(c)] = nodes
+	}
+	return out
+}
+
 // placedApart warns when a run's arm a has a workload on other nodes than
 // its counterpart's same workload (other is that arm, as a's run sees it):
 // the scheduler's placement is only preferred to match

@@ -128,6 +128,10 @@ func (t *Target) prepare(ctx context.Context, s testbed.Spec) (*runState, error)
 	if !ok {
 		return nil, fmt.Errorf("kube target: unknown arm %q", s.Arm)
 	}
+	if s.Barrier != nil && Placement(w.Placement) == OutOfMesh {
+		return nil, fmt.Errorf("kube target: %s %s: a duet runs each arm with its own loadgen, and out of mesh the arms share one (%s); run this scenario sequentially",
+			s.Arm, w.Path, t.sharedNS())
+	}
 	if err := t.ensureLoadgens(ctx, w); err != nil {
 		return nil, err
 	}
@@ -205,6 +209,11 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 			return err
 		}
 	}
+	// In a duet, both arms' warm-ups start together, then their accounting
+	// and their windows (testbed.Barrier).
+	if err := rs.s.Sync(ctx, testbed.StageWarmup); err != nil {
+		return err
+	}
 	rs.loadedFrom = t.now()
 	m := &kubeletMeasurement{t: t, rs: rs}
 	rs.resources = m
@@ -217,6 +226,9 @@ func (t *Target) warm(ctx context.Context, rs *runState) error {
 		return err
 	}
 	if err := prime(ctx, rs.lgs); err != nil {
+		return err
+	}
+	if err := rs.s.Sync(ctx, testbed.StageAccounting); err != nil {
 		return err
 	}
 	if err = rs.resources.Start(ctx); err != nil {
@@ -249,6 +261,9 @@ func (t *Target) warmUp(ctx context.Context, rs *runState) error {
 // (closeUnderLoad), reads them otherwise, waits for what the fault killed
 // to be back, and reads the apps' counters after the run.
 func (t *Target) measure(ctx context.Context, rs *runState) error {
+	if err := rs.s.Sync(ctx, testbed.StageWindow); err != nil {
+		return err
+	}
 	rs.fault.start(ctx, t.now, t.faults().watchRestart)
 	frs, err := runShards(ctx, rs.lgs, rs.shardOpts, rs.o.Duration)
 	rs.fault.wait()

@@ -1,0 +1,63 @@
+package kube
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meshbench/meshbench/framework/testbed"
+)
+
+// A duet on a cluster: two arms' runs at once, each with its own
+// loadgens, pass the warm-up, the accounting and the window together, in
+// the duet's order, and their windows overlap; each run records where its
+// workloads ran, on the same nodes for both arms.
+func TestDuetOnFakeCluster(t *testing.T) {
+	fc, ctx, m := startFakeCluster(t)
+	tg := fc.newTarget(t, Options{Mesh: m})
+	require.NoError(t, tg.setUp(ctx))
+	defer func() { require.NoError(t, tg.Close(ctx)) }()
+
+	order := []testbed.Arm{testbed.Meshed, testbed.Baseline}
+	barrier := testbed.NewDuetBarrier(order)
+	o := testbed.Window{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}
+	runs := make([]*testbed.Run, len(order))
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for i, arm := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i], errs[i] = tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o, Barrier: barrier.For(arm)})
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	for _, st := range []testbed.Stage{testbed.StageWarmup, testbed.StageAccounting, testbed.StageWindow} {
+		assert.Equal(t, order, barrier.Passed(st), "stage %s", st)
+	}
+	for i, run := range runs {
+		assert.Empty(t, run.Invalid, "%s", order[i])
+		assert.Positive(t, run.Load.Requests, "%s", order[i])
+		assert.Equal(t, []string{"meshbench-worker"}, run.Nodes["backend"], "%s", order[i])
+	}
+	assert.Equal(t, runs[0].Nodes, runs[1].Nodes, "both arms' workloads on the same nodes")
+	assert.GreaterOrEqual(t, testbed.JudgeDuet(runs[0], runs[1]), testbed.MinDuetOverlap)
+	assert.Empty(t, runs[0].Invalid, "JudgeDuet found the windows together")
+}
+
+// Out of mesh both arms share one loadgen, so a duet there is refused.
+func TestDuetOutOfMeshIsRefused(t *testing.T) {
+	fc, ctx, m := startFakeCluster(t)
+	tg := fc.newTarget(t, Options{Mesh: m, Placement: OutOfMesh})
+	require.NoError(t, tg.setUp(ctx))
+	defer func() { require.NoError(t, tg.Close(ctx)) }()
+	barrier := testbed.NewDuetBarrier([]testbed.Arm{testbed.Meshed, testbed.Baseline})
+	_, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop},
+		Window: testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond}, Barrier: barrier.For(testbed.Meshed)})
+	assert.ErrorContains(t, err, "kube target: meshed one-hop: a duet runs each arm with its own loadgen, and out of mesh the arms share one (")
+}
