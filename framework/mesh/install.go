@@ -38,7 +38,7 @@ type InstallOptions struct {
 	// for clusters that cannot pull from the internet. "" keeps upstream.
 	Registry string `json:"registry,omitempty"`
 	// Published says the cluster pulls from registries of its own (a remote
-	// cluster, -target=remote), not from images loaded into it: an adapter
+	// cluster), not from images loaded into it: an adapter
 	// whose default images are built offline (istio-proxyless's) installs
 	// its mesh's published release and images instead, unless Version
 	// names an offline build.

@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 func init() {
@@ -72,6 +74,8 @@ var devTag = regexp.MustCompile(`^1\.[0-9]+-dev\.[0-9a-f]{12}$`)
 
 type proxyless struct {
 	ns, rev string
+	// words say the settings its errors advise.
+	words testbed.Words
 	// applied are the policies Enable applied, which Cleanup removes.
 	applied []appliedObject
 }
@@ -83,7 +87,7 @@ type appliedObject struct{ path, name string }
 func (o appliedObject) String() string { return o.path + "/" + o.name }
 
 func newProxyless(cfg config) *proxyless {
-	return &proxyless{ns: cmp.Or(cfg.namespace, "istio-system"), rev: cfg.revision}
+	return &proxyless{ns: cmp.Or(cfg.namespace, "istio-system"), rev: cfg.revision, words: cfg.words}
 }
 
 // Name is "istio-proxyless" (Mesh).
@@ -97,7 +101,7 @@ func (p *proxyless) Revision() string { return p.rev }
 
 // AtRevision implements Revisioned; the copy has applied nothing.
 func (p *proxyless) AtRevision(rev string) Mesh {
-	return &proxyless{ns: p.ns, rev: rev}
+	return &proxyless{ns: p.ns, rev: rev, words: p.words}
 }
 
 func (p *proxyless) defaultVersion() string { return ProxylessDefaultVersion }
@@ -589,8 +593,8 @@ func (p *proxyless) Charts(o InstallOptions) ([]Chart, error) {
 	}
 	if o.Published && o.Registry == "" {
 		return nil, fmt.Errorf("%s: install version %q is an offline build (hack/offline/istio.sh), which no public registry has: "+
-			"push its meshbench/pilot and meshbench/proxyv2-agent images to a registry the cluster pulls from and name it with -mesh-registry, "+
-			"or install a release (default %s)", proxylessName, v, ProxylessPublishedVersion)
+			"push its meshbench/pilot and meshbench/proxyv2-agent images to a registry the cluster pulls from and name it with %s, "+
+			"or install a release (default %s)", proxylessName, v, p.words.Say(testbed.SettingMeshRegistry, ""), ProxylessPublishedVersion)
 	}
 	v = strings.TrimPrefix(v, "v")
 	hub := cmp.Or(o.Registry, proxylessHub)

@@ -12,6 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshbench/meshbench/framework/testbed"
 )
 
 // proxylessIstiod is istiod of revision rev, as the istiod chart makes it
@@ -103,7 +105,9 @@ func TestProxylessChartsOnARemoteCluster(t *testing.T) {
 	assert.Contains(t, FlattenValues(cs[1].Values), "global.proxy.image=mirror.corp/mb/proxyv2-agent:1.30-dev.9739e10eb9d7")
 	_, err = m.(Installer).Charts(InstallOptions{Published: true, Version: "1.30-dev.9739e10eb9d7"})
 	assert.EqualError(t, err, `istio-proxyless: install version "1.30-dev.9739e10eb9d7" is an offline build (hack/offline/istio.sh), which no public registry has: `+
-		`push its meshbench/pilot and meshbench/proxyv2-agent images to a registry the cluster pulls from and name it with -mesh-registry, or install a release (default 1.28.0)`)
+		`push its meshbench/pilot and meshbench/proxyv2-agent images to a registry the cluster pulls from and name it with MeshRegistry, or install a release (default 1.28.0)`)
+	_, err = newMesh(t, "istio-proxyless", WithWords(func(s testbed.Setting) string { return "--" + s.Name })).(Installer).Charts(InstallOptions{Published: true, Version: "1.30-dev.9739e10eb9d7"})
+	assert.ErrorContains(t, err, "name it with --MeshRegistry, or install a release", "the setting in the caller's words")
 	_, err = m.(Installer).Charts(InstallOptions{Published: true, Version: "latest"})
 	assert.EqualError(t, err, `istio-proxyless: install version "latest" is not a chart version (want e.g. 1.28.0)`)
 }

@@ -13,6 +13,7 @@ var settingFlags = map[string]string{
 	testbed.SettingMeshRevision:     "mesh-revision",
 	testbed.SettingMeshVersion:      "mesh-version",
 	testbed.SettingMeshCharts:       "mesh-charts",
+	testbed.SettingMeshRegistry:     "mesh-registry",
 	testbed.SettingResponseSize:     "payload",
 	testbed.SettingProtocol:         "protocol",
 	testbed.SettingDuration:         "duration",

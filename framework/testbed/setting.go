@@ -30,6 +30,9 @@ const (
 	// SettingMeshCharts is a directory of the mesh's charts
 	// (kube.Options.ChartDir).
 	SettingMeshCharts = "MeshCharts"
+	// SettingMeshRegistry is the registry the installed mesh's images
+	// come from (mesh.InstallOptions.Registry).
+	SettingMeshRegistry = "MeshRegistry"
 	// SettingResponseSize is the backends' response body, in bytes
 	// (manifests.Params.ResponseSize).
 	SettingResponseSize = "ResponseSize"
@@ -48,7 +51,7 @@ const (
 // that it has words for each.
 func Settings() []string {
 	return []string{SettingTarget, SettingNodeCPU, SettingCandidate, SettingMeshInstall, SettingMeshRevision,
-		SettingMeshVersion, SettingMeshCharts, SettingResponseSize, SettingProtocol, SettingDuration, SettingCiliumEncryption}
+		SettingMeshVersion, SettingMeshCharts, SettingMeshRegistry, SettingResponseSize, SettingProtocol, SettingDuration, SettingCiliumEncryption}
 }
 
 // Setting is a setting of the run a message names: one of Settings, and
