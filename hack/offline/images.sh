@@ -117,12 +117,19 @@ debian_rootfs() {
 	local mirror logf="${dir}.debootstrap.log"
 	mirror=$(debian_mirror)
 	log "debootstrap ${name} (${DEBIAN_SUITE}, minbase + ${pkgs}), log ${logf}"
+	# dpkg in the new root without an fsync per file, as Docker's old
+	# mkimage.sh set it up (kube-proxy's root, alone: 39.8 s against 43.7):
+	# a root that a crash leaves half written has no stamp and is made
+	# again. Not kept in the image.
+	local speedup="${dir}/etc/dpkg/dpkg.cfg.d/meshbench-unsafe-io"
+	mkdir -p "$(dirname "${speedup}")"
+	echo force-unsafe-io >"${speedup}"
 	if ! ${NICE} debootstrap --variant=minbase --include="${pkgs}" "${DEBIAN_SUITE}" "${dir}" "${mirror}" >"${logf}" 2>&1; then
 		tail -n 20 "${logf}" >&2
 		die "debootstrap ${name} failed"
 	fi
 	# no package lists or caches in images
-	rm -rf "${dir}"/var/lib/apt/lists/* "${dir}"/var/cache/apt/*.bin "${dir}"/var/cache/apt/archives/*.deb \
+	rm -rf "${speedup}" "${dir}"/var/lib/apt/lists/* "${dir}"/var/cache/apt/*.bin "${dir}"/var/cache/apt/archives/*.deb \
 		"${dir}"/var/log/* "${dir}"/tmp/*
 	echo "${key}" >"${dir}.stamp"
 	echo "${dir}"
@@ -182,7 +189,7 @@ go_image() {
 	if [[ "${pkg}" == *@* ]]; then
 		(cd "${dir}" && CGO_ENABLED=0 GOFLAGS=-mod=mod GOBIN="${dir}" ${NICE} go install -trimpath -ldflags='-s -w' "${pkg}")
 	else
-		(cd "${REPO_ROOT}" && CGO_ENABLED=0 ${NICE} go build -trimpath -ldflags='-s -w' -o "${dir}/${name}" "${pkg}")
+		(cd "${REPO_ROOT}" && CGO_ENABLED=0 ${NICE} go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o "${dir}/${name}" "${pkg}")
 	fi
 	image_from_static_binary "${tag}" "${dir}/${name}" "/usr/local/bin/${name}"
 	rm -rf "${dir}"

@@ -321,12 +321,32 @@ func dockerHasImage(image string) bool {
 	return exec.Command("docker", "image", "inspect", image).Run() == nil
 }
 
-// LoadImages saves the local Docker images once and imports them into every
-// node's containerd (what `kind load docker-image` does).
+// LoadImages imports local Docker images into every node's containerd, as
+// `kind load docker-image` does: an image whose ID a node already has under
+// its name is not loaded into that node again (a kept cluster reused by the
+// next run), and the others are saved once and imported into the nodes that
+// lack one, in parallel.
 func (c *cluster) LoadImages(ctx context.Context, images ...string) error {
-	// A large image takes minutes to import into every node: say so first.
-	c.opts.logger.Logf("kind %s: loading images %s into every node (docker save, then containerd import in parallel)", c.name, strings.Join(images, " "))
 	return c.step("load images "+strings.Join(images, " "), func() error {
+		ids, err := dockerImageIDs(ctx, images)
+		if err != nil {
+			return err
+		}
+		kindNodes, err := c.provider.ListInternalNodes(c.name)
+		if err != nil {
+			return err
+		}
+		if len(kindNodes) == 0 {
+			return fmt.Errorf("no nodes")
+		}
+		missing := nodesLacking(kindNodes, images, ids)
+		if len(missing) == 0 {
+			c.opts.logger.Logf("kind %s: images %s: present on all %d nodes, with the local IDs", c.name, strings.Join(images, " "), len(kindNodes))
+			return nil
+		}
+		// A large image takes minutes to import into every node: say so first.
+		c.opts.logger.Logf("kind %s: loading images %s into %d of %d nodes (docker save, then containerd import in parallel)",
+			c.name, strings.Join(images, " "), len(missing), len(kindNodes))
 		f, err := os.CreateTemp("", "meshbench-images-*.tar")
 		if err != nil {
 			return err
@@ -337,20 +357,52 @@ func (c *cluster) LoadImages(ctx context.Context, images ...string) error {
 		if out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("docker save: %w: %s", err, out)
 		}
-		return c.loadArchive(f.Name())
+		return loadArchive(missing, f.Name())
 	})
 }
 
-// loadArchive imports an image archive into every node.
-func (c *cluster) loadArchive(path string) error {
-	kindNodes, err := c.provider.ListInternalNodes(c.name)
-	if err != nil {
-		return err
+// dockerImageIDs is each image's ID in the local Docker.
+func dockerImageIDs(ctx context.Context, images []string) ([]string, error) {
+	ids := make([]string, len(images))
+	for i, img := range images {
+		out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "-f", "{{.Id}}", img).Output()
+		if err != nil {
+			return nil, fmt.Errorf("image %q is not in the local Docker: %w", img, err)
+		}
+		ids[i] = strings.TrimSpace(string(out))
 	}
-	if len(kindNodes) == 0 {
-		return fmt.Errorf("no nodes")
+	return ids, nil
+}
+
+// nodesLacking is the nodes where some image is missing, or has another ID
+// than ids gives (what crictl inspecti says of it; an error counts as
+// missing).
+func nodesLacking(kindNodes []nodes.Node, images, ids []string) []nodes.Node {
+	lack := make([]bool, len(kindNodes))
+	var wg sync.WaitGroup
+	for i, n := range kindNodes {
+		wg.Go(func() {
+			for j, img := range images {
+				if id, err := nodeutils.ImageID(n, img); err != nil || id != ids[j] {
+					lack[i] = true
+					return
+				}
+			}
+		})
 	}
-	// In parallel: each node's containerd unpacks the archive on its own.
+	wg.Wait()
+	var out []nodes.Node
+	for i, n := range kindNodes {
+		if lack[i] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// loadArchive imports an image archive into each of kindNodes, in
+// parallel: each node's containerd unpacks the archive on its own.
+func loadArchive(kindNodes []nodes.Node, path string) error {
 	errs := make([]error, len(kindNodes))
 	var wg sync.WaitGroup
 	for i, n := range kindNodes {

@@ -197,5 +197,14 @@ func (p *provider) LoadImage(ctx context.Context, image string, _ ...string) err
 // (support.E2EClusterProviderWithImageLoader).
 func (p *provider) LoadImageArchive(ctx context.Context, archivePath string, _ ...string) error {
 	c := p.cluster()
-	return c.step("load image archive "+archivePath, func() error { return c.loadArchive(archivePath) })
+	return c.step("load image archive "+archivePath, func() error {
+		kindNodes, err := c.provider.ListInternalNodes(c.name)
+		if err != nil {
+			return err
+		}
+		if len(kindNodes) == 0 {
+			return fmt.Errorf("no nodes")
+		}
+		return loadArchive(kindNodes, archivePath)
+	})
 }
