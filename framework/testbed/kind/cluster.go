@@ -332,12 +332,9 @@ func (c *cluster) LoadImages(ctx context.Context, images ...string) error {
 		if err != nil {
 			return err
 		}
-		kindNodes, err := c.provider.ListInternalNodes(c.name)
+		kindNodes, err := c.nodes()
 		if err != nil {
 			return err
-		}
-		if len(kindNodes) == 0 {
-			return fmt.Errorf("no nodes")
 		}
 		missing := nodesLacking(kindNodes, images, ids)
 		if len(missing) == 0 {
@@ -359,6 +356,18 @@ func (c *cluster) LoadImages(ctx context.Context, images ...string) error {
 		}
 		return loadArchive(missing, f.Name())
 	})
+}
+
+// nodes is the cluster's nodes, an error when it has none.
+func (c *cluster) nodes() ([]nodes.Node, error) {
+	kindNodes, err := c.provider.ListInternalNodes(c.name)
+	if err != nil {
+		return nil, err
+	}
+	if len(kindNodes) == 0 {
+		return nil, fmt.Errorf("no nodes")
+	}
+	return kindNodes, nil
 }
 
 // dockerImageIDs is each image's ID in the local Docker.

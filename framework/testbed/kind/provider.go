@@ -198,12 +198,9 @@ func (p *provider) LoadImage(ctx context.Context, image string, _ ...string) err
 func (p *provider) LoadImageArchive(ctx context.Context, archivePath string, _ ...string) error {
 	c := p.cluster()
 	return c.step("load image archive "+archivePath, func() error {
-		kindNodes, err := c.provider.ListInternalNodes(c.name)
+		kindNodes, err := c.nodes()
 		if err != nil {
 			return err
-		}
-		if len(kindNodes) == 0 {
-			return fmt.Errorf("no nodes")
 		}
 		return loadArchive(kindNodes, archivePath)
 	})
