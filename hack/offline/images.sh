@@ -118,7 +118,8 @@ debian_rootfs() {
 	mirror=$(debian_mirror)
 	log "debootstrap ${name} (${DEBIAN_SUITE}, minbase + ${pkgs}), log ${logf}"
 	# dpkg in the new root without an fsync per file, as Docker's old
-	# mkimage.sh set it up (kube-proxy's root, alone: 39.8 s against 43.7):
+	# mkimage.sh set it up (kube-proxy's root, alone, one run each on
+	# 2026-12-05: 39.8 s against 43.7):
 	# a root that a crash leaves half written has no stamp and is made
 	# again. Not kept in the image.
 	local speedup="${dir}/etc/dpkg/dpkg.cfg.d/meshbench-unsafe-io"
@@ -187,9 +188,9 @@ go_image() {
 	dir=$(mktemp -d)
 	name=$(basename "${pkg%@*}")
 	if [[ "${pkg}" == *@* ]]; then
-		(cd "${dir}" && CGO_ENABLED=0 GOFLAGS=-mod=mod GOBIN="${dir}" ${NICE} go install -trimpath -ldflags='-s -w' "${pkg}")
+		(cd "${dir}" && CGO_ENABLED=0 GOFLAGS=-mod=mod GOBIN="${dir}" ${NICE} go install -trimpath "${GO_NO_DWARF}" -ldflags='-s -w' "${pkg}")
 	else
-		(cd "${REPO_ROOT}" && CGO_ENABLED=0 ${NICE} go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o "${dir}/${name}" "${pkg}")
+		(cd "${REPO_ROOT}" && CGO_ENABLED=0 ${NICE} go build -trimpath "${GO_NO_DWARF}" -ldflags='-s -w' -o "${dir}/${name}" "${pkg}")
 	fi
 	image_from_static_binary "${tag}" "${dir}/${name}" "/usr/local/bin/${name}"
 	rm -rf "${dir}"

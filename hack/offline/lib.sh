@@ -16,6 +16,10 @@ MESHBENCH_CACHE="${MESHBENCH_CACHE:-/var/cache/meshbench}"
 export MESHBENCH_CACHE
 # Builds run niced so that they do not disturb measurements on the same cores.
 NICE="${NICE:-nice -n 10}"
+# Go builds of binaries for images: -ldflags=-w drops the DWARF from the
+# binary, but the compiler still writes it for every package unless told
+# (7 % of the CPU of a cold build of cmd/mbloadgen, 2026-12-05).
+GO_NO_DWARF="-gcflags=all=-dwarf=false"
 export PATH="/usr/local/go/bin:${PATH}"
 
 log() { printf '%s [offline] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -150,11 +154,8 @@ go_module_build() {
 			got=$(go list -m -f '{{.Version}}' "${r%@*}")
 			[ "${got}" = "${want}" ] || die "${name}: ${r%@*} resolved to ${got}, not ${want}"
 		done
-		# -dwarf=false: -ldflags=-w drops the DWARF from the binary, but the
-		# compiler still writes it for every package unless told (7 % of
-		# the CPU of a cold build, measured on cmd/mbloadgen).
 		# shellcheck disable=SC2086
-		CGO_ENABLED="${cgo}" ${NICE} go build -trimpath -gcflags=all=-dwarf=false ${GO_BUILD_FLAGS:-} -ldflags="${ldflags}" \
+		CGO_ENABLED="${cgo}" ${NICE} go build -trimpath "${GO_NO_DWARF}" ${GO_BUILD_FLAGS:-} -ldflags="${ldflags}" \
 			-o "${outdir}/" "${pkg_list[@]}" >&2
 	)
 	echo "${key}" >"${outdir}/.stamp"
