@@ -61,7 +61,6 @@ func TestKindE2E(t *testing.T) {
 	defer agentAgrees(t, agentLog)
 	setUp(t, s)
 	recs := sweepBothPaths(t, s)
-	kindNodeFigure = nodeFigure(recs)
 	for _, r := range recs {
 		name := r.Name()
 		require.NotEmpty(t, r.Edges, name)
