@@ -48,6 +48,11 @@ const (
 	// first arm's load must not starve the other's start on a small
 	// machine.
 	StageWindow Stage = "window"
+	// StageClose is just after the loadgens' measured window, with each
+	// arm's load kept on: a duet's arms read the nodes' counters there
+	// once for both (Shared), so neither arm's read idles the other's
+	// span.
+	StageClose Stage = "close"
 )
 
 // Barrier holds a run at each Stage until the other arms of its duet
@@ -100,6 +105,16 @@ type DuetBarrier struct {
 	order  []Arm
 	mu     sync.Mutex
 	stages map[Stage]*duetStage
+	reads  map[Stage]*sharedRead
+}
+
+// sharedRead is a read the arms of a duet share at a stage: the first arm
+// to ask runs it, the others wait until done.
+type sharedRead struct {
+	done chan struct{}
+	by   Arm
+	v    any
+	err  error
 }
 
 // duetStage is one stage: how many arms reached it, and one release per
@@ -112,7 +127,7 @@ type duetStage struct {
 
 // NewDuetBarrier is the barrier of arms that start in order.
 func NewDuetBarrier(order []Arm) *DuetBarrier {
-	return &DuetBarrier{order: slices.Clone(order), stages: map[Stage]*duetStage{}}
+	return &DuetBarrier{order: slices.Clone(order), stages: map[Stage]*duetStage{}, reads: map[Stage]*sharedRead{}}
 }
 
 // For is arm's side of the barrier, for its Spec.
@@ -124,6 +139,75 @@ type duetSide struct {
 }
 
 func (s duetSide) Wait(ctx context.Context, stage Stage) error { return s.d.wait(ctx, s.arm, stage) }
+
+func (s duetSide) share(ctx context.Context, stage Stage, read func(context.Context) (any, error)) (any, error) {
+	return s.d.share(ctx, s.arm, stage, read)
+}
+
+// sharer is a Barrier whose arms can share one read at a stage.
+type sharer interface {
+	share(ctx context.Context, stage Stage, read func(context.Context) (any, error)) (any, error)
+}
+
+// Shared is read's result for the arm of s at stage. In a duet
+// (DuetBarrier) read runs once for all its arms, by the first arm to ask,
+// and the others get its result: the arms of a duet on a cluster read the
+// nodes' counters once, not once each, so the reads take half the time
+// they would. Without a barrier it just runs read.
+func Shared[T any](ctx context.Context, s Spec, stage Stage, read func(context.Context) (T, error)) (T, error) {
+	var zero T
+	sh, ok := s.Barrier.(sharer)
+	if !ok {
+		return read(ctx)
+	}
+	v, err := sh.share(ctx, stage, func(ctx context.Context) (any, error) { return read(ctx) })
+	if err != nil {
+		return zero, err
+	}
+	t, ok := v.(T)
+	if !ok {
+		return zero, fmt.Errorf("the duet's read at the %s is a %T, not a %T", stage, v, zero)
+	}
+	return t, nil
+}
+
+// share runs read for arm at stage, unless another arm of the duet has
+// run it there: then it waits for that read's result.
+func (d *DuetBarrier) share(ctx context.Context, arm Arm, stage Stage, read func(context.Context) (any, error)) (any, error) {
+	d.mu.Lock()
+	r := d.reads[stage]
+	first := r == nil
+	if first {
+		r = &sharedRead{done: make(chan struct{}), by: arm}
+		d.reads[stage] = r
+	}
+	d.mu.Unlock()
+	if first {
+		r.v, r.err = read(ctx)
+		close(r.done)
+		return r.v, r.err
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s arm: waiting for the %s arm's read at the %s: %w", arm, r.by, stage, context.Cause(ctx))
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("the %s arm's read at the %s, shared: %w", r.by, stage, r.err)
+	}
+	return r.v, nil
+}
+
+// ReadBy is the arm that ran the duet's shared read at stage; "" when
+// none ran.
+func (d *DuetBarrier) ReadBy(stage Stage) Arm {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r := d.reads[stage]; r != nil {
+		return r.by
+	}
+	return ""
+}
 
 // wait marks arm at stage, and returns when it may pass: after every arm
 // arrived and the arm before it in the order passed.

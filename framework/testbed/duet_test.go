@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,4 +141,54 @@ func TestDuetBarrierReleasesTogetherInOrder(t *testing.T) {
 	err := testbed.NewDuetBarrier(order).For(testbed.Reference).Wait(cctx, testbed.StageWindow)
 	assert.EqualError(t, err, "reference arm: waiting for the other arm of the duet before its window: the other arm failed")
 	assert.EqualError(t, testbed.NewDuetBarrier(order).For(testbed.Baseline).Wait(ctx, testbed.StageWindow), "duet of [candidate reference]: arm baseline is not in it")
+}
+
+// A duet's arms share a read at a stage: the first to ask runs it, the
+// other gets its result, and an error names the arm whose read failed.
+// Without a barrier the read just runs.
+func TestSharedReadRunsOnceForADuet(t *testing.T) {
+	ctx := context.Background()
+	order := []testbed.Arm{testbed.Reference, testbed.Candidate}
+	b := testbed.NewDuetBarrier(order)
+	var calls atomic.Int32
+	read := func(context.Context) (int, error) { return int(calls.Add(1)) * 10, nil }
+	got := make([]int, len(order))
+	var wg sync.WaitGroup
+	for i, arm := range order {
+		wg.Go(func() {
+			v, err := testbed.Shared(ctx, testbed.Spec{Arm: arm, Barrier: b.For(arm)}, testbed.StageClose, read)
+			assert.NoError(t, err)
+			got[i] = v
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, []int{10, 10}, got, "one read, both arms' result")
+	assert.Equal(t, int32(1), calls.Load())
+	assert.Contains(t, order, b.ReadBy(testbed.StageClose))
+	assert.Equal(t, testbed.Arm(""), b.ReadBy(testbed.StageAccounting), "no read there")
+
+	v, err := testbed.Shared(ctx, testbed.Spec{Arm: testbed.Reference}, testbed.StageClose, read)
+	require.NoError(t, err)
+	assert.Equal(t, 20, v, "alone, every call reads")
+
+	failing := testbed.NewDuetBarrier(order)
+	fail := func(context.Context) (int, error) { return 0, errors.New("node kind-worker: exec failed") }
+	_, err = testbed.Shared(ctx, testbed.Spec{Arm: testbed.Candidate, Barrier: failing.For(testbed.Candidate)}, testbed.StageAccounting, fail)
+	require.EqualError(t, err, "node kind-worker: exec failed")
+	_, err = testbed.Shared(ctx, testbed.Spec{Arm: testbed.Reference, Barrier: failing.For(testbed.Reference)}, testbed.StageAccounting, read)
+	require.EqualError(t, err, "the candidate arm's read at the accounting, shared: node kind-worker: exec failed")
+
+	slow := testbed.NewDuetBarrier(order)
+	started := make(chan struct{})
+	wait := func(ctx context.Context) (int, error) { close(started); <-ctx.Done(); return 0, ctx.Err() }
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = testbed.Shared(rctx, testbed.Spec{Arm: testbed.Reference, Barrier: slow.For(testbed.Reference)}, testbed.StageClose, wait)
+	}()
+	<-started
+	cctx, cancelOther := context.WithCancelCause(ctx)
+	cancelOther(errors.New("the other arm failed"))
+	_, err = testbed.Shared(cctx, testbed.Spec{Arm: testbed.Candidate, Barrier: slow.For(testbed.Candidate)}, testbed.StageClose, read)
+	assert.EqualError(t, err, "candidate arm: waiting for the reference arm's read at the close: the other arm failed")
 }
