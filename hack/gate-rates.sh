@@ -9,7 +9,7 @@
 #   MODE=duet hack/gate-rates.sh caddy 20           # the same, with both arms at once (-gate-mode=duet)
 #   MODE=both hack/gate-rates.sh caddy 20           # both modes side by side: N gates of each, interleaved
 #
-# MODE is sequential (the default), duet or both. With both, run i is one
+# MODE is sequential (the default), duet, open-duet or both. With both, run i is one
 # gate of each mode, sequential first in odd runs and duet first in even
 # ones, so that both modes see the same hours of the machine; each mode is
 # tallied apart (docs/gate.md, "Duet mode").
@@ -23,15 +23,15 @@
 # A/A, offsets between the arms that the runs' own intervals do not cover).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-candidate=${1:?usage: [MODE=sequential|duet|both] hack/gate-rates.sh CANDIDATE N [BENCHMARK-FLAGS...]}
-n=${2:?usage: [MODE=sequential|duet|both] hack/gate-rates.sh CANDIDATE N [BENCHMARK-FLAGS...]}
+candidate=${1:?usage: [MODE=sequential|duet|open-duet|both] hack/gate-rates.sh CANDIDATE N [BENCHMARK-FLAGS...]}
+n=${2:?usage: [MODE=sequential|duet|open-duet|both] hack/gate-rates.sh CANDIDATE N [BENCHMARK-FLAGS...]}
 shift 2
 mode=${MODE:-sequential}
 case $mode in
-sequential | duet) modes=("$mode") ;;
+sequential | duet | open-duet) modes=("$mode") ;;
 both) modes=(sequential duet) ;;
 *)
-	echo "gate-rates: MODE=$mode: want sequential, duet or both" >&2
+	echo "gate-rates: MODE=$mode: want sequential, duet, open-duet or both" >&2
 	exit 2
 	;;
 esac

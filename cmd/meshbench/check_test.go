@@ -27,7 +27,7 @@ func TestCheckNamesTheBadFlag(t *testing.T) {
 		{[]string{"-count", "-1"}, "check: -count=-1: a number of rounds, at least 1"},
 		{[]string{"-candidate", "caddy", "-gate-mode", "duet", "-gate-seed", "7"}, ""},
 		{[]string{"-candidate", "caddy", "-gate-mode", "sequential"}, ""},
-		{[]string{"-candidate", "caddy", "-gate-mode", "trio"}, `check: invalid value "trio" for flag -gate-mode: want sequential or duet`},
+		{[]string{"-candidate", "caddy", "-gate-mode", "trio"}, `check: invalid value "trio" for flag -gate-mode: want sequential, duet or open-duet`},
 		{[]string{"-gate-mode", "duet"}, "check: -gate-mode=duet: needs -candidate: a duet runs the reference and the candidate at the same time, in this run"},
 		{[]string{"-target", "kind", "-candidate", "+no-keepalive", "-gate-mode", "duet"}, ""},
 		{[]string{"-target", "kind", "-reference", "r.json", "-gate-mode", "duet"}, "check: -gate-mode=duet: not with -reference or -store-reference: a stored run cannot run at the same time as this one"},

@@ -322,7 +322,7 @@ func flagName(a string) string {
 	return name
 }
 
-// checkPassedMode refuses a -gate-mode other than sequential or duet
+// checkPassedMode refuses a -gate-mode other than testbed.Modes
 // before go test builds anything (the benchmarks' own flag refuses it
 // too, but only once they are built).
 func checkPassedMode(pass []string) error {
@@ -335,7 +335,7 @@ func checkPassedMode(pass []string) error {
 			v = pass[i+1]
 		}
 		if !slices.Contains(testbed.Modes, testbed.Mode(v)) {
-			return fmt.Errorf("gate: -gate-mode=%s: want %s or %s", v, testbed.Sequential, testbed.Duet)
+			return fmt.Errorf("gate: -gate-mode=%s: want %s", v, testbed.ModeList())
 		}
 	}
 	return nil

@@ -209,7 +209,7 @@ func TestGateRefusesABadModeFirst(t *testing.T) {
 	for _, args := range [][]string{{"-gate-mode", "trio"}, {"-gate-mode=trio"}, {"--gate-mode=trio"}} {
 		var out, errb bytes.Buffer
 		err := run(context.Background(), append([]string{"gate", "-results", t.TempDir(), "-candidate", "caddy"}, args...), &out, &errb)
-		assert.EqualError(t, err, "gate: -gate-mode=trio: want sequential or duet", "%v", args)
+		assert.EqualError(t, err, "gate: -gate-mode=trio: want sequential, duet or open-duet", "%v", args)
 		assert.Equal(t, 2, exitCode(err, &errb))
 		assert.NotContains(t, errb.String(), "meshbench gate: go test", "no go test was started")
 	}

@@ -82,9 +82,10 @@ type Config struct {
 	// just showed, instead of the scenario's own.
 	GateFraction float64 `json:"gateFraction,omitempty"`
 	// GateMode is how a gate's rounds run its reference and candidate:
-	// testbed.Sequential, one after another, or testbed.Duet, both at
-	// once, each with its own loadgen at the same offered load (-gate-mode;
-	// local target only, and its default there: defaultGateMode).
+	// testbed.Sequential, one after another, testbed.Duet, both at once,
+	// each with its own loadgen at the same offered load, or
+	// testbed.OpenDuet, the open-loop points as duets and the others
+	// sequential (-gate-mode; the default: defaultGateMode).
 	GateMode testbed.Mode `json:"gateMode,omitempty"`
 	// GateSeed is the seed of a duet's start order (testbed.DuetOrder),
 	// recorded so that a run's orders can be replayed (-gate-seed; 0:
@@ -205,7 +206,7 @@ func (p protocolFlag) Set(s string) error {
 	return nil
 }
 
-// gateModeFlag is -gate-mode: sequential or duet, refused otherwise as
+// gateModeFlag is -gate-mode: one of testbed.Modes, refused otherwise as
 // the flag is parsed.
 type gateModeFlag struct{ v *testbed.Mode }
 
@@ -221,7 +222,7 @@ func (g gateModeFlag) String() string {
 func (g gateModeFlag) Set(s string) error {
 	m := testbed.Mode(s)
 	if !slices.Contains(testbed.Modes, m) {
-		return fmt.Errorf("want %s or %s", testbed.Sequential, testbed.Duet)
+		return fmt.Errorf("want %s", testbed.ModeList())
 	}
 	*g.v = m
 	return nil
@@ -279,7 +280,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Target, "target", "", "where to run: local (default: processes on loopback with real sidecars); kind; remote (the default when -kubeconfig or $KUBECONFIG is set)")
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
 	fs.Float64Var(&c.GateFraction, "gate-fraction", 0, "a gate's open-loop rate as a fraction of the capacity the meshed arms just showed, instead of the scenario's own (BenchmarkUpgradeGate: 0.25); docs/flags.md says what kind needs")
-	fs.Var(gateModeFlag{&c.GateMode}, "gate-mode", "how a gate's rounds run the reference and the candidate: duet (both at once, each with its own loadgen at the same offered load, in an order drawn from -gate-seed; the default on the local target with -candidate) or sequential (one after another; the default elsewhere)")
+	fs.Var(gateModeFlag{&c.GateMode}, "gate-mode", "how a gate's rounds run the reference and the candidate: duet (both at once, each with its own loadgen at the same offered load, in an order drawn from -gate-seed; the default on the local target with -candidate), sequential (one after another; the default elsewhere), or open-duet (the open-loop points as duets, the maximum-rate points sequential)")
 	fs.Uint64Var(&c.GateSeed, "gate-seed", 0, "with -gate-mode=duet, the seed of the arms' start order in each round, to replay a run's orders (0: drawn at random; the results' settings record it as gateSeed)")
 	fs.DurationVar(&c.Budget, "budget", 0, "measure for at most this long from the start: scenarios that would not fit get shorter windows (locally, down to 1s), else are skipped, and the run says which (0: go test's -timeout less a 25 % margin bounds the run alone)")
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run, also set by go test's -benchtime=3s (default 1s local, so that the main job fits 5 minutes; 3s for a local gate; 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
@@ -405,19 +406,18 @@ func (c *Config) checkGateMode() error {
 	switch c.GateMode {
 	case "":
 		c.GateMode = c.defaultGateMode()
-	case testbed.Sequential:
-	case testbed.Duet:
+	case testbed.Sequential, testbed.Duet, testbed.OpenDuet:
 	default:
-		return fmt.Errorf("-gate-mode=%s: want %s or %s", c.GateMode, testbed.Sequential, testbed.Duet)
+		return fmt.Errorf("-gate-mode=%s: want %s", c.GateMode, testbed.ModeList())
 	}
-	if c.GateMode != testbed.Duet {
+	if c.GateMode == testbed.Sequential {
 		return nil
 	}
 	switch {
 	case c.Reference != "" || c.StoreReference:
-		return errors.New("-gate-mode=duet: not with -reference or -store-reference: a stored run cannot run at the same time as this one")
+		return fmt.Errorf("-gate-mode=%s: not with -reference or -store-reference: a stored run cannot run at the same time as this one", c.GateMode)
 	case c.Candidate == "":
-		return errors.New("-gate-mode=duet: needs -candidate: a duet runs the reference and the candidate at the same time, in this run")
+		return fmt.Errorf("-gate-mode=%s: needs -candidate: a duet runs the reference and the candidate at the same time, in this run", c.GateMode)
 	}
 	if c.GateSeed == 0 {
 		c.GateSeed = testbed.NewSeed()

@@ -19,20 +19,41 @@ import (
 // candidate, in the order DuetOrder starts from.
 var duetArms = []testbed.Arm{testbed.Reference, testbed.Candidate}
 
-// duet reports whether the rounds of arms run the reference and the
-// candidate at once (-gate-mode=duet, and both among arms).
-func (s *Suite) duet(arms []testbed.Arm) bool {
-	return s.Config.GateMode == testbed.Duet && slices.Contains(arms, testbed.Reference) && slices.Contains(arms, testbed.Candidate)
+// duet reports whether the rounds of arms at concurrency c of sc run the
+// reference and the candidate at once: both are among arms, and
+// -gate-mode is duet, or open-duet at an open-loop point.
+func (s *Suite) duet(sc Scenario, c int, arms []testbed.Arm) bool {
+	if !slices.Contains(arms, testbed.Reference) || !slices.Contains(arms, testbed.Candidate) {
+		return false
+	}
+	switch s.Config.GateMode {
+	case testbed.Duet:
+		return true
+	case testbed.OpenDuet:
+		return s.openLoop(sc, c)
+	}
+	return false
 }
 
-// roundUnits is round rep of arms as what runs one after another: each
-// arm alone (testbed.RoundOrder), or in a duet the reference and the
-// candidate as one unit, in their start order (testbed.DuetOrder of
-// -gate-seed and rep), with any other arm (a baseline) alone before it in
-// even rounds and after it in odd ones.
-func (s *Suite) roundUnits(arms []testbed.Arm, rep int) [][]testbed.Arm {
+// openLoop reports whether sc runs at concurrency c at a fixed rate (the
+// gate's loop=open), as a rate it only learns as it runs (GateLoad's open
+// point) or one its window sets.
+func (s *Suite) openLoop(sc Scenario, c int) bool {
+	win := s.Config.window(c)
+	if sc.Window != nil {
+		sc.Window(&win)
+	}
+	return win.QPS > 0 || sc.openLoop
+}
+
+// roundUnits is round rep of arms at concurrency c of sc as what runs
+// one after another: each arm alone (testbed.RoundOrder), or in a duet
+// the reference and the candidate as one unit, in their start order
+// (testbed.DuetOrder of -gate-seed and rep), with any other arm (a
+// baseline) alone before it in even rounds and after it in odd ones.
+func (s *Suite) roundUnits(sc Scenario, c int, arms []testbed.Arm, rep int) [][]testbed.Arm {
 	var units [][]testbed.Arm
-	if !s.duet(arms) {
+	if !s.duet(sc, c, arms) {
 		for _, a := range testbed.RoundOrder(arms, rep) {
 			units = append(units, []testbed.Arm{a})
 		}
@@ -162,8 +183,11 @@ func duetNote(unit []testbed.Arm) string {
 // modeNote says, in the verdict's header, how the pairs were run when
 // both arms ran at once.
 func (s *Suite) modeNote() string {
-	if s.Config.GateMode != testbed.Duet {
-		return ""
+	switch s.Config.GateMode {
+	case testbed.Duet:
+		return fmt.Sprintf(", both at once in every round (-gate-mode=duet, -gate-seed=%d)", s.Config.GateSeed)
+	case testbed.OpenDuet:
+		return fmt.Sprintf(", both at once in every round of the open-loop points, one after another at maximum rate (-gate-mode=open-duet, -gate-seed=%d)", s.Config.GateSeed)
 	}
-	return fmt.Sprintf(", both at once in every round (-gate-mode=duet, -gate-seed=%d)", s.Config.GateSeed)
+	return ""
 }

@@ -24,21 +24,34 @@ func TestRoundUnits(t *testing.T) {
 	ref, cand, base := testbed.Reference, testbed.Candidate, testbed.Baseline
 	one := func(a testbed.Arm) []testbed.Arm { return []testbed.Arm{a} }
 	seq := NewWithConfig(&Config{GateMode: testbed.Sequential, Candidate: "caddy"})
-	assert.Equal(t, [][]testbed.Arm{one(ref), one(cand)}, seq.roundUnits([]testbed.Arm{ref, cand}, 0))
-	assert.Equal(t, [][]testbed.Arm{one(cand), one(ref)}, seq.roundUnits([]testbed.Arm{ref, cand}, 1))
+	assert.Equal(t, [][]testbed.Arm{one(ref), one(cand)}, seq.roundUnits(Scenario{}, 8, []testbed.Arm{ref, cand}, 0))
+	assert.Equal(t, [][]testbed.Arm{one(cand), one(ref)}, seq.roundUnits(Scenario{}, 8, []testbed.Arm{ref, cand}, 1))
 
 	const seed = 9
 	duet := NewWithConfig(&Config{GateMode: testbed.Duet, GateSeed: seed, Candidate: "caddy"})
 	for rep := range 6 {
 		order := testbed.DuetOrder([]testbed.Arm{ref, cand}, seed, rep)
-		assert.Equal(t, [][]testbed.Arm{order}, duet.roundUnits([]testbed.Arm{ref, cand}, rep), "round %d", rep)
+		assert.Equal(t, [][]testbed.Arm{order}, duet.roundUnits(Scenario{}, 8, []testbed.Arm{ref, cand}, rep), "round %d", rep)
 		want := [][]testbed.Arm{one(base), order}
 		if rep%2 == 1 {
 			want = [][]testbed.Arm{order, one(base)}
 		}
-		assert.Equal(t, want, duet.roundUnits([]testbed.Arm{base, ref, cand}, rep), "round %d with a baseline", rep)
+		assert.Equal(t, want, duet.roundUnits(Scenario{}, 8, []testbed.Arm{base, ref, cand}, rep), "round %d with a baseline", rep)
 	}
-	assert.Equal(t, [][]testbed.Arm{one(base), one(testbed.Meshed)}, duet.roundUnits(testbed.Arms, 0), "no reference and candidate: no duet")
+	assert.Equal(t, [][]testbed.Arm{one(base), one(testbed.Meshed)}, duet.roundUnits(Scenario{}, 8, testbed.Arms, 0), "no reference and candidate: no duet")
+
+	// open-duet: a duet at the open-loop points only, whether the rate is
+	// learnt as the gate runs (GateLoad's open point) or set by the
+	// scenario's window; one arm after another at maximum rate.
+	open := NewWithConfig(&Config{GateMode: testbed.OpenDuet, GateSeed: seed, Candidate: "caddy"})
+	fixed := Scenario{Window: func(w *testbed.Window) { w.QPS = 500 }}
+	learnt := Scenario{openLoop: true}
+	for rep := range 4 {
+		order := testbed.DuetOrder([]testbed.Arm{ref, cand}, seed, rep)
+		assert.Equal(t, [][]testbed.Arm{order}, open.roundUnits(fixed, 8, []testbed.Arm{ref, cand}, rep), "round %d at a fixed rate", rep)
+		assert.Equal(t, [][]testbed.Arm{order}, open.roundUnits(learnt, 8, []testbed.Arm{ref, cand}, rep), "round %d at the gate's open point", rep)
+		assert.Equal(t, seq.roundUnits(Scenario{}, 8, []testbed.Arm{ref, cand}, rep), open.roundUnits(Scenario{}, 8, []testbed.Arm{ref, cand}, rep), "round %d at maximum rate", rep)
+	}
 }
 
 // duetTarget runs nothing: each Run waits at the spec's barrier, unless

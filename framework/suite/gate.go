@@ -389,12 +389,8 @@ func (s *Suite) gatePoints(sc Scenario, bench string) []gate.Labels {
 			l[labels.Benchmark] = bench
 			l[labels.Concurrency] = strconv.Itoa(c)
 			l[labels.Path] = string(cmp.Or(p.Workload.Path, p.Path, testbed.OneHop))
-			win := s.Config.window(c)
-			if p.Window != nil {
-				p.Window(&win)
-			}
 			l["loop"] = "closed"
-			if win.QPS > 0 || p.openLoop {
+			if s.openLoop(p, c) {
 				l["loop"] = "open"
 			}
 			out = append(out, l)

@@ -53,7 +53,7 @@ func TestGateModeRefusals(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	suite.RegisterFlags(fs)
 	err := fs.Parse([]string{"-gate-mode", "trio"})
-	assert.EqualError(t, err, `invalid value "trio" for flag -gate-mode: want sequential or duet`)
+	assert.EqualError(t, err, `invalid value "trio" for flag -gate-mode: want sequential, duet or open-duet`)
 
 	_, err = normalize(t, "-gate-mode", "duet")
 	assert.EqualError(t, err, "-gate-mode=duet: needs -candidate: a duet runs the reference and the candidate at the same time, in this run")
@@ -63,9 +63,15 @@ func TestGateModeRefusals(t *testing.T) {
 	require.NoError(t, err, "a duet runs on kind when asked")
 	assert.Equal(t, testbed.Duet, cfg.GateMode)
 	assert.NotZero(t, cfg.GateSeed)
+	cfg, err = normalize(t, "-target", "kind", "-candidate", "+no-keepalive", "-gate-mode", "open-duet")
+	require.NoError(t, err, "open-duet runs on kind when asked")
+	assert.Equal(t, testbed.OpenDuet, cfg.GateMode)
+	assert.NotZero(t, cfg.GateSeed, "its open-loop duets draw their orders too")
+	_, err = normalize(t, "-gate-mode", "open-duet", "-reference", "x.json")
+	assert.ErrorContains(t, err, "-gate-mode=open-duet: not with -reference or -store-reference")
 
 	fs = flag.NewFlagSet("meshbench", flag.ContinueOnError)
 	cfg = suite.RegisterFlags(fs)
 	cfg.GateMode = "trio"
-	assert.EqualError(t, cfg.Normalize(), "-gate-mode=trio: want sequential or duet", "a Config set by hand is checked too")
+	assert.EqualError(t, cfg.Normalize(), "-gate-mode=trio: want sequential, duet or open-duet", "a Config set by hand is checked too")
 }

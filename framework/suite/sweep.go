@@ -45,7 +45,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 	key, conc := s.concurrency(sc)
 	arms := armsOf(tg, sc)
 	reps := s.reps()
-	slots := len(s.roundUnits(arms, 0)) // windows one after another a round: a duet's two are one
+	slots := len(s.roundUnits(sc, conc[0], arms, 0)) // windows one after another a round: a duet's two are one
 	total, per := s.logPlan(b, sc, key, conc, len(arms), slots)
 	prog := &progress{total: total, per: per * time.Duration(slots) / time.Duration(max(len(arms), 1)), started: time.Now()}
 	for _, c := range conc {
@@ -61,7 +61,7 @@ func (s *Suite) Sweep(b *testing.B, sc Scenario) {
 				if rep >= reps { // a round the gate added: the plan grows by one
 					prog.total += len(arms)
 				}
-				for _, unit := range s.roundUnits(arms, rep) {
+				for _, unit := range s.roundUnits(sc, c, arms, rep) {
 					s.logUnit(b, sc, unit, rep, prog)
 					recs, err := s.measureUnit(b, tg, sc, c, unit, rep, arms)
 					if err != nil {

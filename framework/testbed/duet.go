@@ -24,10 +24,23 @@ const (
 	// Benchmarking", ICPE 2020): both share the machine, so its wander
 	// hits both halves of the pair alike.
 	Duet Mode = "duet"
+	// OpenDuet runs a gate's open-loop points as duets and its
+	// maximum-rate points sequentially. On kind, a duet at maximum rate
+	// shared the machine unevenly between its arms' pods: the per-pair SD
+	// of the throughput ratio was 29-39 %, against 14.5 % with the arms
+	// one after another; at a fixed rate a duet was the tighter (sidecar
+	// CPU per request 7.9-9.2 % against 13.9 %; 2026-12-05,
+	// docs/gate.md).
+	OpenDuet Mode = "open-duet"
 )
 
 // Modes are the valid modes.
-var Modes = []Mode{Sequential, Duet}
+var Modes = []Mode{Sequential, Duet, OpenDuet}
+
+// ModeList is Modes in words, for errors: "sequential, duet or open-duet".
+func ModeList() string {
+	return fmt.Sprintf("%s, %s or %s", Sequential, Duet, OpenDuet)
+}
 
 // MinDuetOverlap is the share of the longer of its two measured windows
 // that the halves of a duet pair must have run together; below it the
