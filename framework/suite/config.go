@@ -390,9 +390,11 @@ func (c *Config) checkReference() error {
 // passed 6 A/A gates of 7 (one inconclusive) in 82-115 s and failed
 // +access-log and the Caddy bump 2 of 2 each, where sequential decided
 // none of 3 A/A gates in 319-354 s (docs/gate.md, "Duet mode").
-// Sequential elsewhere: a cluster runs a duet too (-gate-mode=duet, each
-// arm with its own loadgens, their workloads on the same nodes), but its
-// default waits for whole kind gates measured both ways.
+// Sequential elsewhere: a cluster runs a duet too (-gate-mode=duet or
+// open-duet, each arm with its own loadgens, their workloads on the same
+// nodes), but on kind, on 2026-12-05, no mode decided a gate within 8
+// pairs, and a duet was the noisier at maximum rate (docs/gate.md, "On
+// kind: duet, sequential and open-duet").
 func (c *Config) defaultGateMode() testbed.Mode {
 	if c.Target == "local" && c.Candidate != "" && c.Reference == "" && !c.StoreReference {
 		return testbed.Duet
