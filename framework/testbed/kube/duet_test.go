@@ -26,20 +26,7 @@ func TestDuetOnFakeCluster(t *testing.T) {
 	defer func() { require.NoError(t, tg.Close(ctx)) }()
 
 	order := []testbed.Arm{testbed.Meshed, testbed.Baseline}
-	barrier := testbed.NewDuetBarrier(order)
-	o := testbed.Window{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}
-	runs := make([]*testbed.Run, len(order))
-	errs := make([]error, len(order))
-	var wg sync.WaitGroup
-	for i, arm := range order {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runs[i], errs[i] = tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o, Barrier: barrier.For(arm)})
-		}()
-	}
-	wg.Wait()
-	require.NoError(t, errors.Join(errs...))
+	runs, barrier := runFakeDuet(ctx, t, tg, order)
 	for _, st := range []testbed.Stage{testbed.StageWarmup, testbed.StageAccounting, testbed.StageWindow} {
 		assert.Equal(t, order, barrier.Passed(st), "stage %s", st)
 	}
@@ -71,6 +58,23 @@ func TestDuetReadsTheNodesOnceForBoth(t *testing.T) {
 	}
 
 	order := []testbed.Arm{testbed.Baseline, testbed.Meshed}
+	runs, barrier := runFakeDuet(ctx, t, tg, order)
+	assert.Equal(t, int32(2*len(tg.nodes)), reads.Load(), "every node read once as the window opens and once as it closes")
+	assert.Contains(t, order, barrier.ReadBy(testbed.StageAccounting))
+	assert.Contains(t, order, barrier.ReadBy(testbed.StageClose))
+	assert.Equal(t, order, barrier.Passed(testbed.StageClose), "both windows ended before the read")
+	for i, run := range runs {
+		assert.Empty(t, run.Invalid, "%s", order[i])
+		assert.Empty(t, run.CPUInvalid, "%s: the load stayed on through the read", order[i])
+		assert.False(t, run.Resources.Aligned, "%s: read at the instant, not aligned to refreshes", order[i])
+	}
+}
+
+// runFakeDuet runs one duet of the arms of order on tg (one hop, c=2,
+// 500 ms windows), each arm in its own goroutine, and returns their runs
+// in that order and the duet's barrier.
+func runFakeDuet(ctx context.Context, t *testing.T, tg *Target, order []testbed.Arm) ([]*testbed.Run, *testbed.DuetBarrier) {
+	t.Helper()
 	barrier := testbed.NewDuetBarrier(order)
 	o := testbed.Window{Concurrency: 2, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond}
 	runs := make([]*testbed.Run, len(order))
@@ -83,15 +87,7 @@ func TestDuetReadsTheNodesOnceForBoth(t *testing.T) {
 	}
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))
-	assert.Equal(t, int32(2*len(tg.nodes)), reads.Load(), "every node read once as the window opens and once as it closes")
-	assert.Contains(t, order, barrier.ReadBy(testbed.StageAccounting))
-	assert.Contains(t, order, barrier.ReadBy(testbed.StageClose))
-	assert.Equal(t, order, barrier.Passed(testbed.StageClose), "both windows ended before the read")
-	for i, run := range runs {
-		assert.Empty(t, run.Invalid, "%s", order[i])
-		assert.Empty(t, run.CPUInvalid, "%s: the load stayed on through the read", order[i])
-		assert.False(t, run.Resources.Aligned, "%s: read at the instant, not aligned to refreshes", order[i])
-	}
+	return runs, barrier
 }
 
 // Out of mesh both arms share one loadgen, so a duet there is refused.
