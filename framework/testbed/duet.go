@@ -27,10 +27,10 @@ const (
 	// OpenDuet runs a gate's open-loop points as duets and its
 	// maximum-rate points sequentially. On kind, a duet at maximum rate
 	// shared the machine unevenly between its arms' pods: the per-pair SD
-	// of the throughput ratio was 29-39 %, against 14.5 % with the arms
-	// one after another; at a fixed rate a duet was the tighter (sidecar
-	// CPU per request 7.9-9.2 % against 13.9 %; 2026-12-05,
-	// docs/gate.md).
+	// of the throughput ratio was 20-39 % in 3 duet gates, against 9-24 %
+	// with the arms one after another; at a fixed rate a duet was the
+	// tighter (sidecar CPU per request 1.5-10.4 % in 7 gates against
+	// 10.9-13.9 %; 2026-12-05, docs/gate.md).
 	OpenDuet Mode = "open-duet"
 )
 
