@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,7 +40,12 @@ var Modes = []Mode{Sequential, Duet, OpenDuet}
 
 // ModeList is Modes in words, for errors: "sequential, duet or open-duet".
 func ModeList() string {
-	return fmt.Sprintf("%s, %s or %s", Sequential, Duet, OpenDuet)
+	words := make([]string, len(Modes))
+	for i, m := range Modes {
+		words[i] = string(m)
+	}
+	last := len(words) - 1
+	return strings.Join(words[:last], ", ") + " or " + words[last]
 }
 
 // MinDuetOverlap is the share of the longer of its two measured windows
@@ -165,8 +171,8 @@ type sharer interface {
 // Shared is read's result for the arm of s at stage. In a duet
 // (DuetBarrier) read runs once for all its arms, by the first arm to ask,
 // and the others get its result: the arms of a duet on a cluster read the
-// nodes' counters once, not once each, so the reads take half the time
-// they would. Without a barrier it just runs read.
+// nodes' counters once at each edge of the window, not once each.
+// Without a barrier it just runs read.
 func Shared[T any](ctx context.Context, s Spec, stage Stage, read func(context.Context) (T, error)) (T, error) {
 	var zero T
 	sh, ok := s.Barrier.(sharer)
