@@ -78,6 +78,12 @@ type Window struct {
 	// a rate by the window's own throughput, not the CPU time of Elapsed by
 	// the window's requests.
 	Aligned bool `json:"aligned,omitempty"`
+	// Check is the same run's counters read a second way, to check these:
+	// with the kubelets' aligned counters as the figures, the nodes read
+	// at the instant right after each of their reads, under the same load
+	// (kube.Options.CheckExec). Its rates are over its own Elapsed. Nil
+	// when not asked for.
+	Check *Window `json:"check,omitempty"`
 }
 
 // RoleTotal sums one role.

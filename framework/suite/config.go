@@ -117,6 +117,12 @@ type Config struct {
 	// kubelet or agent; NodeCPUImage the agent's image.
 	NodeCPU      string `json:"nodeCPU,omitempty"`
 	NodeCPUImage string `json:"nodeCPUImage,omitempty"` // built from ./cmd/mbnodecpu
+	// CheckExec, on a remote cluster with CPU from the kubelets, also
+	// reads every node at the instant with it, beside each aligned read
+	// of the kubelets (kube.Options.CheckExec): a test's check, set in
+	// code (kind.NodeExec), not by a flag; each record's resources carry
+	// its window as Check.
+	CheckExec kube.NodeExec `json:"-"`
 	// CiliumEncryption is the transparent encryption -mesh=cilium installs
 	// and checks: ipsec, wireguard or none.
 	CiliumEncryption string `json:"ciliumEncryption,omitempty"`

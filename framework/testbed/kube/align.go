@@ -46,6 +46,9 @@ type counterState struct {
 	// agent reads the nodes' counters with Options.NodeCPU agent; nil
 	// otherwise.
 	agent *nodeAgent
+	// check reads one node at the instant with Options.CheckExec, beside
+	// the kubelets' aligned reads; nil otherwise.
+	check func(ctx context.Context, node string) (kubelet.Snapshot, error)
 }
 
 // aligner reads every node's counters at once and, when they come from
@@ -91,30 +94,47 @@ func refreshedSince(snaps map[string]kubelet.Snapshot, since time.Time, matters 
 	return true
 }
 
+// refreshed is the first read of every node's kubelet refreshed under a
+// run's load (or the last read, when none was), with the check's reads
+// of the nodes taken right after it (Options.CheckExec; nil without),
+// and how long the load was kept on for them.
+type refreshed struct {
+	snaps, check map[string]kubelet.Snapshot
+	took         time.Duration
+}
+
 // loadUntilRefreshed keeps rs's load on, in one run, for first (when
-// first is zero, only if a read now is not refreshed already) and then until every node's counters that matter were
-// collected at or after since, or for at most Options.CounterWait beyond
-// first, reading every node's kubelet as first ends and every
-// refreshPoll after; the load is stopped once a read was refreshed. It
-// returns the first read that was refreshed, or the last read when none
-// was (Delta then says which counters did not move), and how long it
-// loaded the cluster.
-func (al aligner) loadUntilRefreshed(ctx context.Context, rs *runState, first time.Duration, since time.Time, matters func(kubelet.ContainerKey) bool) (map[string]kubelet.Snapshot, time.Duration, error) {
+// first is zero, only if a read now is not refreshed already) and then
+// until every node's counters that matter were collected at or after
+// since, or for at most Options.CounterWait beyond first, reading every
+// node's kubelet as first ends and every refreshPoll after; the load is
+// stopped once a read was refreshed and the check has read the nodes.
+// Delta says which counters of a read that was not refreshed did not
+// move.
+func (al aligner) loadUntilRefreshed(ctx context.Context, rs *runState, first time.Duration, since time.Time, matters func(kubelet.ContainerKey) bool) (refreshed, error) {
 	start := al.now()
 	if first <= 0 {
 		// Refreshed already (since the window ended): no load needed.
 		snaps, err := al.snapshots(ctx)
-		if err != nil || refreshedSince(snaps, since, matters) {
-			return snaps, 0, err
+		if err != nil {
+			return refreshed{}, err
+		}
+		if refreshedSince(snaps, since, matters) {
+			check, err := al.checkReads(ctx)
+			return refreshed{snaps: snaps, check: check}, err
 		}
 	}
-	var snaps map[string]kubelet.Snapshot
+	var r refreshed
 	err := underLoad(ctx, rs, first+al.counterWait+readStretchMax, func(ended <-chan struct{}) error {
 		var err error
-		snaps, err = al.pollRefreshed(ctx, start.Add(first+al.counterWait), first, since, matters, ended)
+		if r.snaps, err = al.pollRefreshed(ctx, start.Add(first+al.counterWait), first, since, matters, ended); err != nil {
+			return err
+		}
+		r.check, err = al.checkReads(ctx)
 		return err
 	})
-	return snaps, al.now().Sub(start), err
+	r.took = al.now().Sub(start)
+	return r, err
 }
 
 // pollRefreshed reads every node's kubelet after first and then every
@@ -149,11 +169,11 @@ func (m *kubeletMeasurement) warmUntilRefreshed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	before, took, err := m.t.aligner().loadUntilRefreshed(ctx, rs, rs.o.Warmup, rs.loadedFrom, matters)
+	r, err := m.t.aligner().loadUntilRefreshed(ctx, rs, rs.o.Warmup, rs.loadedFrom, matters)
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	m.before, m.warmed = before, took
+	m.before, m.checkBefore, m.warmed = r.snaps, r.check, r.took
 	return nil
 }
 
@@ -165,11 +185,11 @@ func (m *kubeletMeasurement) loadPastRefresh(ctx context.Context, windowEnd time
 	if err != nil {
 		return err
 	}
-	after, took, err := m.t.aligner().loadUntilRefreshed(ctx, m.rs, 0, windowEnd, matters)
+	r, err := m.t.aligner().loadUntilRefreshed(ctx, m.rs, 0, windowEnd, matters)
 	if err != nil {
 		return fmt.Errorf("load until the kubelets refreshed: %w", err)
 	}
-	m.after, m.tail = after, took
+	m.after, m.checkAfter, m.tail = r.snaps, r.check, r.took
 	return nil
 }
 

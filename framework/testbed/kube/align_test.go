@@ -205,3 +205,54 @@ func (fc *fakeCluster) loads() int64 {
 	}
 	return n
 }
+
+// With a check (Options.CheckExec), an aligned run also reads every node
+// at the instant right after the kubelets' read that opens its window and
+// the one that closes it, each time under the run's load, and carries
+// those reads' window as Resources.Check beside the kubelets' figures.
+func TestCheckReadsTheNodesBesideTheKubelets(t *testing.T) {
+	const period = 1500 * time.Millisecond
+	fc, ctx, m := startFakeCluster(t)
+	kl := &refreshingKubelet{fc: fc, period: period, served: map[string][]time.Time{}}
+	tg := fc.newTarget(t, Options{Mesh: m, CounterWait: 5 * time.Second})
+	tg.fetch = kl.fetch
+	var mu sync.Mutex
+	var checked []time.Time
+	tg.check = func(ctx context.Context, node string) (kubelet.Snapshot, error) {
+		now := time.Now()
+		mu.Lock()
+		checked = append(checked, now)
+		mu.Unlock()
+		return fc.read(ctx, node, now)
+	}
+	require.NoError(t, tg.setUp(ctx))
+	t.Cleanup(func() { _ = tg.Close(context.Background()) })
+	lt := watchLoad(ctx, fc)
+
+	o := testbed.Window{Concurrency: 2, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond}
+	run, err := tg.Run(ctx, testbed.Spec{Arm: testbed.Meshed, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o})
+	require.NoError(t, err)
+	require.True(t, run.Resources.Aligned)
+	check := run.Resources.Check
+	require.NotNil(t, check, "the check's window is carried")
+	assert.False(t, check.Aligned, "read at the instant")
+	require.Len(t, checked, 2*len(tg.nodes), "every node read twice: as the window opens and as it closes")
+	window := run.Load.Start
+	end := window.Add(run.Load.Elapsed)
+	opens, closes := checked[:len(tg.nodes)], checked[len(tg.nodes):]
+	for i := range opens {
+		assert.True(t, opens[i].Before(window) && closes[i].After(end), "read %d: around the window", i)
+		for _, at := range []time.Time{opens[i], closes[i]} {
+			assert.Less(t, lt.longestIdle(at.Add(-100*time.Millisecond), at), 100*time.Millisecond, "read %d at %v: under load", i, at)
+		}
+	}
+	assert.InDelta(t, closes[0].Sub(opens[0]), check.Elapsed, float64(50*time.Millisecond), "the check spans its own reads")
+	require.Equal(t, len(run.Resources.Usage), len(check.Usage))
+	for i, u := range check.Usage {
+		assert.Equal(t, run.Resources.Usage[i].Name, u.Name)
+		assert.InDelta(t, 100, u.MilliCores, 1, u.Name)
+	}
+
+	bad := Options{CheckExec: func(context.Context, string, ...string) ([]byte, error) { return nil, nil }, NodeCPU: NodeCPUAgent}
+	assert.ErrorContains(t, bad.normalize(), "CheckExec checks the kubelets' counters")
+}

@@ -188,22 +188,31 @@ func (t *Target) useCounters(c kubernetes.Interface) {
 	if t.o.NodeExec == nil {
 		t.counterSource = kubeletCounters
 		t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) { return kubelet.Fetch(ctx, c, node) }
+		if t.o.CheckExec != nil {
+			t.check = t.nodeReads(t.o.CheckExec)
+		}
 		return
 	}
 	t.counterSource, t.onDemand = nodestats.Source, true
-	t.fetch = func(ctx context.Context, node string) (kubelet.Snapshot, error) {
-		s, err := nodestats.Fetch(ctx, nodestats.Exec(t.o.NodeExec), node)
-		missing, err := nodestats.Missing(err)
-		for _, m := range missing {
-			t.o.Logf("CPU counters: %v", m)
-		}
-		return s, err
-	}
+	t.fetch = t.nodeReads(t.o.NodeExec)
 	if t.o.NodeCPU == NodeCPUAgent {
 		// The node reads stay the figures; the agent is read beside them
 		// and compared, to check it.
 		t.agent = &nodeAgent{c: c, now: t.now, logf: t.o.Logf, pods: map[string]string{}, anchors: map[string]clockAnchor{}}
 		t.fetch = t.comparing(t.fetch)
+	}
+}
+
+// nodeReads reads a node's counters on it with exec, at the instant
+// (framework/measure/nodestats), logging the counters it lacks.
+func (t *Target) nodeReads(exec NodeExec) func(context.Context, string) (kubelet.Snapshot, error) {
+	return func(ctx context.Context, node string) (kubelet.Snapshot, error) {
+		s, err := nodestats.Fetch(ctx, nodestats.Exec(exec), node)
+		missing, err := nodestats.Missing(err)
+		for _, m := range missing {
+			t.o.Logf("CPU counters: %v", m)
+		}
+		return s, err
 	}
 }
 

@@ -22,6 +22,9 @@ type kubeletMeasurement struct {
 	// (warmUntilRefreshed, loadPastRefresh), which took warmed and tail.
 	before, after map[string]kubelet.Snapshot
 	warmed, tail  time.Duration
+	// checkBefore and checkAfter are the check's reads of the nodes right
+	// after before and after (Options.CheckExec); nil without one.
+	checkBefore, checkAfter map[string]kubelet.Snapshot
 }
 
 // Start reads every node's counters, unless the warm-up has read them
@@ -95,6 +98,10 @@ func (m *kubeletMeasurement) Stop(ctx context.Context) (testbed.Measured, error)
 	wr.Window.Aligned = m.after != nil && m.t.aligner().aligned()
 	if wr.Window.Aligned {
 		m.t.alignedSaid.Do(m.sayCost)
+	}
+	if m.checkBefore != nil && m.checkAfter != nil {
+		check := m.t.resourceWindow(roleOf, m.checkBefore, m.checkAfter, rs.loadedFrom, rs.loadedTo, rs.fault.killedKey())
+		wr.Window.Check = &check.Window
 	}
 	warn := append(wr.Warnings, m.t.placedApartOf(rs, pods)...)
 	return testbed.Measured{Window: wr.Window, Invalid: wr.Invalid, Warnings: warn, CPUInvalid: wr.CPUInvalid,

@@ -99,6 +99,15 @@ type Options struct {
 	// NodeCPUImage is the agent's image. Default
 	// manifests.DefaultNodeCPUImage.
 	NodeCPUImage string
+	// CheckExec checks the kubelets' counters in the same run: with them
+	// as the figures (no NodeExec, NodeCPU NodeCPUKubelet), every node is
+	// also read at the instant with CheckExec, as NodeExec would, right
+	// after each read of the kubelets that opens or closes a window
+	// aligned to their refreshes, under the same load. The run's
+	// measure.Window then carries those reads' window as Check. Two runs
+	// compared instead, one after the other, differ by the machine's
+	// speed, which wanders within minutes. Default nil.
+	CheckExec NodeExec
 	// RestartTimeout bounds the wait, after a fault's window, for the
 	// kubelet to restart the killed container and for its pod to be ready
 	// again. Default 2m.
@@ -173,6 +182,9 @@ func (o *Options) normalize() error {
 	case NodeCPUKubelet, NodeCPUAgent:
 	default:
 		errs = append(errs, fmt.Errorf("node CPU %q: want %s or %s", o.NodeCPU, NodeCPUKubelet, NodeCPUAgent))
+	}
+	if o.CheckExec != nil && (o.NodeExec != nil || o.NodeCPU != NodeCPUKubelet || o.CounterWait < 0) {
+		errs = append(errs, errors.New("CheckExec checks the kubelets' counters, read aligned to their refreshes: not with NodeExec, NodeCPU agent or a negative CounterWait"))
 	}
 	if o.Loadgens == 0 {
 		o.Loadgens = 1

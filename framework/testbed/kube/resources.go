@@ -49,6 +49,28 @@ func (t *Target) snapshotNodes(ctx context.Context, nodes []string) (map[string]
 
 // snapshotNodes reads the kubelets of nodes concurrently.
 func (al aligner) snapshotNodes(ctx context.Context, nodes []string) (map[string]kubelet.Snapshot, error) {
+	return readNodes(ctx, al.fetch, nodes)
+}
+
+// checkReads reads every node concurrently with the check's reader
+// (Options.CheckExec); nil without one.
+func (al aligner) checkReads(ctx context.Context) (map[string]kubelet.Snapshot, error) {
+	if al.check == nil {
+		return nil, nil
+	}
+	names := make([]string, len(al.nodes))
+	for i, n := range al.nodes {
+		names[i] = n.Name
+	}
+	m, err := readNodes(ctx, al.check, names)
+	if err != nil {
+		return nil, fmt.Errorf("the check's reads (CheckExec): %w", err)
+	}
+	return m, nil
+}
+
+// readNodes reads nodes concurrently with fetch.
+func readNodes(ctx context.Context, fetch func(context.Context, string) (kubelet.Snapshot, error), nodes []string) (map[string]kubelet.Snapshot, error) {
 	out := make([]kubelet.Snapshot, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
@@ -56,7 +78,7 @@ func (al aligner) snapshotNodes(ctx context.Context, nodes []string) (map[string
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = al.fetch(ctx, n)
+			out[i], errs[i] = fetch(ctx, n)
 			out[i].Node = n
 		}()
 	}
