@@ -37,7 +37,7 @@ func TestAgentServesATreeOnDisk(t *testing.T) {
 		scope + "/cpu.stat":       "usage_usec 7\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
 		scope + "/cpu.max":        "max 100000\n",
 		scope + "/memory.current": "100\n",
-		scope + "/memory.stat":    "inactive_file 40\n",
+		scope + "/memory.stat":    "anon 50\nfile 50\ninactive_file 40\n",
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc, errc := make(chan net.Addr, 1), make(chan error, 1)
@@ -62,7 +62,7 @@ func TestAgentServesATreeOnDisk(t *testing.T) {
 	assert.Equal(t, "n1", rd.Node)
 	assert.Equal(t, cgroups.Counters{UsageNanos: 10000}, rd.NodeCounters)
 	require.Len(t, rd.Containers, 1)
-	assert.Equal(t, &cgroups.Counters{UsageNanos: 7000, WorkingSetBytes: 60, HasMemory: true}, rd.Containers[0].Counters)
+	assert.Equal(t, &cgroups.Counters{UsageNanos: 7000, WorkingSetBytes: 60, HasMemory: true, RSSBytes: 50, HasRSS: true}, rd.Containers[0].Counters)
 	assert.Equal(t, scope, rd.Containers[0].Cgroup)
 	assert.True(t, before <= rd.StartNanos && rd.StartNanos <= rd.Containers[0].Nanos && rd.Containers[0].Nanos <= rd.EndNanos && rd.EndNanos <= after,
 		"monotonic: %d <= %d <= %d <= %d <= %d", before, rd.StartNanos, rd.Containers[0].Nanos, rd.EndNanos, after)

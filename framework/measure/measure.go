@@ -44,12 +44,33 @@ type Usage struct {
 	// means one worker thread is pinned and is the bottleneck.
 	MaxThreadMilliCores float64 `json:"maxThreadMilliCores"`
 	// IdleRSS is resident memory before load (bytes), LoadRSS at the end
-	// of the window (bytes).
+	// of the window (bytes); Memory says what they measure.
 	IdleRSS int64 `json:"idleRSSBytes"`
 	LoadRSS int64 `json:"loadRSSBytes"`
+	// Memory is what IdleRSS and LoadRSS are on a cluster: MemoryRSS or
+	// MemoryWorkingSet. It is empty for a process (the local target: its
+	// resident set, VmRSS) and in results files written before it existed.
+	Memory MemoryKind `json:"memory,omitempty"`
 	// Threads is the number of OS threads at the end of the window.
 	Threads int `json:"threads"`
 }
+
+// MemoryKind is what a container's memory figures measure (Usage.Memory).
+type MemoryKind string
+
+// The memory a cluster reports of a container.
+const (
+	// MemoryRSS is the container's anonymous memory: cgroup v1 total_rss,
+	// v2 anon, as cAdvisor's container_memory_rss and the CRI's rssBytes
+	// report it. Like a process's resident set, it leaves out the page
+	// cache, so it does not grow with the files the container writes.
+	MemoryRSS MemoryKind = "rss"
+	// MemoryWorkingSet is the container's working set: its cgroup's memory
+	// usage less its inactive file pages. It holds the active page cache
+	// (a sidecar's access log grows it with every request), so it is
+	// reported only when the counters read have no RSS.
+	MemoryWorkingSet MemoryKind = "working-set"
+)
 
 // Window is the resource usage of a whole measured window.
 type Window struct {

@@ -15,8 +15,9 @@ var MeshRoles = metric.MeshRoles
 type MeshUsage struct {
 	// Cores is the CPU of every mesh process or container, in cores.
 	Cores float64
-	// RSSMiB is their resident memory (working set on a cluster) summed, at
-	// the end of the window, in MiB.
+	// RSSMiB is their resident memory (on a cluster, each container's RSS,
+	// or its working set when the counters had no RSS: measure.Usage.Memory)
+	// summed, at the end of the window, in MiB.
 	RSSMiB float64
 }
 

@@ -62,7 +62,7 @@ func TestAgentReadsContainers(t *testing.T) {
 		Containers: []ContainerReading{
 			{Container: here, Cgroup: dir, Nanos: 5002000000, Counters: &Counters{
 				UsageNanos: 1500000, Periods: 40, ThrottledPeriods: 3, ThrottledNanos: 2500000,
-				LimitCores: 0.25, WorkingSetBytes: 4000000, HasMemory: true}},
+				LimitCores: 0.25, WorkingSetBytes: 4000000, HasMemory: true, RSSBytes: 1000000, HasRSS: true}},
 			{Container: gone, NotFound: true, Error: "container " + gone.ID + " of pod " + uid + " (Burstable): no cgroup at " +
 				pod + "/cri-containerd-" + strings.Repeat("e", 64) + ".scope; the deepest directory on that path is " + pod +
 				", which holds [cri-containerd-" + cid + ".scope/]: " +

@@ -30,6 +30,13 @@ type Counters struct {
 	// has no memory counters (the root cgroup of v2).
 	WorkingSetBytes uint64 `json:"workingSetBytes"`
 	HasMemory       bool   `json:"hasMemory"`
+	// RSSBytes is the anonymous memory, the page cache left out (v1
+	// memory.stat total_rss, or rss where total_rss is absent; v2
+	// memory.stat anon), as cAdvisor's container_memory_rss; HasRSS is
+	// false when memory.stat has neither (and in the answer of an agent
+	// older than the field).
+	RSSBytes uint64 `json:"rssBytes"`
+	HasRSS   bool   `json:"hasRss"`
 }
 
 // Read reads the counters of cgroup dir (relative to a hierarchy's root,
@@ -70,7 +77,7 @@ func readV2(fsys fs.FS, dir string, c *Counters) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", path.Join(dir, "cpu.max"), err)
 	}
-	return readMemory(fsys, path.Join(dir, "memory.current"), path.Join(dir, "memory.stat"), "inactive_file", c)
+	return readMemory(fsys, path.Join(dir, "memory.current"), path.Join(dir, "memory.stat"), statKeys{inactive: "inactive_file", rss: []string{"anon"}}, c)
 }
 
 // readV1 reads cpuacct.usage, cpu.stat and the CFS quota and period of dir
@@ -91,7 +98,7 @@ func (l Layout) readV1(fsys fs.FS, dir string, c *Counters) error {
 		return err
 	}
 	mem := path.Join(".", l.Memory, dir)
-	return readMemory(fsys, path.Join(mem, "memory.usage_in_bytes"), path.Join(mem, "memory.stat"), "total_inactive_file", c)
+	return readMemory(fsys, path.Join(mem, "memory.usage_in_bytes"), path.Join(mem, "memory.stat"), statKeys{inactive: "total_inactive_file", rss: []string{"total_rss", "rss"}}, c)
 }
 
 // readV1Limit is cpu.cfs_quota_us over cpu.cfs_period_us; 0 when the quota
@@ -118,9 +125,18 @@ func readV1Limit(fsys fs.FS, cpu string) (float64, error) {
 	return float64(quota) / float64(period), nil
 }
 
+// statKeys names the memory.stat keys of one cgroup version: inactive,
+// the inactive file pages; rss, the anonymous memory, the first key
+// present taken.
+type statKeys struct {
+	inactive string
+	rss      []string
+}
+
 // readMemory sets the working set from the usage file and the inactive
-// file pages in the stat file; a missing usage file leaves HasMemory false.
-func readMemory(fsys fs.FS, usageFile, statFile, inactiveKey string, c *Counters) error {
+// file pages in the stat file, and the RSS from the stat file; a missing
+// usage file leaves HasMemory false.
+func readMemory(fsys fs.FS, usageFile, statFile string, keys statKeys, c *Counters) error {
 	usage, err := readUint(fsys, usageFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -133,8 +149,14 @@ func readMemory(fsys fs.FS, usageFile, statFile, inactiveKey string, c *Counters
 		return err
 	}
 	c.HasMemory = true
-	if inactive := st[inactiveKey]; inactive < usage {
+	if inactive := st[keys.inactive]; inactive < usage {
 		c.WorkingSetBytes = usage - inactive
+	}
+	for _, k := range keys.rss {
+		if v, ok := st[k]; ok {
+			c.RSSBytes, c.HasRSS = v, true
+			break
+		}
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ func TestReadV2(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Counters{
 		UsageNanos: 1500000, Periods: 40, ThrottledPeriods: 3, ThrottledNanos: 2500000,
-		LimitCores: 0.25, WorkingSetBytes: 4096000 - 96000, HasMemory: true,
+		LimitCores: 0.25, WorkingSetBytes: 4096000 - 96000, HasMemory: true, RSSBytes: 1000000, HasRSS: true,
 	}, c)
 
 	// The root of v2 has no cpu.max and no memory files.
@@ -35,12 +35,47 @@ func TestReadV1(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Counters{
 		UsageNanos: 52683072, Periods: 6, ThrottledPeriods: 4, ThrottledNanos: 219501777,
-		LimitCores: 0.1, WorkingSetBytes: 2478080 - 8192, HasMemory: true,
+		LimitCores: 0.1, WorkingSetBytes: 2478080 - 8192, HasMemory: true, RSSBytes: 1929216, HasRSS: true,
 	}, c)
 
 	n, err := l.ReadNode(fsys)
 	require.NoError(t, err)
 	assert.Equal(t, Counters{UsageNanos: 30329123343, WorkingSetBytes: 1489514496 - 900009984, HasMemory: true}, n)
+}
+
+// The RSS is v1's total_rss (the cgroup and its children), rss where a
+// kernel reports no total_rss, and v2's anon; memory.stat without them
+// leaves HasRSS false, and the working set is read as before.
+func TestReadRSS(t *testing.T) {
+	v1 := Layout{Version: V1, CPU: "cpu,cpuacct", CPUAcct: "cpu,cpuacct", Memory: "memory"}
+	v2 := Layout{Version: V2}
+	for name, tc := range map[string]struct {
+		l    Layout
+		stat string
+		want Counters
+	}{
+		"v1 total_rss": {v1, "cache 4096\nrss 8192\ntotal_cache 4096\ntotal_rss 12288\ntotal_inactive_file 4096\n",
+			Counters{WorkingSetBytes: 16384 - 4096, HasMemory: true, RSSBytes: 12288, HasRSS: true}},
+		"v1 rss": {v1, "cache 4096\nrss 8192\ntotal_inactive_file 4096\n",
+			Counters{WorkingSetBytes: 16384 - 4096, HasMemory: true, RSSBytes: 8192, HasRSS: true}},
+		"v1 none": {v1, "cache 4096\ntotal_inactive_file 4096\n",
+			Counters{WorkingSetBytes: 16384 - 4096, HasMemory: true}},
+		"v2 anon": {v2, "anon 12288\nfile 4096\ninactive_file 4096\n",
+			Counters{WorkingSetBytes: 16384 - 4096, HasMemory: true, RSSBytes: 12288, HasRSS: true}},
+		"v2 none": {v2, "file 4096\ninactive_file 4096\n",
+			Counters{WorkingSetBytes: 16384 - 4096, HasMemory: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fsys := fstest.MapFS{
+				"cpu,cpuacct/c/cpuacct.usage": {Data: []byte("0\n")}, "cpu,cpuacct/c/cpu.stat": {Data: []byte("nr_periods 0\n")},
+				"memory/c/memory.usage_in_bytes": {Data: []byte("16384\n")}, "memory/c/memory.stat": {Data: []byte(tc.stat)},
+				"c/cpu.stat": {Data: []byte("usage_usec 0\n")}, "c/memory.current": {Data: []byte("16384\n")}, "c/memory.stat": {Data: []byte(tc.stat)},
+			}
+			c, err := tc.l.Read(fsys, "c")
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, c)
+		})
+	}
 }
 
 func TestReadNoLimit(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package cgroups finds a Kubernetes container's cgroup on its node by the
 // kubelet's own layout, and reads its CPU, CFS throttling and memory
-// counters at the instant of the read.
+// (working set and RSS) counters at the instant of the read.
 //
 // The kubelet names a container's cgroup from the pod's QoS class, the
 // pod's UID and the runtime's container ID, under its pods cgroup

@@ -27,7 +27,8 @@ var (
 		"memory.stat":    "anon 1000000\nfile 3000000\nactive_file 1000000\ninactive_file 96000\n",
 	}
 	v1CPU = map[string]string{"cpu.stat": "nr_periods 6\nnr_throttled 4\nthrottled_time 219501777\n", "cpu.cfs_quota_us": "10000\n", "cpu.cfs_period_us": "100000\n", "cpuacct.usage": "52683072\n"}
-	v1Mem = map[string]string{"memory.usage_in_bytes": "2478080\n", "memory.stat": "cache 0\nrss 2478080\ntotal_inactive_file 8192\ntotal_active_file 0\n"}
+	v1Mem = map[string]string{"memory.usage_in_bytes": "2478080\n",
+		"memory.stat": "cache 548864\nrss 1929216\ntotal_cache 548864\ntotal_rss 1929216\ntotal_inactive_file 8192\ntotal_active_file 540672\n"}
 )
 
 // tree builds a fake cgroup tree holding cgroup dir (relative to the

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/meshbench/meshbench/framework/measure"
 )
 
 // CounterResetError reports a container whose counters cannot be differenced
@@ -82,6 +84,12 @@ type ContainerUsage struct {
 	// first and second read (idle and loaded, when the window is a load run).
 	WorkingSetBytesBefore float64 `json:"workingSetBytesBefore"`
 	WorkingSetBytes       float64 `json:"workingSetBytes"`
+	// HasRSS is true when both reads had the container's RSS;
+	// RSSBytesBefore and RSSBytes are then the RSS at the first and second
+	// read.
+	HasRSS         bool    `json:"hasRss,omitempty"`
+	RSSBytesBefore float64 `json:"rssBytesBefore,omitempty"`
+	RSSBytes       float64 `json:"rssBytes,omitempty"`
 	// HasCFS is true when the container has CFS counters in both reads
 	// (it has a CPU limit and /metrics/cadvisor was read).
 	HasCFS bool `json:"hasCfs"`
@@ -94,6 +102,16 @@ type ContainerUsage struct {
 	ThrottledSeconds float64 `json:"cfsThrottledSeconds,omitempty"`
 	// LimitCores is the CPU limit seen in the second read, 0 if none.
 	LimitCores float64 `json:"limitCores,omitempty"`
+}
+
+// Memory is the container's memory at the first and second read, and what
+// it is: its RSS when both reads had it, else its working set (the two are
+// never mixed in one window).
+func (c ContainerUsage) Memory() (before, after float64, kind measure.MemoryKind) {
+	if c.HasRSS {
+		return c.RSSBytesBefore, c.RSSBytes, measure.MemoryRSS
+	}
+	return c.WorkingSetBytesBefore, c.WorkingSetBytes, measure.MemoryWorkingSet
 }
 
 // Usage is one node's usage over the measured window.
@@ -189,7 +207,7 @@ func nodeDelta(before, after Snapshot, u *Usage) error {
 }
 
 // containerDelta differences container k's reads b and a: its CPU, working
-// set and, when both reads have them, CFS counters. It fails with a
+// set and, when both reads have them, RSS and CFS counters. It fails with a
 // *CounterResetError or *WindowError when the reads cannot be differenced.
 func containerDelta(k ContainerKey, b, a Container) (ContainerUsage, error) {
 	if cr := reset(k, b, a); cr != nil {
@@ -207,6 +225,9 @@ func containerDelta(k ContainerKey, b, a Container) (ContainerUsage, error) {
 		WorkingSetBytes:       a.WorkingSetBytes.Value,
 	}
 	cu.Millicores = cu.CPUSeconds / w.Seconds() * 1000
+	if b.RSSBytes != nil && a.RSSBytes != nil {
+		cu.HasRSS, cu.RSSBytesBefore, cu.RSSBytes = true, b.RSSBytes.Value, a.RSSBytes.Value
+	}
 	if b.Throttling != nil && a.Throttling != nil {
 		if err := throttlingDelta(k, b.Throttling, a.Throttling, &cu); err != nil {
 			return ContainerUsage{}, err

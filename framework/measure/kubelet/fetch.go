@@ -83,11 +83,11 @@ func Fetch(ctx context.Context, c kubernetes.Interface, node string) (Snapshot, 
 	if err != nil {
 		return Snapshot{}, err
 	}
-	th, err := ParseCadvisor(bytes.NewReader(cad))
+	ca, err := ParseCadvisor(bytes.NewReader(cad))
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("node %s: %w", node, err)
 	}
-	return snap.WithThrottling(th), nil
+	return snap.WithCadvisor(ca), nil
 }
 
 func get(ctx context.Context, rc rest.Interface, node, endpoint string) ([]byte, error) {

@@ -63,18 +63,22 @@ func TestParseResourceStable(t *testing.T) {
 }
 
 func TestParseCadvisorThrottling(t *testing.T) {
-	th, err := ParseCadvisor(open(t, "cadvisor_throttling.txt"))
+	cad, err := ParseCadvisor(open(t, "cadvisor_throttling.txt"))
 	require.NoError(t, err)
 
 	// The two pod-level series (container="") are not containers.
-	require.Len(t, th, 2)
-	m := th[ContainerKey{"ccp", "metallb-speaker-m29mf", "metallb-speaker"}]
+	require.Len(t, cad, 2)
+	mc := cad[ContainerKey{"ccp", "metallb-speaker-m29mf", "metallb-speaker"}]
+	assert.Nil(t, mc.RSSBytes, "this payload holds the CFS families only")
+	require.NotNil(t, mc.Throttling)
+	m := mc.Throttling
 	assert.Equal(t, Sample{Value: 10, Time: ms(1616975907597)}, m.Periods)
 	assert.Equal(t, Sample{Value: 5, Time: ms(1616976197080)}, m.ThrottledPeriods)
 	assert.Nil(t, m.ThrottledSeconds)
 	assert.InDelta(t, 0.1, m.LimitCores, 1e-12)
 
-	n := th[ContainerKey{"lens-metrics", "node-exporter-pmngv", "node-exporter"}]
+	n := cad[ContainerKey{"lens-metrics", "node-exporter-pmngv", "node-exporter"}].Throttling
+	require.NotNil(t, n)
 	assert.Equal(t, 20.0, n.Periods.Value)
 	assert.Equal(t, 15.0, n.ThrottledPeriods.Value)
 	assert.InDelta(t, 0.2, n.LimitCores, 1e-12)
@@ -213,13 +217,13 @@ func TestDeltaRestartSeenByContainerID(t *testing.T) {
 }
 
 func TestDeltaThrottling(t *testing.T) {
-	th, err := ParseCadvisor(open(t, "cadvisor_throttling.txt"))
+	cad, err := ParseCadvisor(open(t, "cadvisor_throttling.txt"))
 	require.NoError(t, err)
 	k := ContainerKey{"ccp", "metallb-speaker-m29mf", "metallb-speaker"}
 	base := Snapshot{Node: "n", Containers: map[ContainerKey]Container{
 		k: {CPUSeconds: Sample{Value: 100, Time: ms(1616975907597)}},
 	}}
-	before := base.WithThrottling(th)
+	before := base.WithCadvisor(cad)
 
 	after := advance(before, 20*time.Second, 0, map[ContainerKey]float64{k: 2})
 	a := after.Containers[k]

@@ -144,9 +144,10 @@ func roleOrder(r Role) int {
 // Window converts the usage of one or more nodes into a measure.Window, the
 // shape every meshbench CPU source reports. allocatableCores gives each
 // node's status.allocatable cpu in cores; nodes missing from it get no
-// utilisation figure. Working set bytes fill the RSS fields: for a container
-// it is the memory the kubelet would act on. The kubelet does not see
-// threads, so MaxThreadMilliCores and Threads stay 0.
+// utilisation figure. The RSS fields hold each container's RSS when both
+// reads had it, else its working set, and Memory says which
+// (ContainerUsage.Memory). The kubelet does not see threads, so
+// MaxThreadMilliCores and Threads stay 0.
 func Window(roleOf RoleOf, allocatableCores map[string]float64, usages ...Usage) measure.Window {
 	w := measure.Window{NodeUtilisation: map[string]float64{}, Cores: map[string]int{}}
 	for _, u := range usages {
@@ -158,14 +159,16 @@ func Window(roleOf RoleOf, allocatableCores map[string]float64, usages ...Usage)
 			w.NodeUtilisation[u.Node], _ = u.NodeUtilisation(a)
 		}
 		for _, c := range u.Containers {
+			idle, load, kind := c.Memory()
 			w.Usage = append(w.Usage, measure.Usage{
 				Name:       c.Container.String(),
 				Role:       roleOf(c.Container.Namespace, c.Container.Pod, c.Container.Container),
 				Pod:        PodKey{Namespace: c.Container.Namespace, Pod: c.Container.Pod}.String(),
 				CPUSeconds: c.CPUSeconds,
 				MilliCores: c.Millicores,
-				IdleRSS:    int64(c.WorkingSetBytesBefore),
-				LoadRSS:    int64(c.WorkingSetBytes),
+				IdleRSS:    int64(idle),
+				LoadRSS:    int64(load),
+				Memory:     kind,
 			})
 		}
 		for _, k := range u.Appeared {

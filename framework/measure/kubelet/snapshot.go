@@ -23,6 +23,7 @@ const (
 	MetricScrapeError         = "resource_scrape_error"
 	MetricScrapeErrorOld      = "scrape_error" // deprecated name, kubelet < 1.29
 
+	MetricContainerRSS        = "container_memory_rss"
 	MetricCFSPeriods          = "container_cpu_cfs_periods_total"
 	MetricCFSThrottledPeriods = "container_cpu_cfs_throttled_periods_total"
 	MetricCFSThrottledSeconds = "container_cpu_cfs_throttled_seconds_total"
@@ -72,14 +73,32 @@ type Container struct {
 	ID string `json:"id,omitempty"`
 	// CPUSeconds is container_cpu_usage_seconds_total (core-seconds, cumulative).
 	CPUSeconds Sample `json:"cpuSeconds"`
-	// WorkingSetBytes is container_memory_working_set_bytes (bytes, gauge).
+	// WorkingSetBytes is container_memory_working_set_bytes (bytes, gauge):
+	// memory usage less inactive file pages, so it holds the active page
+	// cache.
 	WorkingSetBytes Sample `json:"workingSetBytes"`
+	// RSSBytes is the container's anonymous memory (bytes, gauge): cAdvisor's
+	// container_memory_rss, the CRI's rssBytes, or the cgroup's own
+	// (v1 total_rss, v2 anon). Nil when the read had none.
+	RSSBytes *Sample `json:"rssBytes,omitempty"`
 	// StartTime is container_start_time_seconds; zero when not reported
 	// (kubelet < 1.23). A change between two reads means a restart.
 	StartTime time.Time `json:"startTime,omitzero"`
 	// Throttling holds the cAdvisor CFS counters; nil when the container has
 	// no CFS quota (no CPU limit) or /metrics/cadvisor was not read.
 	Throttling *Throttling `json:"throttling,omitempty"`
+}
+
+// Memory is the container's memory to report, and whether it is its RSS:
+// RSSBytes when the read had it, else WorkingSetBytes. The RSS is
+// preferred because the working set grows with the page cache of the
+// files the container writes (a sidecar's access log), which is not the
+// memory its processes hold.
+func (c Container) Memory() (s Sample, rss bool) {
+	if c.RSSBytes != nil {
+		return *c.RSSBytes, true
+	}
+	return c.WorkingSetBytes, false
 }
 
 // Throttling holds a container's CFS counters from /metrics/cadvisor.
@@ -170,30 +189,64 @@ func ParseResource(r io.Reader) (Snapshot, error) {
 	return s, nil
 }
 
-// ParseCadvisor parses a kubelet /metrics/cadvisor exposition and returns the
-// CFS counters of every container that has them. Series with an empty
-// container label (pod and QoS cgroups) and the pause container ("POD") are
-// skipped: they aggregate or duplicate the containers below them.
-func ParseCadvisor(r io.Reader) (map[ContainerKey]Throttling, error) {
+// Cadvisor is what /metrics/cadvisor adds to a container's counters.
+type Cadvisor struct {
+	// Throttling holds the CFS counters; nil when the container has none
+	// (no CPU limit).
+	Throttling *Throttling
+	// RSSBytes is container_memory_rss; nil when not reported.
+	RSSBytes *Sample
+}
+
+// ParseCadvisor parses a kubelet /metrics/cadvisor exposition and returns,
+// by container, the CFS counters and the RSS of every container that has
+// either. Series with an empty container label (pod and QoS cgroups, and
+// the pause container under containerd) and the pause container ("POD",
+// under dockershim) are skipped: they aggregate or duplicate the
+// containers below them.
+func ParseCadvisor(r io.Reader) (map[ContainerKey]Cadvisor, error) {
 	fams, err := parseText(r)
 	if err != nil {
 		return nil, fmt.Errorf("parse /metrics/cadvisor: %w", err)
 	}
+	out := map[ContainerKey]Cadvisor{}
+	for k, t := range throttlingOf(fams) {
+		out[k] = Cadvisor{Throttling: &t}
+	}
+	for _, m := range fams[MetricContainerRSS].GetMetric() {
+		k := containerKey(m)
+		if !isContainer(k) {
+			continue
+		}
+		c, s := out[k], sampleOf(m)
+		c.RSSBytes = &s
+		out[k] = c
+	}
+	return out, nil
+}
+
+// isContainer is false for the series of a pod or QoS cgroup (no container
+// label) and of the pause container.
+func isContainer(k ContainerKey) bool { return k.Container != "" && k.Container != "POD" }
+
+// throttlingOf is the CFS counters of every container in the cAdvisor
+// families fams that has any.
+func throttlingOf(fams map[string]*dto.MetricFamily) map[ContainerKey]Throttling {
 	out := map[ContainerKey]Throttling{}
-	each := func(name string, f func(k ContainerKey, t *Throttling, m *dto.Metric)) {
+	each := func(name string, f func(t *Throttling, m *dto.Metric)) {
 		for _, m := range fams[name].GetMetric() {
 			k := containerKey(m)
-			if k.Container == "" || k.Container == "POD" {
+			if !isContainer(k) {
 				continue
 			}
 			t := out[k]
-			f(k, &t, m)
+			f(&t, m)
 			out[k] = t
 		}
 	}
-	each(MetricCFSPeriods, func(_ ContainerKey, t *Throttling, m *dto.Metric) { t.Periods = sampleOf(m) })
-	each(MetricCFSThrottledPeriods, func(_ ContainerKey, t *Throttling, m *dto.Metric) { t.ThrottledPeriods = sampleOf(m) })
-	each(MetricCFSThrottledSeconds, func(_ ContainerKey, t *Throttling, m *dto.Metric) {
+	each(MetricCFSPeriods, func(t *Throttling, m *dto.Metric) { t.Periods = sampleOf(m) })
+	each(MetricCFSThrottledPeriods, func(t *Throttling, m *dto.Metric) { t.ThrottledPeriods = sampleOf(m) })
+	each(MetricCFSThrottledSeconds, func(t *Throttling, m *dto.Metric) {
 		s := sampleOf(m)
 		t.ThrottledSeconds = &s
 	})
@@ -210,18 +263,19 @@ func ParseCadvisor(r io.Reader) (map[ContainerKey]Throttling, error) {
 		t.LimitCores = quota[k] / valueOf(m)
 		out[k] = t
 	}
-	return out, nil
+	return out
 }
 
-// WithThrottling returns a copy of s whose containers carry the CFS counters
-// in t. Containers that cAdvisor reports but /metrics/resource does not are
-// ignored: without a CPU counter they cannot be measured.
-func (s Snapshot) WithThrottling(t map[ContainerKey]Throttling) Snapshot {
+// WithCadvisor returns a copy of s whose containers carry the CFS counters
+// and the RSS in cad. Containers that cAdvisor reports but
+// /metrics/resource does not are ignored: without a CPU counter they
+// cannot be measured.
+func (s Snapshot) WithCadvisor(cad map[ContainerKey]Cadvisor) Snapshot {
 	out := s
 	out.Containers = make(map[ContainerKey]Container, len(s.Containers))
 	for k, c := range s.Containers {
-		if th, ok := t[k]; ok {
-			c.Throttling = &th
+		if ca, ok := cad[k]; ok {
+			c.Throttling, c.RSSBytes = ca.Throttling, ca.RSSBytes
 		}
 		out.Containers[k] = c
 	}

@@ -25,6 +25,9 @@ type containerStats struct {
 	Memory *struct {
 		Timestamp       uint64 `json:"timestamp,string"`
 		WorkingSetBytes *value `json:"workingSetBytes"`
+		// RSSBytes is the cgroup's anonymous memory (v1 total_rss, v2
+		// anon), as containerd reports it.
+		RSSBytes *value `json:"rssBytes"`
 	} `json:"memory"`
 }
 
@@ -51,6 +54,22 @@ func (v *value) UnmarshalJSON(b []byte) error {
 	}
 	v.Value = n
 	return nil
+}
+
+// memory sets c's working set and RSS from the runtime's memory stats,
+// those it has.
+func (s containerStats) memory(c *kubelet.Container) {
+	m := s.Memory
+	if m == nil {
+		return
+	}
+	at := nanos(int64(m.Timestamp))
+	if m.WorkingSetBytes != nil {
+		c.WorkingSetBytes = kubelet.Sample{Value: float64(m.WorkingSetBytes.Value), Time: at}
+	}
+	if m.RSSBytes != nil {
+		c.RSSBytes = &kubelet.Sample{Value: float64(m.RSSBytes.Value), Time: at}
+	}
 }
 
 // key names the container by the kubelet's labels on it.

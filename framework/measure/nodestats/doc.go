@@ -8,7 +8,7 @@
 // diluted by idle time. Here one shell script per node (Script) reads the
 // node's own cgroup (node CPU and working set), the CFS counters of every
 // pod container's cgroup (cpu.stat, the CPU quota), and then asks the
-// container runtime for every container's CPU and working set
+// container runtime for every container's CPU, working set and RSS
 // (`crictl stats -o json`: containerd reads the cgroups on request and
 // stamps each sample with the time it read it). The result is a
 // kubelet.Snapshot whose samples carry the read's own timestamps, so

@@ -20,7 +20,8 @@ const Source = "on demand: crictl stats and the cgroup files on each node, read 
 
 // Script reads the counters on a node: the clock, the node's cgroup (CPU,
 // memory usage and inactive file pages), every pod cgroup's CFS files,
-// the clock again, then the runtime's stats of every running container.
+// the clock again, then the runtime's stats of every running container
+// (CPU, working set and RSS).
 // Each cgroup file's lines are printed as grep -H does: "path:line".
 const Script = `c=/sys/fs/cgroup
 echo "clock $(date +%s%N)"
@@ -154,9 +155,7 @@ func Parse(out []byte, node string) (kubelet.Snapshot, error) {
 		}
 		c := kubelet.Container{ID: st.Attributes.ID, CPUSeconds: kubelet.Sample{
 			Value: float64(st.CPU.UsageCoreNanoSeconds.Value) / 1e9, Time: nanos(int64(st.CPU.Timestamp))}}
-		if m := st.Memory; m != nil && m.WorkingSetBytes != nil {
-			c.WorkingSetBytes = kubelet.Sample{Value: float64(m.WorkingSetBytes.Value), Time: nanos(int64(m.Timestamp))}
-		}
+		st.memory(&c)
 		cg, ok := nr.cgroups[st.Attributes.ID]
 		switch {
 		case !ok:

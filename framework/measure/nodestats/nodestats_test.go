@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/measure/kubelet"
 )
 
@@ -53,6 +54,7 @@ func TestParseCgroupV1(t *testing.T) {
 		ID:              "3ba2549fbef0c291508697ada01f5aa47661109c3b2ec7c96fb5f871a9725ac0",
 		CPUSeconds:      kubelet.Sample{Value: 0.052683072, Time: at(1796090380937404971)},
 		WorkingSetBytes: kubelet.Sample{Value: 2478080, Time: at(1796090380937404971)},
+		RSSBytes:        &kubelet.Sample{Value: 1929216, Time: at(1796090380937404971)},
 		Throttling: &kubelet.Throttling{
 			Periods:          kubelet.Sample{Value: 6, Time: clock},
 			ThrottledPeriods: kubelet.Sample{Value: 4, Time: clock},
@@ -65,6 +67,7 @@ func TestParseCgroupV1(t *testing.T) {
 		ID:              "11580902185ddbd3ef1893b496d95e193ca501b4c53e11c516045e2f36470fee",
 		CPUSeconds:      kubelet.Sample{Value: 3.426643662, Time: at(1796090380946578872)},
 		WorkingSetBytes: kubelet.Sample{Value: 30154752, Time: at(1796090380946578872)},
+		RSSBytes:        &kubelet.Sample{Value: 29048832, Time: at(1796090380946578872)},
 	}, s.Containers[etcd], "no CPU limit: no CFS counters, as cAdvisor reports none")
 }
 
@@ -93,6 +96,17 @@ func TestDeltaOfTwoReads(t *testing.T) {
 	require.True(t, ok)
 	assert.Zero(t, a.CPUSeconds)
 	assert.Zero(t, a.Periods)
+
+	// containerd's rssBytes (cgroup v1 total_rss) in both reads: the
+	// memory reported is the RSS, not the working set.
+	e, ok := u.Container(etcd)
+	require.True(t, ok)
+	assert.True(t, e.HasRSS)
+	assert.Equal(t, 29048832.0, e.RSSBytesBefore)
+	assert.Equal(t, 29052928.0, e.RSSBytes)
+	assert.Equal(t, 30158848.0, e.WorkingSetBytes)
+	idle, load, kind := e.Memory()
+	assert.Equal(t, []any{29048832.0, 29052928.0, measure.MemoryRSS}, []any{idle, load, kind})
 }
 
 func TestFetchRunsTheScriptOnTheNode(t *testing.T) {
@@ -220,7 +234,7 @@ crictl stats
 {"stats": [
  {"attributes": {"id": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "labels": {"io.kubernetes.container.name": "proxy", "io.kubernetes.pod.name": "p", "io.kubernetes.pod.namespace": "ns"}},
   "cpu": {"timestamp": "1700000000030000000", "usageCoreNanoSeconds": {"value": "1500000"}},
-  "memory": {"timestamp": "1700000000030000000", "workingSetBytes": {"value": "2048"}}},
+  "memory": {"timestamp": "1700000000030000000", "workingSetBytes": {"value": "2048"}, "rssBytes": {"value": "1024"}}},
  {"attributes": {"id": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "labels": {"io.kubernetes.container.name": "app", "io.kubernetes.pod.name": "p", "io.kubernetes.pod.namespace": "ns"}},
   "cpu": {"timestamp": "1700000000031000000", "usageCoreNanoSeconds": {"value": "7"}},
   "memory": {"timestamp": "1700000000031000000", "workingSetBytes": {"value": "4096"}}}
@@ -238,6 +252,7 @@ func TestParseCgroupV2(t *testing.T) {
 		ID:              "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 		CPUSeconds:      kubelet.Sample{Value: 0.0015, Time: at(1700000000030000000)},
 		WorkingSetBytes: kubelet.Sample{Value: 2048, Time: at(1700000000030000000)},
+		RSSBytes:        &kubelet.Sample{Value: 1024, Time: at(1700000000030000000)},
 		Throttling: &kubelet.Throttling{
 			Periods:          kubelet.Sample{Value: 40, Time: clock},
 			ThrottledPeriods: kubelet.Sample{Value: 3, Time: clock},
@@ -245,5 +260,7 @@ func TestParseCgroupV2(t *testing.T) {
 			LimitCores:       0.25,
 		},
 	}, s.Containers[proxy])
-	assert.Nil(t, s.Containers[kubelet.ContainerKey{Namespace: "ns", Pod: "p", Container: "app"}].Throttling, "cpu.max max: no limit")
+	appV2 := s.Containers[kubelet.ContainerKey{Namespace: "ns", Pod: "p", Container: "app"}]
+	assert.Nil(t, appV2.Throttling, "cpu.max max: no limit")
+	assert.Nil(t, appV2.RSSBytes, "no rssBytes in the runtime's stats: none read")
 }

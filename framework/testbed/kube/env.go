@@ -305,17 +305,18 @@ func (pa podAccess) loadgenNetInfo(ctx context.Context, a *arm) (netInfo, error)
 }
 
 // idleMemory reads every node's kubelet once, after the workloads are up
-// and before any load: each container's working set then is its idle
-// memory.
-func (al aligner) idleMemory(ctx context.Context) (map[kubelet.ContainerKey]float64, error) {
+// and before any load: each container's memory then is its idle memory.
+// The reads are kept whole, RSS and working set, so that a window takes
+// the idle memory of the kind it reports (accountant.idleOf).
+func (al aligner) idleMemory(ctx context.Context) (map[kubelet.ContainerKey]kubelet.Container, error) {
 	snaps, err := al.snapshots(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[kubelet.ContainerKey]float64{}
+	out := map[kubelet.ContainerKey]kubelet.Container{}
 	for _, s := range snaps {
 		for k, c := range s.Containers {
-			out[k] = c.WorkingSetBytes.Value
+			out[k] = c
 		}
 	}
 	return out, nil

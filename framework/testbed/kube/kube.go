@@ -62,7 +62,7 @@ type Target struct {
 	meshInfo   mesh.Info
 	candInfo   mesh.Info // the candidate revision's, in a revision gate
 	nodes      []NodeInfo
-	idle       map[kubelet.ContainerKey]float64 // working set before any load
+	idle       map[kubelet.ContainerKey]kubelet.Container // each container's read before any load, for its idle memory
 	verified   map[testbed.Arm]mesh.Verification
 	lastMTLS   []mesh.Edge
 	mtlsReason string

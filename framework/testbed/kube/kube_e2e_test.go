@@ -94,7 +94,7 @@ func TestKubeTargetOnCluster(t *testing.T) {
 					run.Load.AchievedQPS, run.Load.Percentile(50)*1e3, run.Load.Percentile(99)*1e3, run.Load.Requests, len(run.Shards))
 				testbed.PrintEdges(&b, run.Edges)
 				for _, r := range run.Resources.ByRole() {
-					fmt.Fprintf(&b, "  %-13s %6.0fm  %d containers, max working set %d MiB\n", r.Role, r.MilliCores, r.Count, r.MaxLoadRSS>>20)
+					fmt.Fprintf(&b, "  %-13s %6.0fm  %d containers, max memory %d MiB\n", r.Role, r.MilliCores, r.Count, r.MaxLoadRSS>>20)
 				}
 				for n, u := range run.Resources.NodeUtilisation {
 					fmt.Fprintf(&b, "  node %s at %.0f%%\n", n, u)

@@ -112,7 +112,7 @@ func (t *Target) afterLoadgens(ctx context.Context, wants []want) error {
 	for _, s := range snaps {
 		for k, c := range s.Containers {
 			if _, ok := t.idle[k]; !ok {
-				t.idle[k] = c.WorkingSetBytes.Value
+				t.idle[k] = c
 			}
 		}
 	}

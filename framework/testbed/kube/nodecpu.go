@@ -221,6 +221,9 @@ func agentSnapshot(node string, rd cgroups.Reading, keys map[string]kubelet.Cont
 		if n.HasMemory {
 			c.WorkingSetBytes = kubelet.Sample{Value: float64(n.WorkingSetBytes), Time: when}
 		}
+		if n.HasRSS {
+			c.RSSBytes = &kubelet.Sample{Value: float64(n.RSSBytes), Time: when}
+		}
 		if n.LimitCores > 0 { // as cAdvisor: CFS counters only under a limit
 			c.Throttling = &kubelet.Throttling{
 				Periods:          kubelet.Sample{Value: float64(n.Periods), Time: when},

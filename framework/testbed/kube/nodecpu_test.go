@@ -38,7 +38,8 @@ func TestAgentSnapshot(t *testing.T) {
 		NodeCounters: cgroups.Counters{UsageNanos: 5e9},
 		Containers: []cgroups.ContainerReading{
 			{Container: cgroups.Container{ID: "containerd://" + agentCID}, Nanos: 100e9 + 1e6, Counters: &cgroups.Counters{
-				UsageNanos: 1500000, Periods: 40, ThrottledPeriods: 3, ThrottledNanos: 2500000, LimitCores: 0.25, WorkingSetBytes: 4000, HasMemory: true}},
+				UsageNanos: 1500000, Periods: 40, ThrottledPeriods: 3, ThrottledNanos: 2500000, LimitCores: 0.25, WorkingSetBytes: 4000, HasMemory: true,
+				RSSBytes: 3000, HasRSS: true}},
 			{Container: cgroups.Container{ID: "containerd://nolimit"}, Nanos: 100e9 + 2e6, Counters: &cgroups.Counters{UsageNanos: 7, HasMemory: true, WorkingSetBytes: 9}},
 			{Container: cgroups.Container{ID: "containerd://gone"}, Error: "no cgroup at x", NotFound: true},
 			{Container: cgroups.Container{ID: "containerd://unasked"}, Counters: &cgroups.Counters{}},
@@ -54,6 +55,7 @@ func TestAgentSnapshot(t *testing.T) {
 		Node: "n1", ReadAt: t0, NodeCPUSeconds: kubelet.Sample{Value: 5, Time: t0},
 		Containers: map[kubelet.ContainerKey]kubelet.Container{
 			agentAppKey: {ID: "containerd://" + agentCID, CPUSeconds: kubelet.Sample{Value: 0.0015, Time: c1}, WorkingSetBytes: kubelet.Sample{Value: 4000, Time: c1},
+				RSSBytes: &kubelet.Sample{Value: 3000, Time: c1},
 				Throttling: &kubelet.Throttling{Periods: kubelet.Sample{Value: 40, Time: c1}, ThrottledPeriods: kubelet.Sample{Value: 3, Time: c1},
 					ThrottledSeconds: &kubelet.Sample{Value: 0.0025, Time: c1}, LimitCores: 0.25}},
 			other: {ID: "containerd://nolimit", CPUSeconds: kubelet.Sample{Value: 7e-9, Time: c2}, WorkingSetBytes: kubelet.Sample{Value: 9, Time: c2}},
@@ -111,7 +113,7 @@ func TestNodeAgentFetch(t *testing.T) {
 		dir + "/cpu.stat":       {Data: []byte("usage_usec 1000000\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n")},
 		dir + "/cpu.max":        {Data: []byte("max 100000\n")},
 		dir + "/memory.current": {Data: []byte("4096\n")},
-		dir + "/memory.stat":    {Data: []byte("inactive_file 96\n")},
+		dir + "/memory.stat":    {Data: []byte("anon 3000\ninactive_file 96\n")},
 	}
 	mono := int64(100e9)
 	h := cgroups.NewHandler(fsys, "n1", func() (int64, time.Time) { mono += 1e6; return mono, time.Time{} })
@@ -141,7 +143,7 @@ func TestNodeAgentFetch(t *testing.T) {
 	anchor := t0.Add(7500 * time.Microsecond)
 	assert.Equal(t, kubelet.Sample{Value: 5, Time: anchor.Add(-time.Millisecond)}, before.NodeCPUSeconds)
 	assert.Equal(t, kubelet.Container{ID: "containerd://" + agentCID, CPUSeconds: kubelet.Sample{Value: 1, Time: anchor},
-		WorkingSetBytes: kubelet.Sample{Value: 4000, Time: anchor}}, before.Containers[agentAppKey])
+		WorkingSetBytes: kubelet.Sample{Value: 4000, Time: anchor}, RSSBytes: &kubelet.Sample{Value: 3000, Time: anchor}}, before.Containers[agentAppKey])
 	assert.Len(t, before.Containers, 1)
 
 	u, err := kubelet.Delta(before, after)

@@ -101,7 +101,7 @@ type accountant struct {
 	mesh  mesh.Mesh
 	arms  map[testbed.Arm]*arm
 	nodes []NodeInfo
-	idle  map[kubelet.ContainerKey]float64
+	idle  map[kubelet.ContainerKey]kubelet.Container
 	pods  runPods
 	al    aligner
 }
@@ -242,8 +242,8 @@ func (ac accountant) window(roleOf kubelet.RoleOf, usages []kubelet.Usage, start
 	w := kubelet.Window(roleOf, alloc, usages...)
 	w.Start = start
 	for i := range w.Usage {
-		if idle, ok := ac.idle[containerKey(w.Usage[i].Name)]; ok {
-			w.Usage[i].IdleRSS = int64(idle)
+		if idle, ok := ac.idleOf(w.Usage[i].Name, w.Usage[i].Memory); ok {
+			w.Usage[i].IdleRSS = idle
 		}
 	}
 	usage := w.Usage[:0]
@@ -254,6 +254,26 @@ func (ac accountant) window(roleOf kubelet.RoleOf, usages []kubelet.Usage, start
 	}
 	w.Usage = usage
 	return w
+}
+
+// idleOf is the idle memory of the container named name (as a
+// measure.Usage names it), of the kind its window reports: its RSS or its
+// working set in the read before any load. It is false when that read
+// lacks it (the container started later, or the read had no RSS of it):
+// the window's own first read, of the same kind, then stands for it, so
+// that idle and loaded memory are never of two kinds.
+func (ac accountant) idleOf(name string, kind measure.MemoryKind) (int64, bool) {
+	c, ok := ac.idle[containerKey(name)]
+	switch {
+	case !ok:
+		return 0, false
+	case kind == measure.MemoryRSS:
+		if c.RSSBytes == nil {
+			return 0, false
+		}
+		return int64(c.RSSBytes.Value), true
+	}
+	return int64(c.WorkingSetBytes.Value), true
 }
 
 // throttling judges the CFS throttling of the run's containers: a

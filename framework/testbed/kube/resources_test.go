@@ -117,7 +117,7 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 	t1 := t0.Add(10 * time.Second)
 	before := map[string]kubelet.Snapshot{"n1": mk(t0, 1, 10)}
 	after := map[string]kubelet.Snapshot{"n1": mk(t1, 6, 10)}
-	tg.idle = map[kubelet.ContainerKey]float64{ck("mb-meshed", "backend-0", "backend"): 512 << 10}
+	tg.idle = map[kubelet.ContainerKey]kubelet.Container{ck("mb-meshed", "backend-0", "backend"): {WorkingSetBytes: kubelet.Sample{Value: 512 << 10}}}
 	rep := tg.resourceWindow(f.roleOf, before, after, t0.Add(-time.Second), t1, kubelet.ContainerKey{})
 
 	roles := map[string]measure.Role{}
@@ -137,6 +137,7 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 			assert.EqualValues(t, 512<<10, u.IdleRSS, "idle memory from before any load")
 			assert.EqualValues(t, 1<<20, u.LoadRSS)
 		}
+		assert.Equal(t, measure.MemoryWorkingSet, u.Memory, "%s: no RSS read", u.Name)
 	}
 	require.Len(t, rep.Invalid, 1, "a throttled proxy measured its limit")
 	assert.Equal(t, validity.Throttled, rep.Invalid[0].Kind)
@@ -157,6 +158,50 @@ func TestResourceWindowRolesAndVerdicts(t *testing.T) {
 	all := strings.Join(rep.Invalid.Strings(), "\n")
 	assert.Contains(t, all, "restart during the window: container mb-meshed/loadgen-0/loadgen")
 	assert.NotContains(t, all, "mb-baseline")
+}
+
+// The memory of a container whose reads have its RSS is its RSS, idle
+// and loaded, however its page cache grows; the idle read stands for its
+// idle memory only with the kind the window reports.
+func TestResourceWindowMemory(t *testing.T) {
+	f := newWindowFixture(t)
+	t0 := time.Unix(1000, 0)
+	t1 := t0.Add(10 * time.Second)
+	backendProxy, loadgenProxy := ck("mb-meshed", "backend-0", "linkerd-proxy"), ck("mb-meshed", "loadgen-0", "linkerd-proxy")
+	backend := ck("mb-meshed", "backend-0", "backend")
+	withRSS := func(s kubelet.Snapshot, at time.Time, ws, rss float64) kubelet.Snapshot {
+		for _, k := range []kubelet.ContainerKey{backendProxy, loadgenProxy} {
+			c := s.Containers[k]
+			c.WorkingSetBytes = kubelet.Sample{Value: ws, Time: at}
+			c.RSSBytes = &kubelet.Sample{Value: rss, Time: at}
+			s.Containers[k] = c
+		}
+		return s
+	}
+	// The proxies' access logs grow their working sets from 6.8 MiB to
+	// 50 MiB over the window; their RSS stays at 4.5 MiB.
+	before := map[string]kubelet.Snapshot{"n1": withRSS(f.mk(t0, 1, 0), t0, 7130317, 4718592)}
+	after := map[string]kubelet.Snapshot{"n1": withRSS(f.mk(t1, 6, 0), t1, 52428800, 4722688)}
+	f.tg.idle = map[kubelet.ContainerKey]kubelet.Container{
+		backendProxy: {WorkingSetBytes: kubelet.Sample{Value: 5 << 20}, RSSBytes: &kubelet.Sample{Value: 4 << 20}},
+		loadgenProxy: {WorkingSetBytes: kubelet.Sample{Value: 5 << 20}}, // read without its RSS
+		backend:      {WorkingSetBytes: kubelet.Sample{Value: 512 << 10}, RSSBytes: &kubelet.Sample{Value: 256 << 10}},
+	}
+	rep := f.tg.resourceWindow(f.roleOf, before, after, t0.Add(-time.Second), t1, kubelet.ContainerKey{})
+
+	mem := map[string][3]any{}
+	for _, u := range rep.Window.Usage {
+		mem[u.Name] = [3]any{u.IdleRSS, u.LoadRSS, u.Memory}
+	}
+	assert.Equal(t, map[string][3]any{
+		"mb-meshed/backend-0/linkerd-proxy": {int64(4 << 20), int64(4722688), measure.MemoryRSS},
+		"mb-meshed/loadgen-0/linkerd-proxy": {int64(4718592), int64(4722688), measure.MemoryRSS},
+		"mb-meshed/backend-0/backend":       {int64(512 << 10), int64(1 << 20), measure.MemoryWorkingSet},
+		"mb-meshed/loadgen-0/loadgen":       {int64(1 << 20), int64(1 << 20), measure.MemoryWorkingSet},
+	}, mem)
+	sidecar, ok := rep.Window.Role(measure.RoleSidecar)
+	require.True(t, ok)
+	assert.Equal(t, int64(4722688), sidecar.MaxLoadRSS, "the gate's sidecar RSS, not the 50 MiB working set")
 }
 
 // TestResourceWindowWarnings: a little throttling and counters the
