@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/framework/labels"
+	meas "github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 )
 
@@ -160,7 +162,30 @@ func ComparableScenarios(ref, run []report.Record) error {
 				Reference: fmt.Sprintf("%+v", rl[k]), Candidate: fmt.Sprintf("%+v", c)})
 		}
 	}
+	if rm, cm := sidecarMemory(ref), sidecarMemory(run); rm != cm {
+		errs = append(errs, &IncomparableError{Field: "records[].resources.usage[].memory",
+			Detail: fmt.Sprintf("the sidecars' memory is %s in the reference and %s in this run, which do not compare (a cluster's files from before 2026-12-06 hold working sets, page cache included): store the reference again", rm, cm)})
+	}
 	return errors.Join(errs...)
+}
+
+// sidecarMemory says what the sidecars' memory figures of recs measure:
+// their measure.MemoryKind values, sorted and joined, "unmarked" for an
+// empty one (a process's resident set, or a cluster's working set in a
+// file from before the field), "none" without sidecars.
+func sidecarMemory(recs []report.Record) string {
+	kinds := map[string]bool{}
+	for _, r := range recs {
+		for _, u := range r.Resources.Usage {
+			if u.Role == meas.RoleSidecar {
+				kinds[cmp.Or(string(u.Memory), "unmarked")] = true
+			}
+		}
+	}
+	if len(kinds) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(kinds)), " and ")
 }
 
 // ScenarioName names the scenario a record belongs to, whatever its arm:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/load"
+	meas "github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/testbed"
 )
@@ -171,4 +172,27 @@ func TestComparableSettingsIgnoresTheRecords(t *testing.T) {
 		s.QPS = 500
 	}))
 	assert.EqualError(t, err, "settings.qps differs: reference 0, this run 500")
+}
+
+// A cluster's sidecar memory is its RSS since 2026-12-06 and was its
+// working set before, unmarked: a stored reference of the one is refused
+// against a run of the other, naming the field; runs that measured alike
+// compare.
+func TestComparableScenariosRefuseAnotherMemory(t *testing.T) {
+	withMemory := func(kind meas.MemoryKind) []report.Record {
+		r := record("BenchmarkOneHop", testbed.OneHop, 8, testbed.Meshed, 0)
+		r.Resources.Usage = []meas.Usage{
+			{Name: "ns/backend/app", Role: meas.RoleApp, Memory: kind},
+			{Name: "ns/backend/sidecar", Role: meas.RoleSidecar, Memory: kind},
+		}
+		return []report.Record{r}
+	}
+	assert.NoError(t, ComparableScenarios(withMemory(meas.MemoryRSS), withMemory(meas.MemoryRSS)))
+	assert.NoError(t, ComparableScenarios(withMemory(""), withMemory("")))
+	err := ComparableScenarios(withMemory(""), withMemory(meas.MemoryRSS))
+	var inc *IncomparableError
+	require.ErrorAs(t, err, &inc)
+	assert.Equal(t, "records[].resources.usage[].memory", inc.Field)
+	assert.Contains(t, err.Error(), "the sidecars' memory is unmarked in the reference and rss in this run")
+	assert.Contains(t, err.Error(), "store the reference again")
 }
