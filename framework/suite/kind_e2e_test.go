@@ -404,8 +404,8 @@ func kindSuite(t *testing.T, args ...string) (*suite.Suite, *suite.Config) {
 // check more than the 10 spans agentAgrees needs (each window compares
 // every busy container of the run: the loadgen, the apps, the sidecars),
 // and the kind fixture's breaches are reported, not failed (see
-// TestKindE2E). A second round cost about 125 s of CI (2026-12-05: 252 s
-// for the 16 runs of two). MESHBENCH_KIND_ROUNDS asks for more, to
+// TestKindE2E). With one round TestKindE2E took 275 s in a warm CI run,
+// against 403 s with two (2026-12-05/06). MESHBENCH_KIND_ROUNDS asks for more, to
 // calibrate the fixture (it is calibrated on 3, with
 // MESHBENCH_E2E_RESULTS keeping the files).
 func kindThresholdRounds(t *testing.T) int {

@@ -35,11 +35,16 @@ const minCoverage = 0.9
 
 // snapshots reads every node's kubelet concurrently.
 func (al aligner) snapshots(ctx context.Context) (map[string]kubelet.Snapshot, error) {
+	return al.snapshotNodes(ctx, al.nodeNames())
+}
+
+// nodeNames are the names of the target's nodes.
+func (al aligner) nodeNames() []string {
 	names := make([]string, len(al.nodes))
 	for i, n := range al.nodes {
 		names[i] = n.Name
 	}
-	return al.snapshotNodes(ctx, names)
+	return names
 }
 
 // snapshotNodes is aligner.snapshotNodes with the target's aligner.
@@ -58,11 +63,7 @@ func (al aligner) checkReads(ctx context.Context) (map[string]kubelet.Snapshot, 
 	if al.check == nil {
 		return nil, nil
 	}
-	names := make([]string, len(al.nodes))
-	for i, n := range al.nodes {
-		names[i] = n.Name
-	}
-	m, err := readNodes(ctx, al.check, names)
+	m, err := readNodes(ctx, al.check, al.nodeNames())
 	if err != nil {
 		return nil, fmt.Errorf("the check's reads (CheckExec): %w", err)
 	}
