@@ -120,6 +120,11 @@ type Gaps struct {
 	// WithinGaps and BetweenGaps count the gaps summed in Within and
 	// Between.
 	WithinGaps, BetweenGaps int
+	// Warmups counts the windows that began with a warm-up (their load's
+	// Warmup > 0), of Windows, and Warmup is those warm-ups' time: part
+	// of the gaps above.
+	Warmups, Windows int
+	Warmup           time.Duration
 }
 
 // MeasuredGaps splits the run's time outside its windows (Gaps). Windows
@@ -137,6 +142,7 @@ func MeasuredGaps(recs []Record, started, finished time.Time) Gaps {
 		}
 	}
 	var g Gaps
+	g.Warmups, g.Windows, g.Warmup = warmups(recs)
 	if len(spans) == 0 {
 		g.Before = finished.Sub(started)
 		return g
@@ -160,25 +166,34 @@ func MeasuredGaps(recs []Record, started, finished time.Time) Gaps {
 	return g
 }
 
+// warmups counts the windows with a load, those of them that began with
+// a warm-up, and the warm-ups' time.
+func warmups(recs []Record) (warmed, windows int, total time.Duration) {
+	for _, r := range recs {
+		if r.Run == nil || r.Load == nil {
+			continue
+		}
+		windows++
+		if w := r.Load.Options.Warmup; w > 0 {
+			warmed++
+			total += w
+		}
+	}
+	return warmed, windows, total
+}
+
 // String prints the gaps as one line: "outside the windows: 20.1 s
 // before the first, 80.4 s between a benchmark's windows (0.62 s each
-// of 129; the warm-up is 0.30 s), 35.0 s between benchmarks (2.69 s each
-// of 13), 2.1 s after the last".
-func (g Gaps) String(warmup time.Duration) string {
+// of 129), 35.0 s between benchmarks (2.69 s each of 13), 2.1 s after
+// the last; warm-ups 16.2 s (54 of 143 windows began with one)".
+func (g Gaps) String() string {
 	each := func(d time.Duration, n int) string {
 		if n == 0 {
 			return ""
 		}
-		return fmt.Sprintf(" (%.2f s each of %d", d.Seconds()/float64(n), n)
+		return fmt.Sprintf(" (%.2f s each of %d)", d.Seconds()/float64(n), n)
 	}
-	within := each(g.Within, g.WithinGaps)
-	if within != "" {
-		within += fmt.Sprintf("; the warm-up is %.2f s)", warmup.Seconds())
-	}
-	between := each(g.Between, g.BetweenGaps)
-	if between != "" {
-		between += ")"
-	}
-	return fmt.Sprintf("outside the windows: %.1f s before the first, %.1f s between a benchmark's windows%s, %.1f s between benchmarks%s, %.1f s after the last",
-		g.Before.Seconds(), g.Within.Seconds(), within, g.Between.Seconds(), between, g.After.Seconds())
+	return fmt.Sprintf("outside the windows: %.1f s before the first, %.1f s between a benchmark's windows%s, %.1f s between benchmarks%s, %.1f s after the last; warm-ups %.1f s (%d of %d windows began with one)",
+		g.Before.Seconds(), g.Within.Seconds(), each(g.Within, g.WithinGaps), g.Between.Seconds(), each(g.Between, g.BetweenGaps), g.After.Seconds(),
+		g.Warmup.Seconds(), g.Warmups, g.Windows)
 }

@@ -57,20 +57,21 @@ func TestMeasuredSharesCountsADuetOnce(t *testing.T) {
 func TestMeasuredGaps(t *testing.T) {
 	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	win := func(b string, startS float64) report.Record { return window(t0, b, startS) }
+	warmed := func(r report.Record, w time.Duration) report.Record { r.Load.Options.Warmup = w; return r }
 	recs := []report.Record{
-		win("BenchmarkOneHop", 2.5),                         // 2.5 s before it
-		win("BenchmarkOneHop", 6.1),                         // 0.6 s after the first
-		win("BenchmarkTwoHop", 10),                          // 0.9 s after OneHop's last
-		win("BenchmarkTwoHop", 10.2),                        // a duet's other half: no gap
-		win("BenchmarkTwoHop", 14),                          // 0.8 s after the duet; 3 s after it to 20
-		{Benchmark: "BenchmarkBroken", Run: &testbed.Run{}}, // no load: skipped
+		warmed(win("BenchmarkOneHop", 2.5), 300*time.Millisecond), // 2.5 s before it, a warm-up in them
+		warmed(win("BenchmarkOneHop", 6.1), -1),                   // 0.6 s after the first; none (load.Options)
+		warmed(win("BenchmarkTwoHop", 10), 200*time.Millisecond),  // 0.9 s after OneHop's last
+		win("BenchmarkTwoHop", 10.2),                              // a duet's other half: no gap
+		win("BenchmarkTwoHop", 14),                                // 0.8 s after the duet; 3 s after it to 20
+		{Benchmark: "BenchmarkBroken", Run: &testbed.Run{}},       // no load: skipped
 	}
 	g := report.MeasuredGaps(recs, t0, t0.Add(20*time.Second))
 	assert.Equal(t, report.Gaps{Before: 2500 * time.Millisecond, Within: 1400 * time.Millisecond, Between: 900 * time.Millisecond,
-		After: 3 * time.Second, WithinGaps: 2, BetweenGaps: 1}, g)
+		After: 3 * time.Second, WithinGaps: 2, BetweenGaps: 1, Warmups: 2, Windows: 5, Warmup: 500 * time.Millisecond}, g)
 	measured := report.MeasuredShares(recs, t0, t0.Add(20*time.Second), 0)[0].Measured
 	assert.Equal(t, 20*time.Second, measured+g.Before+g.Within+g.Between+g.After)
-	assert.Equal(t, "outside the windows: 2.5 s before the first, 1.4 s between a benchmark's windows (0.70 s each of 2; the warm-up is 0.30 s), 0.9 s between benchmarks (0.90 s each of 1), 3.0 s after the last",
-		g.String(300*time.Millisecond))
+	assert.Equal(t, "outside the windows: 2.5 s before the first, 1.4 s between a benchmark's windows (0.70 s each of 2), 0.9 s between benchmarks (0.90 s each of 1), 3.0 s after the last; warm-ups 0.5 s (2 of 5 windows began with one)",
+		g.String())
 	assert.Equal(t, report.Gaps{Before: 20 * time.Second}, report.MeasuredGaps(nil, t0, t0.Add(20*time.Second)))
 }

@@ -51,6 +51,7 @@ func (s *Suite) Environment() env.Environment {
 	}
 	if err == nil {
 		err = s.Config.Normalize()
+		s.Config.localWarmup(setFlags()) // once Normalize chose the target
 	}
 	if err == nil {
 		s.defaultRepeats()

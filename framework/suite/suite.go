@@ -429,7 +429,7 @@ func (s *Suite) summarize() error {
 	report.PrintExtraHops(os.Stdout, progressPrefix, report.ExtraHops(cs))
 	report.PrintProofs(os.Stdout, progressPrefix, res.Proofs)
 	fmt.Fprintln(os.Stdout, progressPrefix+report.FormatShares(report.MeasuredShares(recs, s.started, res.Finished, s.Config.Warmup)))
-	fmt.Fprintln(os.Stdout, progressPrefix+report.MeasuredGaps(recs, s.started, res.Finished).String(s.Config.Warmup))
+	fmt.Fprintln(os.Stdout, progressPrefix+report.MeasuredGaps(recs, s.started, res.Finished).String())
 	werr = s.settleJournal(werr)
 	if werr == nil {
 		fmt.Fprintf(os.Stdout, progressPrefix+"results: %s\n", path)

@@ -79,3 +79,25 @@ func TestPerRunLearnsFromTheRuns(t *testing.T) {
 	assert.Equal(t, 4*time.Second, perRun(4*time.Second, 6*time.Second, 2), "3 s a run: the plan stands")
 	assert.Equal(t, 30*time.Second, perRun(4*time.Second, 90*time.Second, 3))
 }
+
+// The local target's warm-up is LocalWarmup unless -warmup was given; a
+// cluster's, and a warm-up set in code, stay as they are.
+func TestLocalWarmupDefault(t *testing.T) {
+	for _, tc := range []struct {
+		target string
+		warmup time.Duration
+		set    map[string]bool
+		want   time.Duration
+	}{
+		{"local", ClusterWarmup, map[string]bool{}, LocalWarmup},
+		{"local", ClusterWarmup, map[string]bool{"warmup": true}, ClusterWarmup}, // -warmup=300ms given
+		{"local", time.Second, map[string]bool{}, time.Second},                   // set in code
+		{"kind", ClusterWarmup, map[string]bool{}, ClusterWarmup},
+		{"remote", ClusterWarmup, map[string]bool{}, ClusterWarmup},
+	} {
+		c := Config{Target: tc.target, Warmup: tc.warmup}
+		c.localWarmup(tc.set)
+		assert.Equal(t, tc.want, c.Warmup, "%s %v %v", tc.target, tc.warmup, tc.set)
+	}
+	assert.Equal(t, 150*time.Millisecond, LocalWarmup)
+}

@@ -75,7 +75,7 @@ func (t *Target) startBaseline(ctx context.Context, d testbed.Deployment) (*arm,
 	if err != nil {
 		return nil, err
 	}
-	a := &arm{urls: map[testbed.Path][]string{}, apps: map[string]string{}, procs: map[testbed.Path][]*process{}, byName: map[string]*process{}}
+	a := &arm{urls: map[testbed.Path][]string{}, apps: map[string]string{}, procs: map[testbed.Path][]*process{}, byName: map[string]*process{}, warm: warmups{}}
 	h2c := d.Protocol.HTTP2()
 	var chain []*process // backend first
 	for k := range d.Hops {
@@ -124,7 +124,7 @@ func (t *Target) identity(name string) (pki.Identity, error) {
 // to the next workload's inbound side. In the mesh, each loadgen shard has
 // its own sidecar with one outbound listener per path.
 func (t *Target) startMeshed(ctx context.Context, d testbed.Deployment, m meshArm) (*arm, error) {
-	a := &arm{urls: map[testbed.Path][]string{}, apps: map[string]string{}, procs: map[testbed.Path][]*process{}, byName: map[string]*process{}}
+	a := &arm{urls: map[testbed.Path][]string{}, apps: map[string]string{}, procs: map[testbed.Path][]*process{}, byName: map[string]*process{}, warm: warmups{}}
 	h2c := d.Protocol.HTTP2()
 	inbound := map[string]string{}
 	plain := map[string]string{}

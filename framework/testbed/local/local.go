@@ -135,6 +135,8 @@ type arm struct {
 	// byName finds a workload's app ("backend") or proxy ("backend/sidecar")
 	// for faults.
 	byName map[string]*process
+	// warm are the loads the arm was warmed up at (warmups.warmOnce).
+	warm warmups
 }
 
 var (
@@ -415,6 +417,7 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) 
 		return nil, fmt.Errorf("local target: unknown arm %q", s.Arm)
 	}
 	shards := t.shards(s, w, ar)
+	ar.warm.warmOnce(w, shards)
 	before, err := t.traffic(ctx, ar)
 	if err != nil {
 		return nil, err
@@ -431,7 +434,11 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) 
 	defer sess.Close()
 	run, err := t.window(ctx, s, w, ar, shards, sess)
 	if err != nil {
+		ar.warm.forget()
 		return nil, err
+	}
+	if s.Fault != nil || len(run.Resources.Restarts) > 0 {
+		ar.warm.forget()
 	}
 	after, err := t.traffic(ctx, ar)
 	if err != nil {
