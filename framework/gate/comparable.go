@@ -204,14 +204,20 @@ func ScenarioName(r report.Record) string {
 }
 
 // scenarioLoads maps each scenario's name (ScenarioName) to the load its
-// first record with a load result ran (zero when none has one).
+// first record with a load result ran (zero when none has one), with the
+// longest warm-up of its records: locally only an arm's first window at a
+// load is warmed up, and which record that is depends on what ran before.
 func scenarioLoads(recs []report.Record) map[string]loadKey {
 	out := map[string]loadKey{}
+	warm := map[string]time.Duration{}
 	for _, r := range recs {
 		if r.Run == nil {
 			continue
 		}
 		name := ScenarioName(r)
+		if r.Load != nil {
+			warm[name] = max(warm[name], r.Load.Options.Warmup)
+		}
 		if k, seen := out[name]; seen && k != (loadKey{}) {
 			continue
 		}
@@ -222,6 +228,12 @@ func scenarioLoads(recs []report.Record) map[string]loadKey {
 			if k.RateFraction > 0 {
 				k.QPS = 0
 			}
+			out[name] = k
+		}
+	}
+	for name, k := range out {
+		if k != (loadKey{}) {
+			k.Warmup = warm[name]
 			out[name] = k
 		}
 	}

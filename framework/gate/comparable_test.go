@@ -196,3 +196,26 @@ func TestComparableScenariosRefuseAnotherMemory(t *testing.T) {
 	assert.Contains(t, err.Error(), "the sidecars' memory is unmarked in the reference and rss in this run")
 	assert.Contains(t, err.Error(), "store the reference again")
 }
+
+// Locally only an arm's first window at a load is warmed up, so which of
+// a scenario's records had the warm-up depends on what ran before it:
+// scenarios compare by the longest warm-up of their records, and another
+// warm-up is still refused.
+func TestComparableScenariosByTheirLongestWarmup(t *testing.T) {
+	warmups := func(ws ...time.Duration) []report.Record {
+		var recs []report.Record
+		for _, w := range ws {
+			r := record("BenchmarkOneHop", testbed.OneHop, 8, testbed.Meshed, 0)
+			r.Load.Options.Warmup = w
+			recs = append(recs, r)
+		}
+		return recs
+	}
+	const w = 150 * time.Millisecond
+	assert.NoError(t, ComparableScenarios(warmups(w, -1, -1), warmups(-1, w, -1)), "warmed up by an earlier scenario, then at its second window")
+	err := ComparableScenarios(warmups(w, -1), warmups(300*time.Millisecond, -1))
+	var inc *IncomparableError
+	require.ErrorAs(t, err, &inc)
+	assert.Contains(t, err.Error(), "Warmup:150ms")
+	assert.Contains(t, err.Error(), "Warmup:300ms")
+}
