@@ -396,10 +396,11 @@ func (t *Target) Restarts() map[string]int {
 func (t *Target) PIDs() []int { return t.sup.pids() }
 
 // Run implements testbed.Target: the workload deployed (or reused), the
-// loadgen shards warmed up together, then the measured window with /proc
+// loadgen shards warmed up together before the arm's first window at
+// this load (warmups.warmOnce), then the measured window with /proc
 // accounting of the loadgen (this process) and every process on the path,
 // the spec's fault on time, and the path proof from the apps' counters.
-func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) {
+func (t *Target) Run(ctx context.Context, s testbed.Spec) (_ *testbed.Run, err error) {
 	w := s.Workload
 	if err := t.Supports(w, s.Fault); err != nil {
 		return nil, fmt.Errorf("local target: %w", err)
@@ -418,6 +419,11 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) 
 	}
 	shards := t.shards(s, w, ar)
 	ar.warm.warmOnce(w, shards)
+	defer func() {
+		if err != nil { // the next window at this load warms up again
+			ar.warm.forget()
+		}
+	}()
 	before, err := t.traffic(ctx, ar)
 	if err != nil {
 		return nil, err
@@ -434,7 +440,6 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) 
 	defer sess.Close()
 	run, err := t.window(ctx, s, w, ar, shards, sess)
 	if err != nil {
-		ar.warm.forget()
 		return nil, err
 	}
 	if s.Fault != nil || len(run.Resources.Restarts) > 0 {
