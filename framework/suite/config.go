@@ -44,7 +44,8 @@ type Config struct {
 	// -benchtime; 0: 1 s local, 3 s in a local gate, 10 s on a cluster).
 	Duration time.Duration `json:"duration"`
 	// Warmup is the load before a window, thrown away (-warmup;
-	// default 300 ms).
+	// ClusterWarmup, or LocalWarmup on the local target, where only an
+	// arm's first window at each load has one).
 	Warmup time.Duration `json:"warmup"`
 	// Budget is how long the run may measure, from its start (0: only go
 	// test's -timeout, less a 25 % margin, bounds it).
