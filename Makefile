@@ -62,8 +62,8 @@ test-measure:
 ## bring-your-own sidecar mesh (the node CPU agent reading beside the node
 ## reads, within 5 % of them), then the loadgen placements, the backend's
 ## sidecar killed and the frontend's stopped (restart) mid-window, and
-## checks fixtures/thresholds/kind.yaml; TestKindCandidateGateE2E: an A/A
-## gate must not fail, a +no-keepalive candidate must fail on sidecar CPU,
+## checks fixtures/thresholds/kind.yaml; TestKindCandidateGateE2E: a
+## +no-keepalive candidate must fail on sidecar CPU,
 ## then the same cluster through its kubeconfig with CPU from the kubelets,
 ## each window aligned to their refreshes, within 15 % of the nodes read
 ## beside them in the same run;
@@ -75,6 +75,10 @@ test-measure:
 ## proxyless gRPC against plain gRPC, mTLS proven by SPIFFE identity,
 ## istiod's CPU measured (TestIstioProxylessKindE2E, the same at c=1 and
 ## c=8 on an install of its own, runs by hand: MESHBENCH_ISTIO_E2E=1);
+## TestIstioCanaryGateE2E, the A/A gate on kind: an Istio canary, two
+## istiod revisions of 1.31-dev side by side, proxyless at c=1 beside a
+## plain-gRPC baseline, mTLS proven and istiod's CPU measured on every
+## run, must not fail;
 ## TestMeshInstallOnCluster, through the cluster's kubeconfig, installs and
 ## uninstalls a stand-in mesh chart and Istio's own charts with the Helm
 ## installer.
@@ -88,6 +92,8 @@ e2e:
 	MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev MESHBENCH_NODECPU_IMAGE=meshbench/mbnodecpu:dev \
 		$(GO) test -count=1 -timeout 60m -run 'TestKindE2E$$|TestKindCandidateGateE2E$$' -v ./framework/suite; \
 	hack/ci/mesh-release-e2e.sh $$cluster; \
+	MESHBENCH_ISTIO_CANARY_E2E=1 MESHBENCH_KIND_CLUSTER=$$cluster MESHBENCH_KIND_KEEP=1 MESHBENCH_LOADGEN_IMAGE=meshbench/mbloadgen:dev \
+		$(GO) test -count=1 -timeout 20m -run '^TestIstioCanaryGateE2E$$' -v ./framework/suite; \
 	kubeconfig=$$($(GO) run ./hack/offline/kindcluster up $$cluster 2>/dev/null); \
 	charts=$$($(GO) mod download -json $(ISTIO_CHARTS) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/manifests/charts; \
 	MESHBENCH_KUBE_E2E=$$kubeconfig MESHBENCH_NGINX_IMAGE=$$nginx MESHBENCH_ISTIO_CHARTS=$$charts \

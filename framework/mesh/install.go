@@ -61,6 +61,11 @@ type Chart struct {
 	Repo string `json:"repo"`
 	// Version is the chart version.
 	Version string `json:"version"`
+	// Dir, when set, is the directory of charts this release's chart is
+	// read from, over the installer's own (meshinstall.HelmOptions.ChartDir):
+	// an Istio canary revision of another version than the reference's
+	// has its own charts.
+	Dir string `json:"dir,omitempty"`
 	// Values are the release's values, over the chart's defaults.
 	Values map[string]any `json:"values,omitempty"`
 	// Pins are the dotted paths in Values that name the release's images

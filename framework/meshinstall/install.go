@@ -279,11 +279,12 @@ func (h *Helm) ensureNamespace(ctx context.Context, ns string) error {
 	return nil
 }
 
-// load finds the chart in chartDir, or downloads it from its repository
-// into Helm's cache ($HELM_CACHE_HOME, default ~/.cache/helm).
+// load finds the chart in its own directory (ch.Dir) or chartDir, or
+// downloads it from its repository into Helm's cache ($HELM_CACHE_HOME,
+// default ~/.cache/helm).
 func (h *Helm) load(ch mesh.Chart) (*chart.Chart, string, error) {
-	if h.chartDir != "" {
-		path, err := findChart(h.chartDir, ch.Name, ch.Version, h.words)
+	if dir := cmp.Or(ch.Dir, h.chartDir); dir != "" {
+		path, err := findChart(dir, ch.Name, ch.Version, h.words)
 		if err != nil {
 			return nil, "", err
 		}

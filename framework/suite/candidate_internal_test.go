@@ -131,3 +131,43 @@ func TestKindThresholdsAreTheMeshs(t *testing.T) {
 	assert.Equal(t, "none", cfg.Thresholds)
 	assert.Regexp(t, `^no fixture for -mesh=istio-proxyless on kind \(.*fixtures/thresholds/kind-istio-proxyless\.yaml\): thresholds off; pass -thresholds FILE to gate$`, cfg.ThresholdsNote)
 }
+
+// An Istio canary of another release (1.30 to 1.31-dev, built offline):
+// the candidate revision is installed at -candidate-mesh-version from
+// -candidate-mesh-charts, and both releases' images are loaded into kind.
+// The flags are refused, naming them, without a revision candidate that
+// -mesh-install installs, or with a version the adapter cannot install.
+func TestCandidateRevisionOfAnotherRelease(t *testing.T) {
+	ref, cand := t.TempDir(), t.TempDir()
+	cfg, err := normalizeFlags(t, "-target", "kind", "-mesh", "istio-proxyless", "-mesh-install", "-mesh-revision", "mb130",
+		"-mesh-version", "1.30-dev.9739e10eb9d7", "-mesh-charts", ref,
+		"-candidate", "rev=mb131", "-candidate-mesh-version", "1.31-dev.eed52ebb66ad", "-candidate-mesh-charts", cand)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"meshbench/pilot:1.30-dev.9739e10eb9d7", "meshbench/proxyv2-agent:1.30-dev.9739e10eb9d7",
+		"meshbench/pilot:1.31-dev.eed52ebb66ad", "meshbench/proxyv2-agent:1.31-dev.eed52ebb66ad"}, cfg.meshImages())
+	ci := cfg.candidateInstall()
+	require.NotNil(t, ci)
+	assert.Equal(t, "1.31-dev.eed52ebb66ad", ci.Version)
+	assert.Equal(t, "1.30-dev.9739e10eb9d7", cfg.installOptions().Version, "the reference's release stays")
+
+	same, err := normalizeFlags(t, "-target", "kind", "-mesh", "istio-proxyless", "-mesh-install", "-mesh-revision", "mb131", "-candidate", "rev=mb131b")
+	require.NoError(t, err)
+	assert.Nil(t, same.candidateInstall(), "without the flag the candidate revision is the reference's release")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-target", "kind", "-mesh", "istio-proxyless", "-mesh-revision", "mb130", "-candidate", "rev=mb131", "-candidate-mesh-version", "1.31-dev.eed52ebb66ad"},
+			"-candidate-mesh-version=1.31-dev.eed52ebb66ad: only used with -mesh-install and -candidate=rev=NAME (a canary revision of another release)"},
+		{[]string{"-target", "kind", "-mesh", "istio-proxyless", "-mesh-install", "-candidate-mesh-charts", cand},
+			"-candidate-mesh-charts=" + cand + ": only used with -mesh-install and -candidate=rev=NAME (a canary revision of another release)"},
+		{[]string{"-target", "kind", "-mesh", "istio-proxyless", "-mesh-install", "-candidate", "rev=mb131", "-candidate-mesh-charts", cand + "/absent"},
+			"-candidate-mesh-charts=" + cand + "/absent: not a directory"},
+		{[]string{"-target", "kind", "-mesh", "istio-proxyless", "-mesh-install", "-candidate", "rev=mb131", "-candidate-mesh-version", "one-thirty-one"},
+			`-candidate-mesh-version=one-thirty-one: istio-proxyless: install version "one-thirty-one" is not a chart version (want e.g. 1.31-dev.eed52ebb66ad)`},
+	} {
+		_, err := normalizeFlags(t, tc.args...)
+		assert.EqualError(t, err, tc.want, tc.args)
+	}
+}

@@ -142,6 +142,11 @@ func (c *Config) meshImages() []string {
 	if err != nil {
 		return nil
 	}
+	if c.CandidateMeshVersion != "" {
+		if cand, err := im.Images(c.candidateRelease()); err == nil {
+			refs = append(refs, cand...)
+		}
+	}
 	return refs
 }
 
@@ -222,6 +227,9 @@ func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options,
 		InstallMesh:     c.MeshInstall,
 		Install:         c.installOptions(),
 		ChartDir:        c.MeshCharts,
+		// a canary of another release: its own version and charts
+		CandidateInstall:  c.candidateInstall(),
+		CandidateChartDir: c.CandidateMeshCharts,
 		Workloads: manifests.Params{
 			Images:       manifests.Images{Nginx: c.NginxImage, Loadgen: c.LoadgenImage},
 			ResponseSize: c.ResponseSize,

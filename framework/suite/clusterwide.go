@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -40,6 +41,25 @@ func (c *Config) clusterWide() (mesh.Mesh, string) {
 // install their mesh's published images there (mesh.InstallOptions.Published).
 func (c *Config) meshRelease() mesh.InstallOptions {
 	return mesh.InstallOptions{Version: c.MeshVersion, Registry: c.MeshRegistry, Published: c.Target == "remote"}
+}
+
+// candidateRelease is the release the candidate revision is installed at:
+// -candidate-mesh-version, else the reference's.
+func (c *Config) candidateRelease() mesh.InstallOptions {
+	o := c.meshRelease()
+	o.Version = cmp.Or(c.CandidateMeshVersion, o.Version)
+	return o
+}
+
+// candidateInstall is the candidate revision's install settings when they
+// are not the reference's (-candidate-mesh-version), nil otherwise.
+func (c *Config) candidateInstall() *mesh.InstallOptions {
+	if c.CandidateMeshVersion == "" {
+		return nil
+	}
+	o := c.installOptions()
+	o.Version = c.CandidateMeshVersion
+	return &o
 }
 
 // installOptions are the mesh install's settings; on kind, without the

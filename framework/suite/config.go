@@ -139,6 +139,12 @@ type Config struct {
 	MeshVersion  string `json:"meshVersion,omitempty"`  // the release to install (default: the adapter's pinned one)
 	MeshCharts   string `json:"meshCharts,omitempty"`   // a directory of its charts, for air-gapped clusters
 	MeshRegistry string `json:"meshRegistry,omitempty"` // the registry its images come from (default upstream)
+	// CandidateMeshVersion and CandidateMeshCharts are the release and
+	// charts the candidate revision of an Istio canary gate is installed
+	// from (default: -mesh-version's and -mesh-charts'), so that two
+	// versions run side by side.
+	CandidateMeshVersion string `json:"candidateMeshVersion,omitempty"`
+	CandidateMeshCharts  string `json:"candidateMeshCharts,omitempty"`
 	// MeshRevision is the Istio revision (istio.io/rev) the meshed arm is
 	// injected by; Waypoint routes an ambient meshed arm through a waypoint.
 	MeshRevision string `json:"meshRevision,omitempty"`
@@ -309,6 +315,8 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.MeshVersion, "mesh-version", "", "kind/remote: with -mesh-install, the mesh release (chart version) to install (default: the adapter's pinned one)")
 	fs.StringVar(&c.MeshCharts, "mesh-charts", "", "kind/remote: with -mesh-install, a directory holding the charts (air-gapped; default: download from the mesh's Helm repository)")
 	fs.StringVar(&c.MeshRegistry, "mesh-registry", "", "kind/remote: with -mesh-install, the registry to pull the mesh's images from (default upstream)")
+	fs.StringVar(&c.CandidateMeshVersion, "candidate-mesh-version", "", "kind/remote: with -mesh-install and -candidate=rev=NAME, the release the candidate revision is installed at, for a canary of another version (default: -mesh-version)")
+	fs.StringVar(&c.CandidateMeshCharts, "candidate-mesh-charts", "", "kind/remote: with -mesh-install and -candidate=rev=NAME, a directory holding the candidate revision's charts (default: -mesh-charts)")
 	fs.StringVar(&c.MeshRevision, "mesh-revision", "", "kind/remote: with -mesh=istio or istio-proxyless, the Istio revision (istio.io/rev) that injects the meshed arm, and that -mesh-install installs (default: the default injector)")
 	fs.BoolVar(&c.Waypoint, "waypoint", false, "kind/remote: with -mesh=istio-ambient, route the meshed arm through a waypoint proxy created in its namespace (Gateway API CRDs installed when missing)")
 	fs.StringVar(&c.Placement, "placement", "in-mesh", "kind/remote: loadgen placement, in-mesh or out-of-mesh")
@@ -489,9 +497,32 @@ func (c *Config) checkMesh() []error {
 	if c.MeshInstall && c.Target == "local" {
 		errs = append(errs, errors.New("-mesh-install: the local target has no mesh to install; use -target=kind or a kubeconfig"))
 	}
-	if c.MeshCharts != "" {
-		if st, err := os.Stat(c.MeshCharts); err != nil || !st.IsDir() {
-			errs = append(errs, fmt.Errorf("-mesh-charts=%s: not a directory", c.MeshCharts))
+	for _, f := range []struct{ name, dir string }{{"mesh-charts", c.MeshCharts}, {"candidate-mesh-charts", c.CandidateMeshCharts}} {
+		if st, err := os.Stat(f.dir); f.dir != "" && (err != nil || !st.IsDir()) {
+			errs = append(errs, fmt.Errorf("-%s=%s: not a directory", f.name, f.dir))
+		}
+	}
+	return append(errs, c.checkCandidateRelease()...)
+}
+
+// checkCandidateRelease checks -candidate-mesh-version and
+// -candidate-mesh-charts: only for a candidate revision that -mesh-install
+// installs, and a version the adapter installs.
+func (c *Config) checkCandidateRelease() []error {
+	var errs []error
+	for _, f := range []struct{ name, value string }{{"candidate-mesh-version", c.CandidateMeshVersion}, {"candidate-mesh-charts", c.CandidateMeshCharts}} {
+		if f.value != "" && (!c.MeshInstall || !strings.HasPrefix(c.Candidate, arms.RevisionPrefix)) {
+			errs = append(errs, fmt.Errorf("-%s=%s: only used with -mesh-install and -candidate=%sNAME (a canary revision of another release)", f.name, f.value, arms.RevisionPrefix))
+		}
+	}
+	if c.CandidateMeshVersion == "" || len(errs) > 0 || c.Target == "local" {
+		return errs
+	}
+	if m, err := c.NewMesh(); err == nil {
+		if inst, ok := m.(mesh.Installer); ok {
+			if _, err := inst.Charts(c.candidateRelease()); err != nil {
+				errs = append(errs, fmt.Errorf("-candidate-mesh-version=%s: %w", c.CandidateMeshVersion, err))
+			}
 		}
 	}
 	return errs

@@ -103,7 +103,7 @@ func checkProxylessRun(t *testing.T, r report.Record) {
 	for _, e := range r.Edges {
 		assert.True(t, e.Secured, "%s: edge %s→%s not secured", r.Name(), e.Src, e.Dst)
 		assert.Equal(t, e.Src, e.Peer, "%s: the verified peer is the caller", r.Name())
-		assert.Regexp(t, `peer "spiffe://cluster\.local/ns/meshbench-meshed-[0-9a-f]+/sa/loadgen" mtls=true`, e.Evidence,
+		assert.Regexp(t, `peer "spiffe://cluster\.local/ns/meshbench-`+string(r.Arm)+`-[0-9a-f]+/sa/loadgen" mtls=true`, e.Evidence,
 			"%s: the backend's TLS connections saw the loadgen's SPIFFE identity", r.Name())
 		t.Logf("%s: %s → %s peer %s (%s)", r.Name(), e.Src, e.Dst, e.Peer, e.Evidence)
 	}

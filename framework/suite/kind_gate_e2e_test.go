@@ -37,11 +37,12 @@ const (
 // cluster built offline, with the bring-your-own sidecar mesh and only the
 // one locally built nginx image: the reference and candidate arms
 // interleaved at c=8 on one hop, as BenchmarkUpgradeGate runs them (no
-// baseline: suite.GateArms), judged by fixtures/gates/kind.yaml. An
-// A/A gate (the candidate is the reference's image and configuration), at
-// maximum rate, must not fail; a candidate with keep-alive between its sidecars off (the same
-// image, a new mTLS connection per request) must fail on sidecar CPU per
-// 1k requests. Then the same cluster, reached only through its kubeconfig
+// baseline: suite.GateArms), judged by fixtures/gates/kind.yaml. A
+// candidate with keep-alive between its sidecars off (the same image, a
+// new mTLS connection per request) must fail on sidecar CPU per 1k
+// requests; with MESHBENCH_KIND_SIDECAR_AA=1 an A/A gate (the candidate is
+// the reference's image and configuration), at maximum rate, must not
+// fail first. Then the same cluster, reached only through its kubeconfig
 // with the CPU from the kubelets, has each window aligned to their
 // refreshes (kubeletAlignedOnCluster, about 2.5 minutes). They share the
 // cluster, deleted at the end. `make
@@ -54,20 +55,26 @@ func TestKindCandidateGateE2E(t *testing.T) {
 	name, _ := e2eCluster(t, "meshbench-gate") // kindGateRun keeps it between its gates
 	image := envOr("MESHBENCH_NGINX_IMAGE", "meshbench/nginx:1.22.1-9-deb12u9")
 
-	t.Run("A/A", func(t *testing.T) {
-		// At maximum rate only: the open-loop point (GateLoad at 0.2 of
-		// the capacity, as kind-gate.sh runs it) on kind is the
-		// mesh-release path's (hack/ci/mesh-release-e2e.sh, after this
-		// test in make e2e), whose BenchmarkUpgradeGate gates both
-		// points; here it took 282 of the A/A's 565 s in a cold CI run.
-		v := kindGateRun(t, name, image, 0)
-		assert.NotEqual(t, gate.Fail, v.Outcome, "an A/A gate never fails")
-		for _, d := range v.Decisions {
-			assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)
+	// make e2e's A/A gate on kind, which must not fail, is a real mesh's:
+	// TestIstioCanaryGateE2E, two Istio revisions side by side. This
+	// one, nginx against itself (139 s of CI), runs by hand with
+	// MESHBENCH_KIND_SIDECAR_AA=1.
+	if os.Getenv("MESHBENCH_KIND_SIDECAR_AA") != "" {
+		t.Run("A/A", func(t *testing.T) {
+			// At maximum rate only: the open-loop point (GateLoad at 0.2 of
+			// the capacity, as kind-gate.sh runs it) on kind is the
+			// mesh-release path's (hack/ci/mesh-release-e2e.sh, after this
+			// test in make e2e), whose BenchmarkUpgradeGate gates both
+			// points; here it took 282 of the A/A's 565 s in a cold CI run.
+			v := kindGateRun(t, name, image, 0)
+			assert.NotEqual(t, gate.Fail, v.Outcome, "an A/A gate never fails")
+			for _, d := range v.Decisions {
+				assert.NotEqual(t, gate.Fail, d.Outcome, d.Reason)
+			}
+		})
+		if t.Failed() {
+			return
 		}
-	})
-	if t.Failed() {
-		return
 	}
 	t.Run("no keep-alive between sidecars", func(t *testing.T) {
 		v := kindGateRun(t, name, "+no-keepalive", noKeepaliveWindow)

@@ -132,15 +132,21 @@ func (mi meshInstaller) detectCandidate(ctx context.Context) (mesh.Info, error) 
 
 // installRevision installs the candidate revision's istiod (the mesh's
 // charts but base, which the reference's installation holds), of the
-// version the run installs, and detects it again. The installer
-// uninstalls it on Close, before the reference's releases.
+// candidate's release (Options.CandidateInstall and CandidateChartDir:
+// by default the version the run installs), and detects it again. The
+// installer uninstalls it on Close, before the reference's releases.
 func (mi meshInstaller) installRevision(ctx context.Context, cm mesh.Mesh, ni *mesh.NotInstalledError) (mesh.Info, error) {
-	charts, err := meshinstall.RevisionCharts(cm, mi.o.Install)
+	o := mi.o.Install
+	if ci := mi.o.CandidateInstall; ci != nil {
+		o = *ci
+	}
+	charts, err := meshinstall.RevisionCharts(cm, o, mi.o.CandidateChartDir)
 	if err != nil {
 		return mesh.Info{}, fmt.Errorf("install %s revision %s: %w", cm.Name(), mi.o.Candidate.Revision, err)
 	}
 	start := mi.now()
-	mi.o.Logf("kube target: %s revision %s is not installed (%s): installing it from %d Helm chart(s)", cm.Name(), mi.o.Candidate.Revision, ni.Looked, len(charts))
+	mi.o.Logf("kube target: %s revision %s is not installed (%s): installing it from %d Helm chart(s), release %s", cm.Name(), mi.o.Candidate.Revision, ni.Looked, len(charts),
+		cmp.Or(o.Version, "the adapter's default"))
 	mi.helmMu.Lock()
 	if mi.helm == nil {
 		mi.helm = mi.newHelm()

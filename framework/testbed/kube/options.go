@@ -62,6 +62,15 @@ type Options struct {
 	Candidate *arms.Spec
 	// Install says which release to install and with which registry.
 	Install mesh.InstallOptions
+	// CandidateInstall, when set, is the release the candidate revision
+	// is installed at, in a revision gate that installs the mesh: an
+	// Istio canary of another version (1.30 to 1.31). Default nil: the
+	// reference's (Install).
+	CandidateInstall *mesh.InstallOptions
+	// CandidateChartDir, when set, is where the candidate revision's
+	// charts are looked for, as ChartDir is for the reference's. Default:
+	// ChartDir.
+	CandidateChartDir string
 	// ChartDir, when set, is where the charts are looked for (by their
 	// Chart.yaml name, or <name>-<version>.tgz) instead of downloading them
 	// from their Helm repositories: for air-gapped clusters.
@@ -170,6 +179,9 @@ func (o *Options) normalize() error {
 		if err := CheckCandidate(o.Mesh, *o.Candidate); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if (o.CandidateInstall != nil || o.CandidateChartDir != "") && (o.Candidate == nil || o.Candidate.Revision == "" || !o.InstallMesh) {
+		errs = append(errs, errors.New("a candidate release (CandidateInstall, CandidateChartDir) is installed only in a revision gate that installs the mesh (Candidate with a Revision, InstallMesh)"))
 	}
 	p, err := ParsePlacement(string(o.Placement))
 	if err != nil {
