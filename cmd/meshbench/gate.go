@@ -46,6 +46,10 @@ type gateResults struct {
 		Mesh        string `json:"mesh"`
 		MeshVersion string `json:"meshVersion"`
 		NginxImage  string `json:"nginxImage"`
+		// an Istio canary: the reference's revision, and the
+		// candidate revision's release when it is another
+		MeshRevision         string `json:"meshRevision"`
+		CandidateMeshVersion string `json:"candidateMeshVersion"`
 	} `json:"settings"`
 	// Reference is the stored run a -reference gate compared against.
 	Reference *struct {
@@ -189,13 +193,23 @@ func writeVerdict(path, summary string, stdout io.Writer, run func(gateResults) 
 }
 
 // title names what the gate compared: the candidate and the reference
-// (-candidate: the local sidecars, or on a cluster the sidecar images),
-// or this run's mesh release and the stored run (-reference).
+// (-candidate: the local sidecars, on a cluster the sidecar images or the
+// Istio revisions with their releases), or this run's mesh release and
+// the stored run (-reference).
 func (r gateResults) title() string {
 	s := r.Settings
 	if r.Reference != nil {
 		this := strings.TrimSpace(s.Mesh + " " + s.MeshVersion)
 		return fmt.Sprintf("%s against the stored run %s", cmpOr(this, "this run"), r.Reference.RunID)
+	}
+	if strings.HasPrefix(s.Candidate, "rev=") {
+		ref := "the default injector"
+		if s.MeshRevision != "" {
+			ref = "rev=" + s.MeshRevision
+		}
+		ref = strings.TrimSpace(ref + " " + s.MeshVersion)
+		cand := strings.TrimSpace(s.Candidate + " " + cmpOr(s.CandidateMeshVersion, s.MeshVersion))
+		return fmt.Sprintf("%s %s against %s", s.Mesh, cand, ref)
 	}
 	ref := s.Sidecar
 	if s.Target != "local" && s.NginxImage != "" {

@@ -351,6 +351,14 @@ func TestGateTitle(t *testing.T) {
 		{`{"settings": {"sidecar": "caddy", "target": "kind", "mesh": "istio-proxyless", "meshVersion": "1.31-dev.eed52ebb66ad"},
 		  "reference": {"file": "/tmp/r/reference/20261203T182654Z-kind.json", "runID": "20261203T182654Z-kind"}}`,
 			"istio-proxyless 1.31-dev.eed52ebb66ad against the stored run 20261203T182654Z-kind"},
+		// the Istio canary of 2026-12-06, whose summary said "rev=mb131 against nginx:1.27"
+		{`{"settings": {"sidecar": "caddy", "candidate": "rev=mb131", "target": "kind", "mesh": "istio-proxyless", "nginxImage": "nginx:1.27",
+		  "meshRevision": "mb130", "meshVersion": "1.30-dev.9739e10eb9d7", "candidateMeshVersion": "1.31-dev.eed52ebb66ad"}}`,
+			"istio-proxyless rev=mb131 1.31-dev.eed52ebb66ad against rev=mb130 1.30-dev.9739e10eb9d7"},
+		{`{"settings": {"candidate": "rev=mb131c", "target": "kind", "mesh": "istio-proxyless", "nginxImage": "nginx:1.27", "meshRevision": "mb131"}}`,
+			"istio-proxyless rev=mb131c against rev=mb131"},
+		{`{"settings": {"candidate": "rev=canary", "target": "remote", "mesh": "istio", "nginxImage": "nginx:1.27"}}`,
+			"istio rev=canary against the default injector"},
 	} {
 		var r gateResults
 		require.NoError(t, json.Unmarshal([]byte(tc.json), &r))
