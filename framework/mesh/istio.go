@@ -268,11 +268,17 @@ func (i *istio) Enable(ctx context.Context, c kubernetes.Interface, namespace st
 }
 
 // Roles are the istio-proxy sidecar and istiod as the control plane
-// (Mesh).
+// (Mesh): with a revision, that revision's istiod only, so that in a
+// canary each arm's control plane is the istiod that injected it; without
+// one, every istiod.
 func (i *istio) Roles() Roles {
+	labels := map[string]string{"app": "istiod"}
+	if i.rev != "" {
+		labels[istioRev] = i.rev
+	}
 	return Roles{
 		Sidecars:     []string{istioProxy},
-		ControlPlane: []Workload{{Namespace: i.ns, Labels: map[string]string{"app": "istiod"}}},
+		ControlPlane: []Workload{{Namespace: i.ns, Labels: labels}},
 	}
 }
 

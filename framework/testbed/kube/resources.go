@@ -123,11 +123,16 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 }
 
 // roleOf classifies the containers of the cluster for a run of arm: the
-// mesh's control plane and node proxies whatever the arm; the arm's own
-// (and its loadgen's) sidecars, apps and loadgen; everything else,
+// mesh's control plane and node proxies whatever the arm (in a revision
+// gate, the arm's own revision's: the other istiod is "other"); the arm's
+// own (and its loadgen's) sidecars, apps and loadgen; everything else,
 // including the idle other arm, as "other".
 func (ac accountant) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
-	r := ac.mesh.Roles()
+	m := ac.mesh
+	if a != nil && a.mesh != nil {
+		m = a.mesh
+	}
+	r := m.Roles()
 	var rules []kubelet.RoleRule
 	add := func(role measure.Role, ws []mesh.Workload) {
 		for _, w := range ws {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/meshbench/meshbench/fixtures/manifests"
 	"github.com/meshbench/meshbench/framework/arms"
+	"github.com/meshbench/meshbench/framework/measure"
+	"github.com/meshbench/meshbench/framework/measure/kubelet"
 	"github.com/meshbench/meshbench/framework/mesh"
 	"github.com/meshbench/meshbench/framework/testbed"
 )
@@ -134,6 +136,33 @@ func TestKubeCandidateRevisionOnFakeCluster(t *testing.T) {
 	assert.Equal(t, "istio-system/istiod-canary (docker.io/istio/pilot:1.28.0)", cfg["arm.candidate.controlPlane"])
 	assert.Equal(t, "istio-system/istiod-stable (docker.io/istio/pilot:1.27.3)", cfg["arm.reference.controlPlane"])
 	assert.Equal(t, "1.27.3", tg.Environment().Mesh.Version, "the mesh's version is the reference's")
+}
+
+// TestKubeCandidateRevisionControlPlanePerArm: in a canary each meshed
+// arm's control-plane CPU is its own revision's istiod, the other
+// revision's is "other". A live A/A canary on kind (2026-12-06) read the
+// reference's istiod for both arms before this.
+func TestKubeCandidateRevisionControlPlanePerArm(t *testing.T) {
+	fc, ctx, _ := startFakeCluster(t)
+	fc.withIstio(t, ctx, map[string]string{"stable": "1.27.3", "canary": "1.28.0"}, asLabelled)
+	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &arms.Spec{Revision: "canary"}, Workloads: istioImages})
+	require.NoError(t, tg.setUp(ctx))
+	t.Cleanup(func() { _ = tg.Close(context.Background()) })
+	istiodPod := func(rev string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "istiod-" + rev + "-0", Namespace: "istio-system",
+			Labels: map[string]string{"app": "istiod", "istio.io/rev": rev}}}
+	}
+	pods := []corev1.Pod{istiodPod("stable"), istiodPod("canary")}
+	for arm, own := range map[testbed.Arm]string{testbed.Reference: "stable", testbed.Candidate: "canary"} {
+		roleOf := tg.roleOf(tg.arms[arm], pods)
+		for _, rev := range []string{"stable", "canary"} {
+			want := kubelet.RoleOther
+			if rev == own {
+				want = measure.RoleControlPlane
+			}
+			assert.Equal(t, want, roleOf("istio-system", "istiod-"+rev+"-0", "discovery"), "arm %s, istiod-%s", arm, rev)
+		}
+	}
 }
 
 // The reference is the default injector when -mesh-revision is not set:
