@@ -160,7 +160,10 @@ func SignTestPairs(conf float64) int {
 // plan's Max with Crit(n)·sd/√n below the distance to the limit, minus the
 // pairs there are; past Max, the pairs a fixed-sample interval at the
 // plan's level would need (a lower bound: a longer plan's boundaries are
-// wider), and -1 when even that is beyond MaxPairsEstimate.
+// wider), at least Max+1 in all since no look of the plan resolves it (a
+// fixed-sample interval is narrower than the last look's, and once said
+// "about 1 more pair" of a gate that had stopped at 7 of 8 as futile), and
+// -1 when even that is beyond MaxPairsEstimate.
 func sequentialPairsNeeded(iv stats.RatioInterval, limit float64, b stats.SequentialBounds) int {
 	dist := math.Abs(iv.LogMean - math.Log(limit))
 	for n := iv.N + 1; n <= b.Plan.Max; n++ {
@@ -172,5 +175,5 @@ func sequentialPairsNeeded(iv stats.RatioInterval, limit float64, b stats.Sequen
 	if total < 0 {
 		return -1
 	}
-	return max(1, total-iv.N)
+	return max(total, b.Plan.Max+1) - iv.N
 }
