@@ -2,7 +2,6 @@ package suite_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/suite"
 	"github.com/meshbench/meshbench/framework/testbed"
-	"github.com/meshbench/meshbench/internal/testcharts"
 )
 
 // TestIstioCanaryGateE2E is an Istio canary upgrade gated live on kind,
@@ -30,15 +28,13 @@ import (
 // on the cluster of `make e2e` (MESHBENCH_KIND_CLUSTER) after the
 // mesh-release path has uninstalled its Istio.
 func TestIstioCanaryGateE2E(t *testing.T) {
-	if os.Getenv("MESHBENCH_ISTIO_CANARY_E2E") == "" {
-		t.Skip("set MESHBENCH_ISTIO_CANARY_E2E=1 and run `make e2e`, which builds Istio's images (hack/offline/istio.sh 131) and the loadgen image")
-	}
+	skipWithoutIstio(t, "MESHBENCH_ISTIO_CANARY_E2E")
 	name, keep := e2eCluster(t, "meshbench-canary")
 	fixture, err := filepath.Abs("../../fixtures/gates/kind-istio-proxyless.yaml")
 	require.NoError(t, err)
-	s, cfg := kindSuite(t, "-kind-cluster", name, keep, "-mesh", "istio-proxyless", "-mesh-install",
-		"-mesh-charts", testcharts.IstioDir(t), "-mesh-revision", "mb131", "-candidate", "rev=mb131c", "-protocol", "grpc",
-		"-gate", fixture, "-thresholds", "none", "-concurrency", "1", "-duration", "5s", "-max-count", fmt.Sprint(kindGateMaxRounds))
+	s, cfg := kindSuite(t, append([]string{"-kind-cluster", name, keep, "-candidate", "rev=mb131c",
+		"-gate", fixture, "-thresholds", "none", "-concurrency", "1", "-duration", "5s", "-max-count", fmt.Sprint(kindGateMaxRounds)},
+		proxylessFlags(t)...)...)
 	s.Config.Repeats = kindGateRounds
 	require.NoError(t, s.LoadGate())
 	start := time.Now()

@@ -15,6 +15,22 @@ import (
 	"github.com/meshbench/meshbench/internal/testcharts"
 )
 
+// skipWithoutIstio skips an Istio e2e test unless env is set, as `make
+// e2e` sets it after building Istio's images.
+func skipWithoutIstio(t *testing.T, env string) {
+	t.Helper()
+	if os.Getenv(env) == "" {
+		t.Skipf("set %s=1 and run `make e2e`, which builds Istio's images (hack/offline/istio.sh 131) and the loadgen image", env)
+	}
+}
+
+// proxylessFlags are the flags of a kind run of Istio proxyless gRPC,
+// installed by the run from the 1.31-dev module's charts as revision mb131.
+func proxylessFlags(t *testing.T) []string {
+	return []string{"-mesh", "istio-proxyless", "-mesh-install", "-mesh-charts", testcharts.IstioDir(t),
+		"-mesh-revision", "mb131", "-protocol", "grpc"}
+}
+
 // TestIstioProxylessKindE2E is Istio measured live: istiod and pilot-agent
 // of the 1.31-dev pin (built offline by hack/offline/istio.sh, no Envoy)
 // installed on kind from the module's charts by -mesh-install, the
@@ -26,12 +42,9 @@ import (
 // runs with MESHBENCH_ISTIO_E2E=1 on the cluster of `make e2e`
 // (MESHBENCH_KIND_CLUSTER), after istio.sh has built the images.
 func TestIstioProxylessKindE2E(t *testing.T) {
-	if os.Getenv("MESHBENCH_ISTIO_E2E") == "" {
-		t.Skip("set MESHBENCH_ISTIO_E2E=1 and run `make e2e`, which builds Istio's images (hack/offline/istio.sh 131) and the loadgen image")
-	}
+	skipWithoutIstio(t, "MESHBENCH_ISTIO_E2E")
 	name, keep := e2eCluster(t, "meshbench-istio")
-	s, _ := kindSuite(t, "-kind-cluster", name, keep, "-mesh", "istio-proxyless", "-mesh-install",
-		"-mesh-charts", testcharts.IstioDir(t), "-mesh-revision", "mb131", "-protocol", "grpc")
+	s, _ := kindSuite(t, append([]string{"-kind-cluster", name, keep}, proxylessFlags(t)...)...)
 	start := time.Now()
 	setUp(t, s)
 	t.Logf("set up (install istiod mb131, deploy both arms): %v", time.Since(start).Round(time.Second))
