@@ -92,16 +92,25 @@ func istioMesh(t *testing.T, opts ...mesh.Option) mesh.Mesh {
 
 var istioImages = manifests.Params{Images: manifests.Images{Nginx: "meshbench/nginx:dev", Loadgen: "meshbench/mbloadgen:dev"}}
 
-// TestKubeCandidateRevisionOnFakeCluster: -candidate=rev=canary with
-// -mesh=istio -mesh-revision=stable labels the reference arm's namespace
-// for stable and the candidate's for canary, verifies each arm's sidecars
-// against its own revision, and records both revisions and versions.
-func TestKubeCandidateRevisionOnFakeCluster(t *testing.T) {
+// stableCanaryTarget is a set-up target of a canary gate on the fake
+// cluster: -mesh=istio -mesh-revision=stable (1.27.3) and
+// -candidate=rev=canary (1.28.0), each namespace injected as labelled.
+func stableCanaryTarget(t *testing.T) (*fakeCluster, context.Context, *Target) {
+	t.Helper()
 	fc, ctx, _ := startFakeCluster(t)
 	fc.withIstio(t, ctx, map[string]string{"stable": "1.27.3", "canary": "1.28.0"}, asLabelled)
 	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &arms.Spec{Revision: "canary"}, Workloads: istioImages})
 	require.NoError(t, tg.setUp(ctx))
 	t.Cleanup(func() { _ = tg.Close(context.Background()) })
+	return fc, ctx, tg
+}
+
+// TestKubeCandidateRevisionOnFakeCluster: -candidate=rev=canary with
+// -mesh=istio -mesh-revision=stable labels the reference arm's namespace
+// for stable and the candidate's for canary, verifies each arm's sidecars
+// against its own revision, and records both revisions and versions.
+func TestKubeCandidateRevisionOnFakeCluster(t *testing.T) {
+	fc, ctx, tg := stableCanaryTarget(t)
 	assert.Equal(t, testbed.UpgradeArms, tg.Arms())
 
 	nss := tg.Namespaces()
@@ -143,11 +152,7 @@ func TestKubeCandidateRevisionOnFakeCluster(t *testing.T) {
 // revision's is "other". A live A/A canary on kind (2026-12-06) read the
 // reference's istiod for both arms before this.
 func TestKubeCandidateRevisionControlPlanePerArm(t *testing.T) {
-	fc, ctx, _ := startFakeCluster(t)
-	fc.withIstio(t, ctx, map[string]string{"stable": "1.27.3", "canary": "1.28.0"}, asLabelled)
-	tg := fc.newTarget(t, Options{Name: "kind", Mesh: istioMesh(t, mesh.WithRevision("stable")), Candidate: &arms.Spec{Revision: "canary"}, Workloads: istioImages})
-	require.NoError(t, tg.setUp(ctx))
-	t.Cleanup(func() { _ = tg.Close(context.Background()) })
+	_, _, tg := stableCanaryTarget(t)
 	istiodPod := func(rev string) corev1.Pod {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "istiod-" + rev + "-0", Namespace: "istio-system",
 			Labels: map[string]string{"app": "istiod", "istio.io/rev": rev}}}
