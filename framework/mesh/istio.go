@@ -272,14 +272,20 @@ func (i *istio) Enable(ctx context.Context, c kubernetes.Interface, namespace st
 // canary each arm's control plane is the istiod that injected it; without
 // one, every istiod.
 func (i *istio) Roles() Roles {
-	labels := map[string]string{"app": "istiod"}
-	if i.rev != "" {
-		labels[istioRev] = i.rev
-	}
 	return Roles{
 		Sidecars:     []string{istioProxy},
-		ControlPlane: []Workload{{Namespace: i.ns, Labels: labels}},
+		ControlPlane: []Workload{istiodOf(i.ns, i.rev)},
 	}
+}
+
+// istiodOf is the istiod pods of revision rev in namespace ns, every
+// revision's when rev is "".
+func istiodOf(ns, rev string) Workload {
+	labels := map[string]string{"app": "istiod"}
+	if rev != "" {
+		labels[istioRev] = rev
+	}
+	return Workload{Namespace: ns, Labels: labels}
 }
 
 // Verify, for the meshed arm, checks that every pod runs a ready

@@ -292,13 +292,9 @@ func (p *proxyless) Cleanup(ctx context.Context, c kubernetes.Interface) error {
 // sidecar and the revision's istiod as the control plane (Mesh). The app's
 // xDS client and server are the app's own CPU.
 func (p *proxyless) Roles() Roles {
-	labels := map[string]string{"app": "istiod"}
-	if p.rev != "" {
-		labels[istioRev] = p.rev
-	}
 	return Roles{
 		Sidecars:     []string{istioProxy},
-		ControlPlane: []Workload{{Namespace: p.ns, Labels: labels}},
+		ControlPlane: []Workload{istiodOf(p.ns, p.rev)},
 	}
 }
 

@@ -3,13 +3,14 @@
 # this machine. An idle 3-node cluster (kube-apiserver, etcd, kubelets,
 # containerd) takes 200-300m of the 2 cores, over the 10 % above which a
 # measured run calls itself busy, and its nodes start again whenever dockerd
-# does: CI at 0235f75 failed that way, every local run of make test-measure
-# "busy machine" beside a cluster kept from an earlier session.
+# does: CI's run of 2026-12-06 10:43 UTC failed that way, every run of make
+# test-measure "busy machine" beside a cluster kept from an earlier session.
 # Under CI=true it deletes the clusters whose nodes run meshbench's node image
 # (their label meshbench.cache-key says so): a run of ours made them and CI's
 # machine is its own. Any other cluster, or any cluster outside CI, is named
 # with the command that deletes it, and the script exits 1.
 set -euo pipefail
+cd "$(dirname "$0")/../.."
 
 if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
 	echo "clusters.sh: no dockerd, so no kind cluster runs"
@@ -28,7 +29,7 @@ for c in "${clusters[@]}"; do
 		--filter label=meshbench.cache-key --format '{{.Names}}' | wc -l)
 	if [ "${CI:-}" = true ] && [ "${ours}" -eq ${#nodes[@]} ]; then
 		echo "clusters.sh: deleting kind cluster ${c} (${#nodes[@]} nodes on meshbench's node image, left from an earlier run)"
-		docker rm -f -v "${nodes[@]}" >/dev/null
+		go run ./hack/offline/kindcluster down "${c}"
 	else
 		left+=("${c}")
 	fi

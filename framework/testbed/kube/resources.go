@@ -128,11 +128,7 @@ func (t *Target) resourceWindow(roleOf kubelet.RoleOf, before, after map[string]
 // own (and its loadgen's) sidecars, apps and loadgen; everything else,
 // including the idle other arm, as "other".
 func (ac accountant) roleOf(a *arm, pods []corev1.Pod) kubelet.RoleOf {
-	m := ac.mesh
-	if a != nil && a.mesh != nil {
-		m = a.mesh
-	}
-	r := m.Roles()
+	r := a.meshOr(ac.mesh).Roles()
 	var rules []kubelet.RoleRule
 	add := func(role measure.Role, ws []mesh.Workload) {
 		for _, w := range ws {

@@ -19,10 +19,15 @@ import (
 // meshOf is the mesh adapter of arm a: the candidate revision's for the
 // candidate arm of a revision gate, else the target's.
 func (t *Target) meshOf(a *arm) mesh.Mesh {
+	return a.meshOr(t.o.Mesh)
+}
+
+// meshOr is a's own mesh adapter, def when it has none (or a is nil).
+func (a *arm) meshOr(def mesh.Mesh) mesh.Mesh {
 	if a != nil && a.mesh != nil {
 		return a.mesh
 	}
-	return t.o.Mesh
+	return def
 }
 
 // candidateMesh is the adapter of the candidate revision; nil without a
