@@ -35,6 +35,18 @@
 // pod's network interfaces with their MTU and the fortio version, which a
 // restricted pod cannot otherwise reveal without exec.
 //
+// /meshbench/route-probe (load.RouteProbePath) measures config
+// propagation to the loadgen's gRPC client, a long poll:
+//
+//	GET /meshbench/route-probe?target=xds:///backend.ns.svc.cluster.local:8079&want=abort&timeout=30s&interval=5ms
+//
+// pings the target through one connection per target, kept between
+// requests (its xDS watches with it), each call carrying the header
+// x-meshbench-probe: on, until a call's route is in the wanted state: ok
+// (the call succeeded) or abort (it ended with DATA_LOSS, the status of
+// the harness's fault rule for that header). It answers
+// load.RouteProbeResult, 200 once there and 504 on timeout.
+//
 // With -grpc-listen it is also a gRPC backend: fortio's ping service (the
 // payload echoed after the message's DelayNanos) and the standard health
 // service. When GRPC_XDS_BOOTSTRAP is set, as Istio's proxyless injection
@@ -67,6 +79,8 @@ import (
 	"fortio.org/fortio/jrpc"
 	"fortio.org/fortio/rapi"
 	flog "fortio.org/log"
+
+	"github.com/meshbench/meshbench/framework/load"
 )
 
 // TimeHeader is on every /healthz answer: the loadgen's clock, in Unix
@@ -215,6 +229,7 @@ func NewMux(peers *Peers) *http.ServeMux {
 	})
 	mux.HandleFunc(NetInfoPath, netInfoHandler)
 	mux.Handle(PeersPath, peers)
+	mux.HandleFunc(load.RouteProbePath, routeProbeHandler)
 	mux.HandleFunc(DebugPath, fhttp.DebugHandler)
 	mux.HandleFunc("/", fhttp.EchoHandler)
 	return mux

@@ -215,11 +215,26 @@ func writeBootstrap(t *testing.T, dir, name, xdsAddr string, cf certFiles, caFil
 // test ends, to every node, and returns its address.
 func controlPlane(t *testing.T, res map[resource.Type][]types.Resource) string {
 	t.Helper()
+	addr, _ := updatableControlPlane(t, res)
+	return addr
+}
+
+// pushFunc replaces a control plane's resources with res, at version.
+type pushFunc func(version string, res map[resource.Type][]types.Resource)
+
+// updatableControlPlane is controlPlane serving res at version "1", and
+// also returns the function that pushes new versions to its clients.
+func updatableControlPlane(t *testing.T, res map[resource.Type][]types.Resource) (string, pushFunc) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	snap, err := cache.NewSnapshot("1", res)
-	require.NoError(t, err)
 	c := cache.NewSnapshotCache(false, cache.IDHash{}, nil)
-	require.NoError(t, c.SetSnapshot(ctx, xdsNode, snap))
+	push := func(version string, res map[resource.Type][]types.Resource) {
+		t.Helper()
+		snap, err := cache.NewSnapshot(version, res)
+		require.NoError(t, err)
+		require.NoError(t, c.SetSnapshot(ctx, xdsNode, snap))
+	}
+	push("1", res)
 	gs := grpc.NewServer()
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(gs, xdsserver.NewServer(ctx, c, nil))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -229,7 +244,7 @@ func controlPlane(t *testing.T, res map[resource.Type][]types.Resource) string {
 		gs.Stop()
 		cancel()
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), push
 }
 
 // startChild runs mbloadgen with args in a child process whose xDS

@@ -217,6 +217,7 @@ type policyAPI struct {
 	mu       sync.Mutex
 	objects  map[string][]byte // path/name → body
 	deleted  []string
+	patched  []string // path: body of each merge patch
 	crds     string
 	istiodOf string // the revision of the istiod it lists
 }
@@ -250,6 +251,13 @@ func (f *policyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.objects[key] = body
 		w.Write(body)
+	case r.Method == http.MethodPatch:
+		if _, ok := f.objects[r.URL.Path]; !ok {
+			status(http.StatusNotFound, "NotFound")
+			return
+		}
+		f.patched = append(f.patched, r.URL.Path+": "+r.Header.Get("Content-Type")+" "+string(body))
+		w.Write(f.objects[r.URL.Path])
 	case r.Method == http.MethodDelete:
 		delete(f.objects, r.URL.Path)
 		f.deleted = append(f.deleted, r.URL.Path)

@@ -166,6 +166,19 @@ const (
 	// WorkloadCPUPer1kReq is the CPU-ms of the apps and the load
 	// generator per 1000 requests: in a baseline arm, the whole arm's.
 	WorkloadCPUPer1kReq = "workloadCPUPer1kReq"
+	// The control plane measured after a meshed run's window
+	// (testbed.ControlPlane): config propagation's p50 and p99 in ms,
+	// and the control plane's CPU (millicores) and RSS (MiB) per
+	// connected proxy, at the run's own pods and, Scaled, with the idle
+	// pods added.
+	PropagationP50                = "propagationP50"
+	PropagationP99                = "propagationP99"
+	ControlPlaneCPUPerProxy       = "controlPlaneCPUPerProxy"
+	ControlPlaneRSSPerProxy       = "controlPlaneRSSPerProxy"
+	PropagationP50Scaled          = "propagationP50Scaled"
+	PropagationP99Scaled          = "propagationP99Scaled"
+	ControlPlaneCPUPerProxyScaled = "controlPlaneCPUPerProxyScaled"
+	ControlPlaneRSSPerProxyScaled = "controlPlaneRSSPerProxyScaled"
 )
 
 // Keys of the threshold limits in the table.

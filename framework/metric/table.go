@@ -1,7 +1,9 @@
 package metric
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/meshbench/meshbench/framework/measure"
 	"github.com/meshbench/meshbench/framework/testbed"
@@ -61,6 +63,76 @@ var table = []Def{
 	// and the loadgen: there it is the mesh's cost per request, which its
 	// gate fixture gates.
 	{Name: WorkloadCPUPer1kReq, Label: "workload CPU per 1k req", Unit: "CPU-ms", Benchstat: "workload-cpu-ms/kreq", Worse: HigherIsWorse, CPU: true, Read: workloadCPUPer1k},
+	// The control plane, measured after a meshed run's window when asked
+	// (kube.ControlPlaneOptions.Changes): at the run's own pods, then with
+	// the idle pods added (ControlPlaneOptions.ExtraPods). Its CPU
+	// is read around the changes, not over the window, so a window's
+	// diluted counters do not void it.
+	propagation(PropagationP50, 0.5, 0, ""),
+	propagation(PropagationP99, 0.99, 0, ""),
+	perProxyCPU(ControlPlaneCPUPerProxy, 0, ""),
+	perProxyRSS(ControlPlaneRSSPerProxy, 0, ""),
+	propagation(PropagationP50Scaled, 0.5, 1, scaled),
+	propagation(PropagationP99Scaled, 0.99, 1, scaled),
+	perProxyCPU(ControlPlaneCPUPerProxyScaled, 1, scaled),
+	perProxyRSS(ControlPlaneRSSPerProxyScaled, 1, scaled),
+}
+
+// scaled is what the labels of the second pod count's metrics add.
+const scaled = " with the extra pods"
+
+// phaseSuffix tells the second pod count's keys and benchstat units.
+func phaseSuffix(phase int) string {
+	if phase == 0 {
+		return ""
+	}
+	return "Scaled"
+}
+
+// propagation is the metric of the q-quantile of config propagation at a
+// phase of the control plane's measurement.
+func propagation(name string, q float64, phase int, label string) Def {
+	pct := fmt.Sprintf("p%.0f", q*100)
+	return Def{Name: name, Label: "config propagation " + pct + label, Unit: "ms", Benchstat: "propagation-" + pct + "-ms" + strings.ToLower(phaseSuffix(phase)),
+		Worse: HigherIsWorse, Read: func(r *testbed.Run) (float64, bool) {
+			ph, ok := r.ControlPlane.Phase(phase)
+			if !ok {
+				return 0, false
+			}
+			return ph.PropagationQuantile(q)
+		},
+		Limits: []Limit{{Key: "propagation" + strings.ToUpper(pct[:1]) + pct[1:] + "Ms" + phaseSuffix(phase), Of: Meshed, Label: "config propagation " + pct + label,
+			Unit: " ms", Prec: 1, Want: "milliseconds", Sample: "500", Optional: true, NotCalibrated: true, Units: MachineUnits}}}
+}
+
+// perProxyCPU is the control plane's CPU per connected proxy over a
+// phase's changes.
+func perProxyCPU(name string, phase int, label string) Def {
+	return Def{Name: name, Label: "control plane CPU per proxy" + label, Unit: "mcores", Benchstat: "cp-mcpu/proxy" + strings.ToLower(phaseSuffix(phase)),
+		Worse: HigherIsWorse, Read: func(r *testbed.Run) (float64, bool) {
+			ph, ok := r.ControlPlane.Phase(phase)
+			if !ok {
+				return 0, false
+			}
+			return ph.MilliCoresPerProxy()
+		},
+		Limits: []Limit{{Key: "controlPlaneMcoresPerProxy" + phaseSuffix(phase), Of: Meshed, Label: "control plane CPU per proxy" + label,
+			Unit: " mcores", Prec: 2, Want: "millicores per connected proxy", Sample: "20", Optional: true, NotCalibrated: true, Units: MachineUnits}}}
+}
+
+// perProxyRSS is the control plane's RSS per connected proxy at a
+// phase's end.
+func perProxyRSS(name string, phase int, label string) Def {
+	return Def{Name: name, Label: "control plane RSS per proxy" + label, Unit: "MiB", Benchstat: "cp-rss-MiB/proxy" + strings.ToLower(phaseSuffix(phase)),
+		Worse: HigherIsWorse, Read: func(r *testbed.Run) (float64, bool) {
+			ph, ok := r.ControlPlane.Phase(phase)
+			if !ok {
+				return 0, false
+			}
+			return ph.RSSMiBPerProxy()
+		},
+		Limits: []Limit{{Key: "controlPlaneRSSMiBPerProxy" + phaseSuffix(phase), Of: Meshed, Label: "control plane RSS per proxy" + label,
+			Unit: " MiB", Prec: 2, Want: "MiB per connected proxy", Sample: "10", Optional: true, NotCalibrated: true}}}
 }
 
 // percentile reads the q-th latency percentile in ms, as

@@ -108,12 +108,18 @@ type Config struct {
 	// <module>/results).
 	ResultsDir string `json:"resultsDir"`
 	// Kubernetes targets.
-	Mesh         string `json:"mesh,omitempty"`         // the meshed arm's mesh (-mesh): a registered adapter's name
-	Placement    string `json:"placement,omitempty"`    // the loadgen's: in-mesh (default) or out-of-mesh
-	Loadgens     int    `json:"loadgens,omitempty"`     // loadgen replicas a run is sharded over (default 1)
-	NginxImage   string `json:"nginxImage,omitempty"`   // the backend's and frontend's image
-	LoadgenImage string `json:"loadgenImage,omitempty"` // the loadgen's image (built from ./cmd/mbloadgen)
-	KindCluster  string `json:"kindCluster,omitempty"`  // the kind cluster's name (default meshbench); an existing one is reused and kept
+	Mesh      string `json:"mesh,omitempty"`      // the meshed arm's mesh (-mesh): a registered adapter's name
+	Placement string `json:"placement,omitempty"` // the loadgen's: in-mesh (default) or out-of-mesh
+	Loadgens  int    `json:"loadgens,omitempty"`  // loadgen replicas a run is sharded over (default 1)
+	// ControlPlaneChanges and ControlPlanePods ask every meshed run for its
+	// mesh's control plane after the window (kube.ControlPlaneOptions):
+	// that many routing changes timed to every loadgen's xDS client, and
+	// a second phase with that many idle injected pods added.
+	ControlPlaneChanges int    `json:"controlPlaneChanges,omitempty"`
+	ControlPlanePods    int    `json:"controlPlanePods,omitempty"`
+	NginxImage          string `json:"nginxImage,omitempty"`   // the backend's and frontend's image
+	LoadgenImage        string `json:"loadgenImage,omitempty"` // the loadgen's image (built from ./cmd/mbloadgen)
+	KindCluster         string `json:"kindCluster,omitempty"`  // the kind cluster's name (default meshbench); an existing one is reused and kept
 	// NodeCPU is where a remote cluster's CPU is read (kube.Options.NodeCPU):
 	// kubelet or agent; NodeCPUImage the agent's image.
 	NodeCPU      string `json:"nodeCPU,omitempty"`
@@ -278,6 +284,38 @@ func (c *Config) checkMeshModes() []error {
 	if c.Waypoint && c.Mesh != "istio-ambient" {
 		errs = append(errs, fmt.Errorf("-waypoint: only used with -mesh=istio-ambient (got -mesh=%q)", c.Mesh))
 	}
+	return append(errs, c.checkControlPlane()...)
+}
+
+// checkControlPlane checks -control-plane-changes and -control-plane-pods:
+// not negative, the pods only with changes, and a mesh that measures its
+// control plane (mesh.Propagator) on a cluster.
+func (c *Config) checkControlPlane() []error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"control-plane-changes", c.ControlPlaneChanges}, {"control-plane-pods", c.ControlPlanePods}} {
+		if f.n < 0 {
+			errs = append(errs, fmt.Errorf("-%s=%d: want 0 or more", f.name, f.n))
+		}
+	}
+	if c.ControlPlanePods > 0 && c.ControlPlaneChanges <= 0 {
+		errs = append(errs, fmt.Errorf("-control-plane-pods=%d: only used with -control-plane-changes", c.ControlPlanePods))
+	}
+	if c.ControlPlaneChanges <= 0 {
+		return errs
+	}
+	if c.Target == "local" {
+		return append(errs, fmt.Errorf("-control-plane-changes=%d: the local target has no control plane; use -target=kind or a kubeconfig with -mesh=%s",
+			c.ControlPlaneChanges, strings.Join(mesh.Propagators(), " or -mesh=")))
+	}
+	if m, err := c.NewMesh(); err == nil {
+		if _, ok := m.(mesh.Propagator); !ok {
+			errs = append(errs, fmt.Errorf("-control-plane-changes=%d: -mesh=%s cannot change its routing for a probe and count its proxies; only -mesh=%s measures its control plane",
+				c.ControlPlaneChanges, c.Mesh, strings.Join(mesh.Propagators(), ", -mesh=")))
+		}
+	}
 	return errs
 }
 
@@ -321,6 +359,8 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.BoolVar(&c.Waypoint, "waypoint", false, "kind/remote: with -mesh=istio-ambient, route the meshed arm through a waypoint proxy created in its namespace (Gateway API CRDs installed when missing)")
 	fs.StringVar(&c.Placement, "placement", "in-mesh", "kind/remote: loadgen placement, in-mesh or out-of-mesh")
 	fs.IntVar(&c.Loadgens, "loadgens", 1, "kind/remote: loadgen replicas a run is sharded over (histograms merged)")
+	fs.IntVar(&c.ControlPlaneChanges, "control-plane-changes", 0, "kind/remote: with -mesh=istio-proxyless, after each meshed window, time this many routing changes (a VirtualService rule toggled) until every loadgen's xDS client routes by them, and read istiod's CPU and RSS per connected proxy (0: not measured)")
+	fs.IntVar(&c.ControlPlanePods, "control-plane-pods", 0, "kind/remote: with -control-plane-changes, measure again with this many idle injected pods added (the second pod count; 0: only the run's own pods)")
 	fs.StringVar(&c.NginxImage, "nginx-image", manifests.DefaultImages.Nginx, "kind/remote: backend and frontend image")
 	fs.StringVar(&c.LoadgenImage, "loadgen-image", manifests.DefaultImages.Loadgen, "kind/remote: loadgen image (built from ./cmd/mbloadgen)")
 	fs.StringVar(&c.NodeCPU, "node-cpu", kube.NodeCPUKubelet, "remote: where CPU is read: kubelet (the kubelets' cached counters, refreshed every 10-15 s) or agent (the mbnodecpu DaemonSet, read at the instant); kind reads on its nodes")

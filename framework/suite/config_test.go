@@ -200,3 +200,26 @@ func TestNodeCPUFlags(t *testing.T) {
 	_, err = normalize(t, "-target", "kind", "-node-cpu", "cadvisor")
 	assert.EqualError(t, err, "-node-cpu=cadvisor: want kubelet or agent")
 }
+
+// The control plane is measured only on a cluster, by a mesh that can
+// (mesh.Propagator), and the second pod count only with changes.
+func TestControlPlaneFlags(t *testing.T) {
+	cfg, err := normalize(t, "-target", "kind", "-mesh", "istio-proxyless", "-control-plane-changes", "10", "-control-plane-pods", "8")
+	require.NoError(t, err)
+	assert.Equal(t, 10, cfg.ControlPlaneChanges)
+	assert.Equal(t, 8, cfg.ControlPlanePods)
+	for args, want := range map[[3]string]string{
+		{"kind", "istio", "10"}:           "-control-plane-changes=10: -mesh=istio cannot change its routing for a probe and count its proxies; only -mesh=istio-proxyless measures its control plane",
+		{"local", "", "10"}:               "-control-plane-changes=10: the local target has no control plane; use -target=kind or a kubeconfig with -mesh=istio-proxyless",
+		{"kind", "istio-proxyless", "-1"}: "-control-plane-changes=-1: want 0 or more",
+	} {
+		a := []string{"-target", args[0], "-control-plane-changes", args[2]}
+		if args[1] != "" {
+			a = append(a, "-mesh", args[1])
+		}
+		_, err := normalize(t, a...)
+		assert.EqualError(t, err, want, "%v", args)
+	}
+	_, err = normalize(t, "-target", "kind", "-mesh", "istio-proxyless", "-control-plane-pods", "8")
+	assert.EqualError(t, err, "-control-plane-pods=8: only used with -control-plane-changes")
+}

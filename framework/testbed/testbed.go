@@ -128,6 +128,10 @@ type Run struct {
 	// Encryption is the kernel's account of transparent encryption over
 	// the window, where the target can read the nodes (kind); nil elsewhere.
 	Encryption *Encryption `json:"encryption,omitempty"`
+	// ControlPlane is the mesh's control plane measured after the window
+	// (config propagation, CPU and RSS per connected proxy), for a meshed
+	// run that asked for it; nil otherwise.
+	ControlPlane *ControlPlane `json:"controlPlane,omitempty"`
 	// Invalid lists every reason not to trust this run: the load's own
 	// (errors, missed rate) plus the target's (restarts, unverified mesh,
 	// saturated loadgen), each of a stable kind.

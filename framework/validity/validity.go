@@ -72,6 +72,12 @@ const (
 	// candidate run at once) did not share enough of their windows, so the
 	// machine's wander no longer hit both alike.
 	DuetApart Kind = "duet-apart"
+	// ControlPlaneFailed: the run's control-plane measurement
+	// (testbed.ControlPlane) could not finish: a routing change that did
+	// not reach every loadgen in time, or a control plane it could not
+	// read. Its window stands measured, but a gate must not pass a
+	// control plane that did not propagate.
+	ControlPlaneFailed Kind = "control-plane-failed"
 	// Unknown is the kind of a reason or a warning read from a results
 	// file written before they were typed.
 	Unknown Kind = "unknown"

@@ -18,7 +18,7 @@ func TestLoadRejectsBadFixtures(t *testing.T) {
 	cases := []struct{ file, want string }{
 		// Unknown keys: a misspelled limit would otherwise switch a gate off.
 		{"unknown-limit", `testdata/bad/unknown-limit.yaml:6: limits[0].p50DeltaMS: unknown field; did you mean p50DeltaMs?`},
-		{"unknown-field", `testdata/bad/unknown-field.yaml:11: limits[0].owner: unknown field; known fields are path, concurrency, p50DeltaMs, p50DeltaPct, p99DeltaPct, meshedP99Ms, meshedP99OverBaselineP50, throughputLossPct, sidecarCPUPer1kReqMs, sidecarCPUOverBaselineCPU, sidecarRSSMiB, meshCores, match`},
+		{"unknown-field", `testdata/bad/unknown-field.yaml:11: limits[0].owner: unknown field; known fields are path, concurrency, p50DeltaMs, p50DeltaPct, p99DeltaPct, meshedP99Ms, meshedP99OverBaselineP50, throughputLossPct, sidecarCPUPer1kReqMs, sidecarCPUOverBaselineCPU, sidecarRSSMiB, meshCores, propagationP50Ms, propagationP99Ms, controlPlaneMcoresPerProxy, controlPlaneRSSMiBPerProxy, propagationP50MsScaled, propagationP99MsScaled, controlPlaneMcoresPerProxyScaled, controlPlaneRSSMiBPerProxyScaled, match`},
 		{"unknown-top", `testdata/bad/unknown-top.yaml:2: targets: unknown field; did you mean target?`},
 		{"duplicate", `testdata/bad/duplicate.yaml:11: limits[0].p50DeltaMs: repeated; it is already set on line 6`},
 		{"merge-key", `testdata/bad/merge-key.yaml:12: limits[1].<<: YAML merge keys are not supported; write every field out so each rule reads on its own`},

@@ -155,6 +155,9 @@ type Options struct {
 	// most 64 MiB a run; a log that cannot be read is a warning on the
 	// run. Default nil: the logs stay in the pods.
 	LoadgenLog io.Writer
+	// ControlPlane asks every meshed run for its mesh's control plane,
+	// measured after the window. Default: not measured.
+	ControlPlane ControlPlaneOptions
 	// Logf prints progress. Default: discard.
 	Logf func(format string, args ...any)
 	// Words say the settings the target's messages advise (e.g.
@@ -182,6 +185,9 @@ func (o *Options) normalize() error {
 	}
 	if (o.CandidateInstall != nil || o.CandidateChartDir != "") && (o.Candidate == nil || o.Candidate.Revision == "" || !o.InstallMesh) {
 		errs = append(errs, errors.New("a candidate release (CandidateInstall, CandidateChartDir) is installed only in a revision gate that installs the mesh (Candidate with a Revision, InstallMesh)"))
+	}
+	if err := o.ControlPlane.check(o.Mesh); err != nil {
+		errs = append(errs, err)
 	}
 	p, err := ParsePlacement(string(o.Placement))
 	if err != nil {
@@ -225,6 +231,7 @@ func (o *Options) defaults() {
 	o.DeleteTimeout = cmp.Or(o.DeleteTimeout, 3*time.Minute)
 	o.CounterWait = cmp.Or(o.CounterWait, 30*time.Second)
 	o.RestartTimeout = cmp.Or(o.RestartTimeout, 2*time.Minute)
+	o.ControlPlane.ChangeTimeout = cmp.Or(o.ControlPlane.ChangeTimeout, 30*time.Second)
 	o.ProbeFailures = cmp.Or(o.ProbeFailures, 3)
 	o.UnschedulableGrace = cmp.Or(o.UnschedulableGrace, 30*time.Second)
 	if o.Logf == nil {

@@ -50,6 +50,12 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (*testbed.Run, error) 
 		return fail(err)
 	}
 	t.copyLoadgenLogs(ctx, rs, run, maxLoadgenLog)
+	if run.ControlPlane, err = t.controlPlane(ctx, rs); err != nil {
+		if ctx.Err() != nil {
+			return fail(err)
+		}
+		run.Invalidate(validity.ControlPlaneFailed, "control plane: %v", err)
+	}
 	return run, nil
 }
 
