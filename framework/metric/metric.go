@@ -144,6 +144,10 @@ type Def struct {
 	CPU bool
 	// NotGated keeps the metric out of the upgrade gate's metrics.
 	NotGated bool
+	// ControlPlane marks a figure of the control plane measured after a
+	// meshed run's window, which a run has only when asked: 1 at the
+	// run's own pods, 2 with the idle pods added; 0 for the window's.
+	ControlPlane int
 	// Read is the metric's value in one run, in Unit, and whether the run
 	// has it (a run without sidecars has no sidecar figure). The value
 	// is 0 when the run does not have it.

@@ -89,12 +89,21 @@ func phaseSuffix(phase int) string {
 	return "Scaled"
 }
 
+// scaledUnit starts the benchstat units of the second pod count's
+// metrics: "scaled-propagation-p99-ms".
+func scaledUnit(phase int) string {
+	if phase == 0 {
+		return ""
+	}
+	return "scaled-"
+}
+
 // propagation is the metric of the q-quantile of config propagation at a
 // phase of the control plane's measurement.
 func propagation(name string, q float64, phase int, label string) Def {
 	pct := fmt.Sprintf("p%.0f", q*100)
-	return Def{Name: name, Label: "config propagation " + pct + label, Unit: "ms", Benchstat: "propagation-" + pct + "-ms" + strings.ToLower(phaseSuffix(phase)),
-		Worse: HigherIsWorse, Read: func(r *testbed.Run) (float64, bool) {
+	return Def{Name: name, Label: "config propagation " + pct + label, Unit: "ms", Benchstat: scaledUnit(phase) + "propagation-" + pct + "-ms",
+		Worse: HigherIsWorse, ControlPlane: phase + 1, Read: func(r *testbed.Run) (float64, bool) {
 			ph, ok := r.ControlPlane.Phase(phase)
 			if !ok {
 				return 0, false
@@ -108,8 +117,8 @@ func propagation(name string, q float64, phase int, label string) Def {
 // perProxyCPU is the control plane's CPU per connected proxy over a
 // phase's changes.
 func perProxyCPU(name string, phase int, label string) Def {
-	return Def{Name: name, Label: "control plane CPU per proxy" + label, Unit: "mcores", Benchstat: "cp-mcpu/proxy" + strings.ToLower(phaseSuffix(phase)),
-		Worse: HigherIsWorse, Read: func(r *testbed.Run) (float64, bool) {
+	return Def{Name: name, Label: "control plane CPU per proxy" + label, Unit: "mcores", Benchstat: scaledUnit(phase) + "cp-mcpu/proxy",
+		Worse: HigherIsWorse, ControlPlane: phase + 1, Read: func(r *testbed.Run) (float64, bool) {
 			ph, ok := r.ControlPlane.Phase(phase)
 			if !ok {
 				return 0, false
@@ -123,8 +132,8 @@ func perProxyCPU(name string, phase int, label string) Def {
 // perProxyRSS is the control plane's RSS per connected proxy at a
 // phase's end.
 func perProxyRSS(name string, phase int, label string) Def {
-	return Def{Name: name, Label: "control plane RSS per proxy" + label, Unit: "MiB", Benchstat: "cp-rss-MiB/proxy" + strings.ToLower(phaseSuffix(phase)),
-		Worse: HigherIsWorse, Read: func(r *testbed.Run) (float64, bool) {
+	return Def{Name: name, Label: "control plane RSS per proxy" + label, Unit: "MiB", Benchstat: scaledUnit(phase) + "cp-rss-MiB/proxy",
+		Worse: HigherIsWorse, ControlPlane: phase + 1, Read: func(r *testbed.Run) (float64, bool) {
 			ph, ok := r.ControlPlane.Phase(phase)
 			if !ok {
 				return 0, false

@@ -16,6 +16,8 @@ import (
 
 	"github.com/meshbench/meshbench/framework/gate"
 	"github.com/meshbench/meshbench/framework/labels"
+	"github.com/meshbench/meshbench/framework/mesh"
+	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
@@ -42,8 +44,31 @@ func (s *Suite) loadGate() error {
 	if err := g.CheckValues(nil, s.ruleDomains()); err != nil {
 		return err
 	}
+	if err := s.checkControlPlaneRules(g); err != nil {
+		return err
+	}
 	s.gate = g
 	return nil
+}
+
+// checkControlPlaneRules refuses a rule on a control-plane metric that
+// this run will not measure: without -control-plane-changes (and, with the
+// idle pods added, -control-plane-pods) no run has it, and the gate would
+// spend its budget to say inconclusive.
+func (s *Suite) checkControlPlaneRules(g *gate.Gate) error {
+	var errs []error
+	for _, r := range g.Rules {
+		d, ok := metric.Lookup(string(r.Metric))
+		switch {
+		case !ok || d.ControlPlane == 0:
+		case s.Config.ControlPlaneChanges <= 0:
+			errs = append(errs, fmt.Errorf("%s:%d: metric %s is the control plane's, measured only with -control-plane-changes (and -mesh=%s on a cluster)",
+				r.File, r.Line, r.Metric, strings.Join(mesh.Propagators(), " or -mesh=")))
+		case d.ControlPlane > 1 && s.Config.ControlPlanePods <= 0:
+			errs = append(errs, fmt.Errorf("%s:%d: metric %s is measured with idle pods added: set -control-plane-pods", r.File, r.Line, r.Metric))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ruleDomains are the values a fixture rule's labels are checked against

@@ -289,7 +289,6 @@ func (t *Target) removeIdleProxies(ctx context.Context, a *arm) error {
 	return nil
 }
 
-
 // check refuses a control-plane measurement the mesh cannot make, or
 // asked with negative counts.
 func (o ControlPlaneOptions) check(m mesh.Mesh) error {
