@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -33,6 +34,10 @@ type Propagator interface {
 	SetProbeFault(ctx context.Context, c kubernetes.Interface, namespace, host string, on bool) error
 	// ProbeChange says what SetProbeFault changes, for the record.
 	ProbeChange() string
+	// IdleProxy makes t, an injected pod's template, an idle proxy's
+	// that asks the scheduler for next to nothing: a run adds such pods
+	// to count the control plane's cost per proxy at a second pod count.
+	IdleProxy(t *corev1.PodTemplateSpec)
 	// ConnectedProxies counts the xDS clients connected to the mesh's
 	// control plane (for Istio, istiod's pilot_xds, summed over the
 	// revision's istiod pods).
@@ -108,6 +113,18 @@ func (p *proxyless) SetProbeFault(ctx context.Context, c kubernetes.Interface, n
 		return fmt.Errorf("%s: patch VirtualService %s/%s (on=%t): %w", proxylessName, namespace, o.Name, on, err)
 	}
 	return nil
+}
+
+// IdleProxy implements Propagator: the injected istio-proxy (pilot-agent)
+// asks for 1 millicore and 16 MiB (the injector's sidecar.istio.io
+// resource annotations; by default it asks for 100m and 128Mi), so that
+// a 2-core kind cluster schedules the idle pods beside the arms.
+func (p *proxyless) IdleProxy(t *corev1.PodTemplateSpec) {
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations["sidecar.istio.io/proxyCPU"] = "1m"
+	t.Annotations["sidecar.istio.io/proxyMemory"] = "16Mi"
 }
 
 // ConnectedProxies implements Propagator: the sum of pilot_xds (the xDS

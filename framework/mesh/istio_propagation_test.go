@@ -99,3 +99,9 @@ func TestProxylessConnectedProxies(t *testing.T) {
 	assert.Equal(t, 7, n)
 	assert.Equal(t, []string{"app=istiod,istio.io/rev=mb131"}, selectors)
 }
+
+func TestProxylessIdleProxyAsksForNextToNothing(t *testing.T) {
+	tpl := &corev1.PodTemplateSpec{}
+	newMesh(t, "istio-proxyless").(Propagator).IdleProxy(tpl)
+	assert.Equal(t, map[string]string{"sidecar.istio.io/proxyCPU": "1m", "sidecar.istio.io/proxyMemory": "16Mi"}, tpl.Annotations)
+}

@@ -310,6 +310,10 @@ func (c *Config) checkControlPlane() []error {
 		return append(errs, fmt.Errorf("-control-plane-changes=%d: the local target has no control plane; use -target=kind or a kubeconfig with -mesh=%s",
 			c.ControlPlaneChanges, strings.Join(mesh.Propagators(), " or -mesh=")))
 	}
+	if c.GateMode == testbed.Duet || c.GateMode == testbed.OpenDuet {
+		errs = append(errs, fmt.Errorf("-control-plane-changes=%d: a duet runs both arms at once, so each arm's control plane would be timed beside the other's changes; use -gate-mode=%s",
+			c.ControlPlaneChanges, testbed.Sequential))
+	}
 	if m, err := c.NewMesh(); err == nil {
 		if _, ok := m.(mesh.Propagator); !ok {
 			errs = append(errs, fmt.Errorf("-control-plane-changes=%d: -mesh=%s cannot change its routing for a probe and count its proxies; only -mesh=%s measures its control plane",

@@ -220,6 +220,8 @@ func TestControlPlaneFlags(t *testing.T) {
 		_, err := normalize(t, a...)
 		assert.EqualError(t, err, want, "%v", args)
 	}
+	_, err = normalize(t, "-target", "kind", "-mesh", "istio-proxyless", "-control-plane-changes", "4", "-candidate", "rev=mb131c", "-gate-mode", "duet")
+	assert.EqualError(t, err, "-control-plane-changes=4: a duet runs both arms at once, so each arm's control plane would be timed beside the other's changes; use -gate-mode=sequential")
 	_, err = normalize(t, "-target", "kind", "-mesh", "istio-proxyless", "-control-plane-pods", "8")
 	assert.EqualError(t, err, "-control-plane-pods=8: only used with -control-plane-changes")
 }

@@ -33,7 +33,8 @@ func TestIstioCanaryGateE2E(t *testing.T) {
 	fixture, err := filepath.Abs("../../fixtures/gates/kind-istio-proxyless.yaml")
 	require.NoError(t, err)
 	s, cfg := kindSuite(t, append([]string{"-kind-cluster", name, keep, "-candidate", "rev=mb131c",
-		"-gate", fixture, "-thresholds", "none", "-concurrency", "1", "-duration", "5s", "-max-count", fmt.Sprint(kindGateMaxRounds)},
+		"-gate", fixture, "-thresholds", "none", "-concurrency", "1", "-duration", "5s", "-warmup", "1s", "-max-count", fmt.Sprint(kindGateMaxRounds),
+		"-control-plane-changes", fmt.Sprint(canaryChanges)},
 		proxylessFlags(t)...)...)
 	s.Config.Repeats = kindGateRounds
 	require.NoError(t, s.LoadGate())
@@ -50,6 +51,7 @@ func TestIstioCanaryGateE2E(t *testing.T) {
 	for _, r := range s.Records() {
 		arms[r.Arm]++
 		checkProxylessRun(t, r)
+		checkControlPlane(t, r.Name(), r.Arm, r.ControlPlane)
 	}
 	n := arms[testbed.Reference]
 	assert.Equal(t, map[testbed.Arm]int{testbed.Baseline: n, testbed.Reference: n, testbed.Candidate: n}, arms, "three arms interleaved")
@@ -67,6 +69,38 @@ func TestIstioCanaryGateE2E(t *testing.T) {
 	assert.NotEqual(t, gate.Fail, v.Outcome, "an A/A gate never fails")
 	assert.Equal(t, map[gate.Metric]bool{gate.WorkloadCPUPer1kReq: true, gate.Throughput: true}, metrics, "what the fixture gates at maximum rate")
 	checkRevisionsRecorded(t, cfg.ResultsDir, "mb131", "mb131c")
+}
+
+// canaryChanges are the routing changes each meshed run of the canary
+// gate times (-control-plane-changes).
+const canaryChanges = 4
+
+// checkControlPlane: a meshed run of the canary measured its own
+// revision's istiod after its window: every change propagated to the
+// loadgen's xDS client within the probe's timeout, and istiod served the
+// arm's proxies (its backend and loadgen at least) with CPU and memory
+// read; a baseline run measured none.
+func checkControlPlane(t *testing.T, name string, arm testbed.Arm, cp *testbed.ControlPlane) {
+	t.Helper()
+	if !arm.IsMeshed() {
+		assert.Nil(t, cp, "%s: a baseline run has no control plane", name)
+		return
+	}
+	require.NotNil(t, cp, "%s: the control plane measured", name)
+	require.Len(t, cp.Phases, 1, "%s: the run's own pods only", name)
+	ph := cp.Phases[0]
+	require.Len(t, ph.PropagationMs, canaryChanges, name)
+	for _, ms := range ph.PropagationMs {
+		assert.Greater(t, ms, ph.ProbeRTTMs, "%s: a change takes longer than one probe's round trip", name)
+		assert.Less(t, ms, 30000.0, "%s: within the probe's timeout", name)
+	}
+	assert.GreaterOrEqual(t, ph.Proxies, 2, "%s: istiod serves the arm's backend and loadgen", name)
+	assert.Greater(t, ph.RSSBytes, int64(10<<20), "%s: istiod's RSS", name)
+	assert.Greater(t, ph.Seconds, 0.0, "%s: istiod's counters spanned the changes", name)
+	p50, _ := ph.PropagationQuantile(0.5)
+	mc, _ := ph.MilliCoresPerProxy()
+	mib, _ := ph.RSSMiBPerProxy()
+	t.Logf("%s: propagation p50 %.1f ms of %v; %d proxies, %.2f mcores and %.2f MiB per proxy", name, p50, ph.PropagationMs, ph.Proxies, mc, mib)
 }
 
 // checkRevisionsRecorded: the results file in dir says which Istio

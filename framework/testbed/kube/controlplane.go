@@ -12,7 +12,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -84,10 +86,10 @@ func propagationSummary(ph testbed.ControlPlanePhase) string {
 func (t *Target) controlPlanePhase(ctx context.Context, rs *runState, pr mesh.Propagator, extra int) (ph testbed.ControlPlanePhase, err error) {
 	ph.ExtraPods = extra
 	if extra > 0 {
-		if err := t.addIdleProxies(ctx, rs.a, extra); err != nil {
+		defer func() { err = errors.Join(err, t.removeIdleProxies(ctx, rs.a)) }()
+		if err := t.addIdleProxies(ctx, rs.a, pr, extra); err != nil {
 			return ph, err
 		}
-		defer func() { err = errors.Join(err, t.removeIdleProxies(ctx, rs.a)) }()
 	}
 	host := fmt.Sprintf("%s.%s.svc.cluster.local", manifests.Backend, rs.a.ns)
 	target := rs.a.grpcURL(rs.dial)
@@ -236,14 +238,16 @@ func controlPlaneUsage(roleOf kubelet.RoleOf, before, after map[string]kubelet.S
 }
 
 // addIdleProxies deploys n idle pods in a's namespace from its backend's
-// pod template (injected as the backend is), labelled so that no Service
-// selects them, and waits until they are ready.
-func (t *Target) addIdleProxies(ctx context.Context, a *arm, n int) error {
+// pod template (injected as the backend is, made an idle proxy's by the
+// mesh), labelled so that no Service selects them, and waits until they
+// are ready. Its caller removes them, also when they never got ready.
+func (t *Target) addIdleProxies(ctx context.Context, a *arm, pr mesh.Propagator, n int) error {
 	b, err := t.c.AppsV1().Deployments(a.ns).Get(ctx, string(manifests.Backend), metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("idle proxies: the backend Deployment %s/%s: %w", a.ns, manifests.Backend, err)
 	}
 	d := idleDeployment(b, n)
+	pr.IdleProxy(&d.Spec.Template)
 	if _, err := t.c.AppsV1().Deployments(a.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("idle proxies: create Deployment %s/%s: %w", a.ns, d.Name, err)
 	}
@@ -267,6 +271,11 @@ func idleDeployment(backend *appsv1.Deployment, n int) *appsv1.Deployment {
 	}
 	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
 	d.Spec.Template.Spec.Affinity = nil
+	// Idle: the app asks the scheduler for next to nothing.
+	for i := range d.Spec.Template.Spec.Containers {
+		d.Spec.Template.Spec.Containers[i].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}
+	}
 	return d
 }
 
