@@ -61,7 +61,11 @@ func (t *Target) controlPlane(ctx context.Context, rs *runState) (*testbed.Contr
 		if extra == 0 && len(cp.Phases) > 0 {
 			break
 		}
-		ph, err := t.controlPlanePhase(ctx, rs, pr, extra)
+		base := 0
+		if len(cp.Phases) > 0 {
+			base = cp.Phases[0].Proxies
+		}
+		ph, err := t.controlPlanePhase(ctx, rs, pr, extra, base)
 		if err != nil {
 			return cp, fmt.Errorf("control plane with %d extra pods: %w", extra, err)
 		}
@@ -81,13 +85,18 @@ func propagationSummary(ph testbed.ControlPlanePhase) string {
 	return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms of %d changes", p50, p99, len(ph.PropagationMs))
 }
 
-// controlPlanePhase adds extra idle pods (removed again at its end), then
-// times the changes with the control plane's counters read around them.
-func (t *Target) controlPlanePhase(ctx context.Context, rs *runState, pr mesh.Propagator, extra int) (ph testbed.ControlPlanePhase, err error) {
+// controlPlanePhase adds extra idle pods (removed again at its end) and
+// waits until the control plane serves them beside the base proxies of
+// the first phase, then times the changes with the control plane's
+// counters read around them.
+func (t *Target) controlPlanePhase(ctx context.Context, rs *runState, pr mesh.Propagator, extra, base int) (ph testbed.ControlPlanePhase, err error) {
 	ph.ExtraPods = extra
 	if extra > 0 {
 		defer func() { err = errors.Join(err, t.removeIdleProxies(ctx, rs.a)) }()
 		if err := t.addIdleProxies(ctx, rs.a, pr, extra); err != nil {
+			return ph, err
+		}
+		if err := t.awaitProxies(ctx, pr, base+extra); err != nil {
 			return ph, err
 		}
 	}
@@ -119,6 +128,22 @@ func (t *Target) controlPlanePhase(ctx context.Context, rs *runState, pr mesh.Pr
 		return ph, err
 	}
 	return ph, nil
+}
+
+// awaitProxies waits, up to a minute, until the control plane serves at
+// least want proxies: a pod is ready when its agent has its certificate,
+// but its app's xDS stream may connect after.
+func (t *Target) awaitProxies(ctx context.Context, pr mesh.Propagator, want int) error {
+	n := 0
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		n, err = pr.ConnectedProxies(ctx, t.c)
+		return n >= want, err
+	})
+	if err != nil {
+		return fmt.Errorf("the control plane served %d proxies, not the %d expected with the idle pods: %w", n, want, err)
+	}
+	return nil
 }
 
 // controlPlaneRead classifies the cluster's containers (the arm's control
