@@ -122,7 +122,15 @@ func checkProxylessRun(t *testing.T, r report.Record) {
 	}
 	for _, role := range []measure.Role{measure.RoleControlPlane, measure.RoleSidecar, measure.RoleApp, measure.RoleLoadgen} {
 		tot, ok := r.Resources.Role(role)
-		assert.True(t, ok && tot.MilliCores > 0, "%s: no CPU measured for %s", r.Name(), role)
+		if role == measure.RoleSidecar {
+			// pilot-agent carries no request: over a 5 s window at c=1 its
+			// CPU can be nothing at all (0.0 millicores in 2 of 4 reference
+			// runs on 2026-12-06). Its counters must be read, its memory
+			// measured.
+			assert.True(t, ok && tot.MaxLoadRSS > 0, "%s: pilot-agent not measured", r.Name())
+		} else {
+			assert.True(t, ok && tot.MilliCores > 0, "%s: no CPU measured for %s", r.Name(), role)
+		}
 		t.Logf("%s: %s %.1f millicores, max RSS %d B", r.Name(), role, tot.MilliCores, tot.MaxLoadRSS)
 	}
 }
