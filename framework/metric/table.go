@@ -102,46 +102,43 @@ func scaledUnit(phase int) string {
 // phase of the control plane's measurement.
 func propagation(name string, q float64, phase int, label string) Def {
 	pct := fmt.Sprintf("p%.0f", q*100)
-	return Def{Name: name, Label: "config propagation " + pct + label, Unit: "ms", Benchstat: scaledUnit(phase) + "propagation-" + pct + "-ms",
-		Worse: HigherIsWorse, ControlPlane: phase + 1, Read: func(r *testbed.Run) (float64, bool) {
-			ph, ok := r.ControlPlane.Phase(phase)
-			if !ok {
-				return 0, false
-			}
-			return ph.PropagationQuantile(q)
-		},
+	return atPhase(Def{Name: name, Label: "config propagation " + pct + label, Unit: "ms", Benchstat: scaledUnit(phase) + "propagation-" + pct + "-ms",
 		Limits: []Limit{{Key: "propagation" + strings.ToUpper(pct[:1]) + pct[1:] + "Ms" + phaseSuffix(phase), Of: Meshed, Label: "config propagation " + pct + label,
-			Unit: " ms", Prec: 1, Want: "milliseconds", Sample: "500", Optional: true, NotCalibrated: true, Units: MachineUnits}}}
+			Unit: " ms", Prec: 1, Want: "milliseconds", Sample: "500", Optional: true, NotCalibrated: true, Units: MachineUnits}}},
+		phase, func(ph testbed.ControlPlanePhase) (float64, bool) { return ph.PropagationQuantile(q) })
 }
 
 // perProxyCPU is the control plane's CPU per connected proxy over a
 // phase's changes.
 func perProxyCPU(name string, phase int, label string) Def {
-	return Def{Name: name, Label: "control plane CPU per proxy" + label, Unit: "mcores", Benchstat: scaledUnit(phase) + "cp-mcpu/proxy",
-		Worse: HigherIsWorse, ControlPlane: phase + 1, Read: func(r *testbed.Run) (float64, bool) {
-			ph, ok := r.ControlPlane.Phase(phase)
-			if !ok {
-				return 0, false
-			}
-			return ph.MilliCoresPerProxy()
-		},
+	return atPhase(Def{Name: name, Label: "control plane CPU per proxy" + label, Unit: "mcores", Benchstat: scaledUnit(phase) + "cp-mcpu/proxy",
 		Limits: []Limit{{Key: "controlPlaneMcoresPerProxy" + phaseSuffix(phase), Of: Meshed, Label: "control plane CPU per proxy" + label,
-			Unit: " mcores", Prec: 2, Want: "millicores per connected proxy", Sample: "20", Optional: true, NotCalibrated: true, Units: MachineUnits}}}
+			Unit: " mcores", Prec: 2, Want: "millicores per connected proxy", Sample: "20", Optional: true, NotCalibrated: true, Units: MachineUnits}}},
+		phase, testbed.ControlPlanePhase.MilliCoresPerProxy)
 }
 
 // perProxyRSS is the control plane's RSS per connected proxy at a
 // phase's end.
 func perProxyRSS(name string, phase int, label string) Def {
-	return Def{Name: name, Label: "control plane RSS per proxy" + label, Unit: "MiB", Benchstat: scaledUnit(phase) + "cp-rss-MiB/proxy",
-		Worse: HigherIsWorse, ControlPlane: phase + 1, Read: func(r *testbed.Run) (float64, bool) {
-			ph, ok := r.ControlPlane.Phase(phase)
-			if !ok {
-				return 0, false
-			}
-			return ph.RSSMiBPerProxy()
-		},
+	return atPhase(Def{Name: name, Label: "control plane RSS per proxy" + label, Unit: "MiB", Benchstat: scaledUnit(phase) + "cp-rss-MiB/proxy",
 		Limits: []Limit{{Key: "controlPlaneRSSMiBPerProxy" + phaseSuffix(phase), Of: Meshed, Label: "control plane RSS per proxy" + label,
-			Unit: " MiB", Prec: 2, Want: "MiB per connected proxy", Sample: "10", Optional: true, NotCalibrated: true}}}
+			Unit: " MiB", Prec: 2, Want: "MiB per connected proxy", Sample: "10", Optional: true, NotCalibrated: true}}},
+		phase, testbed.ControlPlanePhase.RSSMiBPerProxy)
+}
+
+// atPhase makes d a figure of the control plane's measurement, worse when
+// higher, read by read from the run's phase (0: the run's own pods, 1:
+// with the idle pods added); a run without that phase has none.
+func atPhase(d Def, phase int, read func(testbed.ControlPlanePhase) (float64, bool)) Def {
+	d.Worse, d.ControlPlane = HigherIsWorse, phase+1
+	d.Read = func(r *testbed.Run) (float64, bool) {
+		ph, ok := r.ControlPlane.Phase(phase)
+		if !ok {
+			return 0, false
+		}
+		return read(ph)
+	}
+	return d
 }
 
 // percentile reads the q-th latency percentile in ms, as
