@@ -21,6 +21,7 @@ import (
 	fstats "fortio.org/fortio/stats"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	xdscreds "google.golang.org/grpc/credentials/xds"
 	"google.golang.org/grpc/status"
@@ -200,12 +201,9 @@ func (p *formParser) duration(key string) (d time.Duration) {
 // status is a server's answer, and the run counts such calls in RetCodes
 // (as fortio's REST runs allow initial errors).
 func (g *grpcRun) dial(ctx context.Context, n int) ([]*grpc.ClientConn, error) {
-	creds := insecure.NewCredentials()
-	if g.xds {
-		var err error
-		if creds, err = xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()}); err != nil {
-			return nil, fmt.Errorf("xDS client credentials: %w", err)
-		}
+	creds, err := clientCredentials(g.xds)
+	if err != nil {
+		return nil, err
 	}
 	conns := make([]*grpc.ClientConn, 0, n)
 	for range n {
@@ -222,6 +220,20 @@ func (g *grpcRun) dial(ctx context.Context, n int) ([]*grpc.ClientConn, error) {
 		}
 	}
 	return conns, nil
+}
+
+// clientCredentials are a gRPC client's transport credentials: for an
+// xds:/// target, xDS client credentials (the mTLS the control plane
+// configures, with plain text where it configures none); else plain text.
+func clientCredentials(xds bool) (credentials.TransportCredentials, error) {
+	if !xds {
+		return insecure.NewCredentials(), nil
+	}
+	creds, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
+	if err != nil {
+		return nil, fmt.Errorf("xDS client credentials: %w", err)
+	}
+	return creds, nil
 }
 
 // pinger is one fortio thread: its own connection, one call in flight,

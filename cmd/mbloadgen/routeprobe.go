@@ -13,8 +13,6 @@ import (
 	"fortio.org/fortio/fgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	xdscreds "google.golang.org/grpc/credentials/xds"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -215,12 +213,9 @@ func (c *connRegistry) get(target string, xds bool) (*grpc.ClientConn, error) {
 	if cc, ok := c.conns[target]; ok {
 		return cc, nil
 	}
-	creds := insecure.NewCredentials()
-	if xds {
-		var err error
-		if creds, err = xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()}); err != nil {
-			return nil, fmt.Errorf("xDS client credentials: %w", err)
-		}
+	creds, err := clientCredentials(xds)
+	if err != nil {
+		return nil, err
 	}
 	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds), grpc.WithIdleTimeout(0))
 	if err != nil {
