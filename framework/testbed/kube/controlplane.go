@@ -57,11 +57,12 @@ func (t *Target) controlPlane(ctx context.Context, rs *runState) (*testbed.Contr
 		return nil, nil
 	}
 	cp := &testbed.ControlPlane{Change: pr.ProbeChange()}
-	for _, extra := range []int{0, o.ExtraPods} {
-		if extra == 0 && len(cp.Phases) > 0 {
-			break
-		}
-		base := 0
+	counts := []int{0}
+	if o.ExtraPods > 0 {
+		counts = append(counts, o.ExtraPods)
+	}
+	for _, extra := range counts {
+		base := 0 // the proxies the idle pods add to: the first phase's
 		if len(cp.Phases) > 0 {
 			base = cp.Phases[0].Proxies
 		}
