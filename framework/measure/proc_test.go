@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,6 +27,63 @@ func TestParseStat(t *testing.T) {
 	assert.EqualError(t, err, "stat line has 3 fields after the name, want >= 20")
 	_, _, err = ParseStat("no paren")
 	assert.EqualError(t, err, "no ')' in stat line")
+}
+
+func TestParseSchedstat(t *testing.T) {
+	// A real /proc/PID/schedstat of this machine (2026-12-07): run time
+	// and wait time in ns, timeslices.
+	ns, err := ParseSchedstat("1055265 0 1\n")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1055265), ns)
+	_, err = ParseSchedstat("1 2")
+	assert.EqualError(t, err, `schedstat "1 2": 2 fields, want 3`)
+	_, err = ParseSchedstat("x 2 3")
+	assert.ErrorContains(t, err, "schedstat run time")
+}
+
+// TestProcRecorderReadsNanoseconds burns 15 ms of this process's CPU (as
+// getrusage counts it) and reads it back finer than a 10 ms tick: a
+// tick-based read of 15 ms is 10 or 20 ms, never within 3 ms of 15.
+func TestProcRecorderReadsNanoseconds(t *testing.T) {
+	if !strings.HasPrefix(CPUClock(), "schedstat") {
+		t.Skip("this kernel has no /proc/PID/schedstat (CONFIG_SCHED_INFO), so CPU reads fall back to 10 ms ticks")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rec, err := StartProcs([]Proc{{Name: "self", Role: RoleLoadgen, PID: os.Getpid()}})
+	require.NoError(t, err)
+	before := threadCPU(t)
+	burnThreadCPU(t, 15*time.Millisecond)
+	burned := threadCPU(t) - before
+	w, err := rec.Stop()
+	require.NoError(t, err)
+	require.Len(t, w.Usage, 1)
+	got := time.Duration(w.Usage[0].CPUSeconds * 1e9)
+	// The process's other threads (GC, the test runner) run a little too.
+	assert.GreaterOrEqual(t, got, burned, "the whole process ran at least what this thread burned")
+	assert.Less(t, got, burned+3*time.Millisecond, "ns, not ticks: burned %v", burned)
+}
+
+// threadCPU is this thread's CPU time, from the kernel's per-thread clock.
+func threadCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ts syscall.Timespec
+	// CLOCK_THREAD_CPUTIME_ID = 3
+	_, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0)
+	require.Zero(t, e)
+	return time.Duration(ts.Nano())
+}
+
+// burnThreadCPU spins on this thread until it has run for d.
+func burnThreadCPU(t *testing.T, d time.Duration) {
+	t.Helper()
+	start, x := threadCPU(t), 0
+	for threadCPU(t)-start < d {
+		for i := range 10_000 {
+			x += i
+		}
+	}
+	_ = x
 }
 
 func TestParseCPULine(t *testing.T) {

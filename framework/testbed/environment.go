@@ -38,7 +38,9 @@ type Environment struct {
 	MTU int `json:"mtu,omitempty"`
 	// CPUCounters says where the CPU and memory counters came from and
 	// when they were read: on a cluster, the kubelet's cached stats or an
-	// on-demand read on each node. "" for the local target's /proc.
+	// on-demand read on each node; locally, each thread's run time from
+	// /proc in ns (schedstat) or, before 2026-12-07 and on a kernel
+	// without schedstat, in 10 ms ticks ("" in results of before).
 	CPUCounters string `json:"cpuCounters,omitempty"`
 	// Mesh describes the meshed arm's proxies.
 	Mesh MeshInfo `json:"mesh"`

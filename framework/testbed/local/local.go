@@ -201,6 +201,7 @@ func New(ctx context.Context, o Options) (_ *Target, err error) {
 func (t *Target) environment(ctx context.Context) testbed.Environment {
 	env := testbed.Host()
 	env.Target = "local"
+	env.CPUCounters = measure.CPUClock()
 	env.Loadgen = "in-process fortio (meshbench test binary); in the meshed arm it has its own outbound sidecar, as an in-mesh client does"
 	ref := t.meshes[0]
 	env.Mesh = testbed.MeshInfo{
