@@ -162,6 +162,11 @@ func TestShippedFixturesHaveTeethAtEveryPoint(t *testing.T) {
 				if len(o.Values) == 0 {
 					continue // not compared (a problem in the runs): not calibrated, the catch-all rule's
 				}
+				// A rung past a rate ladder's knee is judged without its
+				// latency (verdict.Observation.PastKnee); its limits are
+				// those of a machine that holds the rung, whose teeth
+				// these are.
+				o.PastKnee = ""
 				name := fmt.Sprintf("%s/%s/%s", filepath.Base(s.fixture), filepath.Base(files[i]), o.Scenario)
 				t.Run(name, func(t *testing.T) { checkTeeth(t, th, o, tight[o.Scenario], toothless[o.Scenario]) })
 			}

@@ -281,6 +281,7 @@ func decideOne(r Rule, m Measurement, conf float64) (Decision, error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("gate: %s: %s: %w", m.Scenario, m.Metric, err)
 	}
+	iv = iv.WithRunSD(r.RunSD)
 	d = judge(r, m, iv)
 	switch {
 	case d.Outcome != Inconclusive || d.ZeroSpread:
@@ -360,7 +361,7 @@ func (d *Decision) tooFew(m Measurement) (string, bool) {
 // N > n with t(N-1)·s/√N < |m - ln limit|, minus n (see
 // stats.PairsToResolve); -1 when none up to MaxPairsEstimate.
 func pairsNeeded(iv stats.RatioInterval, limit, conf float64) int {
-	total := stats.PairsToResolve(iv.LogSD, math.Abs(iv.LogMean-math.Log(limit)), conf, MaxPairsEstimate)
+	total := stats.PairsToResolveRun(iv.LogSD, iv.RunSD, math.Abs(iv.LogMean-math.Log(limit)), conf, MaxPairsEstimate)
 	if total < 0 {
 		return -1
 	}
@@ -411,7 +412,7 @@ func (d Decision) TooWide() bool {
 // t's.
 func (d Decision) UsablePairs() int {
 	iv := d.Interval
-	return stats.PairsToResolve(iv.LogSD, math.Abs(math.Log(d.Limit)), iv.Confidence, MaxPairsEstimate)
+	return stats.PairsToResolveRun(iv.LogSD, iv.RunSD, math.Abs(math.Log(d.Limit)), iv.Confidence, MaxPairsEstimate)
 }
 
 // tooFewWords is the words that stand for a TooWide interval: "too few

@@ -292,3 +292,56 @@ func TestDecideUnpairedRepeats(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideWithRunSD: a rule's runSDPct widens the interval for an
+// offset between the arms that lasts a whole run, which pairs cannot
+// average away. Three pairs at ln ratios 0.110, 0.112, 0.111 (mean 0.111,
+// sd 0.001): alone, h = 4.302653·0.001/√3 = 0.002484 and the low end
+// e^0.108516 = 1.114623 fails ≤ 1.10; with runSDPct 1, h =
+// 4.302653·√(0.001²/3 + 0.01²) = 0.043098, the low end e^0.067902 =
+// 1.070260 holds the limit, and no number of pairs could clear it:
+// 1.96·0.01 = 0.0196 is more than the ratio's distance from the limit,
+// 0.111 − ln 1.1 = 0.015690.
+func TestDecideWithRunSD(t *testing.T) {
+	fixture := func(extra string) *Gate {
+		g, err := Parse("g.yaml", []byte("target: local\nrules:\n  - metric: sidecarRSS\n    match: {}\n    maxIncreasePct: 10\n"+extra))
+		require.NoError(t, err)
+		return g
+	}
+	m := measure(open8, SidecarRSS, 0.110, 0.112, 0.111)
+	v, err := fixture("").Decide([]Measurement{m})
+	require.NoError(t, err)
+	assert.Equal(t, Fail, v.Outcome)
+	assert.InDelta(t, 1.114623, v.Decisions[0].Interval.Lo, 1e-6)
+
+	g := fixture("    runSDPct: 1\n")
+	assert.Equal(t, 0.01, g.Rules[0].RunSD)
+	v, err = g.Decide([]Measurement{m})
+	require.NoError(t, err)
+	d := v.Decisions[0]
+	assert.Equal(t, Inconclusive, d.Outcome)
+	assert.InDelta(t, 1.070260, d.Interval.Lo, 1e-6)
+	assert.InDelta(t, 0.043098, d.Interval.LogHalfWidth, 1e-6)
+	assert.Equal(t, 0.01, d.Interval.RunSD, "the results keep the run-level SD the interval used")
+	assert.Equal(t, -1, d.PairsNeeded, "more pairs cannot shrink a run-level offset")
+}
+
+// TestDecideSequentialWithRunSD: a sequential decision widens every look
+// for the run-level offset, and its outlook knows that more pairs cannot
+// pass it: the last look resolves no change smaller than c(Max)·runSD.
+func TestDecideSequentialWithRunSD(t *testing.T) {
+	g, err := Parse("g.yaml", []byte("target: local\nrules:\n  - metric: sidecarRSS\n    match: {}\n    maxIncreasePct: 10\n    runSDPct: 1\n"))
+	require.NoError(t, err)
+	q := Sequential{Max: 30, Decisions: 1}
+	v, err := g.DecideSequential([]Measurement{measure(open8, SidecarRSS, 0.110, 0.112, 0.111, 0.110, 0.112, 0.111)}, q)
+	require.NoError(t, err)
+	d := v.Decisions[0]
+	assert.Equal(t, Inconclusive, d.Outcome)
+	b, err := q.Bounds()
+	require.NoError(t, err)
+	assert.InDelta(t, b.At(6)*math.Sqrt(math.Pow(d.Interval.LogSD, 2)/6+0.0001), d.Interval.LogHalfWidth, 1e-12)
+	require.NotNil(t, d.Outlook)
+	assert.Greater(t, d.Outlook.Resolvable, math.Expm1(b.At(30)*0.01)-1e-12)
+	assert.True(t, d.Outlook.Futile, "no pairs can bring it under the limit: %+v", d.Outlook)
+	assert.Equal(t, -1, d.PairsNeeded)
+}

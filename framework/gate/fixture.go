@@ -33,6 +33,12 @@ type Rule struct {
 	// maxDecreasePct in the fixture).
 	Worse    Direction
 	LimitPct float64
+	// RunSD is the run-level SD of ln(candidate/reference), as a fraction
+	// (runSDPct in the fixture, in percent): an offset between the arms
+	// that holds for a whole run, measured over many A/A runs by
+	// `meshbench offsets`, which the decision's interval adds to its
+	// standard error (stats.RatioInterval.WithRunSD). 0: none.
+	RunSD float64
 }
 
 // Limit returns the rule's limit on the candidate/reference ratio: 1.10 for
@@ -165,7 +171,7 @@ func (p *parser) rules(v *yaml.Node) ([]Rule, error) {
 	return out, nil
 }
 
-var ruleKeys = []string{"metric", "match", "maxIncreasePct", "maxDecreasePct"}
+var ruleKeys = []string{"metric", "match", "maxIncreasePct", "maxDecreasePct", "runSDPct"}
 
 // rule decodes one rule.
 func (p *parser) rule(n *yaml.Node, field string) (Rule, error) {
@@ -202,7 +208,29 @@ func (p *parser) rule(n *yaml.Node, field string) (Rule, error) {
 	if r.LimitPct, err = p.percent(v, field+"."+want, r.Worse); err != nil {
 		return Rule{}, err
 	}
+	if v, ok := fs["runSDPct"]; ok {
+		pct, err := p.runSDPct(v, field+".runSDPct", r.LimitPct)
+		if err != nil {
+			return Rule{}, err
+		}
+		r.RunSD = pct / 100
+	}
 	return r, nil
+}
+
+// runSDPct decodes a rule's run-level SD, in percent: a number ≥ 0 below
+// the rule's limit (an offset as wide as the limit leaves nothing to
+// decide).
+func (p *parser) runSDPct(v *yaml.Node, field string, limitPct float64) (float64, error) {
+	want := fmt.Sprintf("want the run-level SD of ln(candidate/reference) in percent, ≥ 0 and below the rule's limit %g, as `meshbench offsets` prints it", limitPct)
+	if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!int" && v.ShortTag() != "!!float") {
+		return 0, p.Fail(v.Line, field, "got %s, %s", fixture.Describe(v), want)
+	}
+	var f float64
+	if err := v.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f >= limitPct {
+		return 0, p.Fail(v.Line, field, "%s: %s", v.Value, want)
+	}
+	return f, nil
 }
 
 func limitWant(d Direction) string {

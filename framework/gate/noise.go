@@ -67,6 +67,7 @@ func (g *Gate) CalibrateAt(aa []Measurement, conf float64, q *Sequential) ([]Noi
 		if err != nil {
 			return nil, fmt.Errorf("gate: A/A %s: %s: %w", m.Scenario, m.Metric, err)
 		}
+		iv = iv.WithRunSD(r.RunSD)
 		n := noise(r, m, iv)
 		if q != nil && !m.Unpaired {
 			n.PairsToPass = sequentialPairsToPass(iv, r, q)
@@ -103,11 +104,11 @@ func sequentialPairsToPass(iv stats.RatioInterval, r Rule, q *Sequential) int {
 	}
 	margin := math.Abs(math.Log(r.Limit()))
 	for n := MinPairsToDecide; n <= q.Max; n++ {
-		if b.At(n)*iv.LogSD/math.Sqrt(float64(n)) <= margin {
+		if stats.HalfWidth(b.At(n), iv.LogSD, n, iv.RunSD) <= margin {
 			return n
 		}
 	}
-	return stats.PairsToResolve(iv.LogSD, margin, 1-q.Alpha(), MaxPairsEstimate)
+	return stats.PairsToResolveRun(iv.LogSD, iv.RunSD, margin, 1-q.Alpha(), MaxPairsEstimate)
 }
 
 func noise(r Rule, m Measurement, iv stats.RatioInterval) Noise {
@@ -119,7 +120,7 @@ func noise(r Rule, m Measurement, iv stats.RatioInterval) Noise {
 	}
 	margin := math.Abs(math.Log(r.Limit()))
 	n.CanPass = h <= margin
-	n.PairsToPass = stats.PairsToResolve(iv.LogSD, margin, Confidence, MaxPairsEstimate)
+	n.PairsToPass = stats.PairsToResolveRun(iv.LogSD, iv.RunSD, margin, Confidence, MaxPairsEstimate)
 	if n.CanPass {
 		n.PairsToPass = min(n.PairsToPass, iv.N)
 	}

@@ -76,6 +76,12 @@ type Offsets struct {
 	// Spread is the one-way analysis of variance of the runs with at
 	// least two pairs: between-run against within-run variance.
 	Spread ANOVA
+	// RunSD is the run-level SD of the log ratio, the random-effects
+	// estimate from Spread: √((MSB − MSW)/n₀), with n₀ the runs' effective
+	// pairs each, (N − Σnᵢ²/N)/(k − 1); 0 when the runs spread no more
+	// than their pairs (MSB ≤ MSW), NaN without the test. A gate rule's
+	// runSDPct takes it, so that its intervals cover the offset.
+	RunSD float64
 }
 
 // RunOffsets groups the decisions of many A/A runs by scenario and metric
@@ -138,6 +144,23 @@ func (o *Offsets) summarize() {
 	}
 	o.Spread = OneWayANOVA(n, means, sds)
 	o.PairSD = math.Sqrt(o.Spread.MSW)
+	o.RunSD = runLevelSD(n, o.Spread)
+}
+
+// runLevelSD is the between-group SD of a one-way random-effects model
+// from its analysis of variance a of groups of sizes n: √((MSB − MSW)/n₀),
+// n₀ = (N − Σnᵢ²/N)/(k − 1), or 0 when MSB ≤ MSW; NaN without an F test.
+func runLevelSD(n []int, a ANOVA) float64 {
+	if math.IsNaN(a.F) {
+		return math.NaN()
+	}
+	var total, squares float64
+	for _, ni := range n {
+		total += float64(ni)
+		squares += float64(ni * ni)
+	}
+	n0 := (total - squares/total) / float64(len(n)-1)
+	return math.Sqrt(max(0, (a.MSB-a.MSW)/n0))
 }
 
 // ANOVA is a one-way analysis of variance from each group's size, mean
@@ -187,7 +210,7 @@ func OneWayANOVA(n []int, mean, sd []float64) ANOVA {
 // String is the one-line summary, e.g. "throughput load=max: 20 runs,
 // 0 of whose intervals exclude 1; per-pair SD 7.6 %; mean ratio 1.0060
 // (0.9921–1.0201 over the runs); between runs F 1.21 on 19 and 260 df,
-// p=0.25".
+// p=0.25; run-level SD 0.43 %".
 func (o Offsets) String() string {
 	s := fmt.Sprintf("%s %s: %d runs, %d of whose intervals exclude 1; per-pair SD %.1f %%; mean ratio %.4f",
 		o.Metric, o.Scenario, len(o.Runs), o.Excluding, 100*o.PairSD, o.Mean)
@@ -200,5 +223,5 @@ func (o Offsets) String() string {
 	case math.IsNaN(o.Spread.F):
 		return s + "; too few runs with two pairs or more to compare their means"
 	}
-	return s + fmt.Sprintf("; between runs F %.2f on %d and %d df, p=%.3g", o.Spread.F, o.Spread.DF1, o.Spread.DF2, o.Spread.P)
+	return s + fmt.Sprintf("; between runs F %.2f on %d and %d df, p=%.3g; run-level SD %.2f %%", o.Spread.F, o.Spread.DF1, o.Spread.DF2, o.Spread.P, 100*o.RunSD)
 }

@@ -76,5 +76,22 @@ func TestRunOffsets(t *testing.T) {
 	assert.InDelta(t, 1, o.Spread.F, 1e-12)
 	assert.Equal(t, [2]int{2, 9}, [2]int{o.Spread.DF1, o.Spread.DF2})
 	assert.InDelta(t, math.Pow(11.0/9, -4.5), o.Spread.P, 1e-9)
-	assert.Equal(t, "throughput load=max: 3 runs, 2 of whose intervals exclude 1; per-pair SD 20.0 %; mean ratio 1.2214 (0.9527–1.5658 over the runs); between runs F 1.00 on 2 and 9 df, p=0.405", o.String())
+	assert.Equal(t, "throughput load=max: 3 runs, 2 of whose intervals exclude 1; per-pair SD 20.0 %; mean ratio 1.2214 (0.9527–1.5658 over the runs); between runs F 1.00 on 2 and 9 df, p=0.405; run-level SD 0.00 %", o.String())
+	assert.Zero(t, o.RunSD, "the runs spread as their pairs do: MSB = MSW")
+}
+
+// TestRunLevelSD: the random-effects (ANOVA, method-of-moments) estimate
+// of the between-group SD, which for balanced groups is also REML's.
+func TestRunLevelSD(t *testing.T) {
+	// R's PlantGrowth: MSB 1.8832, MSW 0.3886, 10 a group, so
+	// σ² = (1.8832 − 0.3886)/10 = 0.14946.
+	plant := ANOVA{MSB: 3.76634 / 2, MSW: 10.49209 / 27, F: 4.846}
+	assert.InDelta(t, math.Sqrt((3.76634/2-10.49209/27)/10), runLevelSD([]int{10, 10, 10}, plant), 1e-12)
+	assert.InDelta(t, 0.3866, runLevelSD([]int{10, 10, 10}, plant), 5e-5)
+	// By hand: groups {1,2,3}, {2,3,4}, {5,6,7}: MSB 13, MSW 1, n₀ 3.
+	assert.InDelta(t, 2, runLevelSD([]int{3, 3, 3}, OneWayANOVA([]int{3, 3, 3}, []float64{2, 3, 6}, []float64{1, 1, 1})), 1e-12)
+	// Unequal runs: n₀ = (N − Σn²/N)/(k − 1) = (6 − 20/6)/1 = 8/3.
+	assert.InDelta(t, math.Sqrt((5-1)/(8.0/3)), runLevelSD([]int{2, 4}, ANOVA{MSB: 5, MSW: 1, F: 5}), 1e-12)
+	assert.Zero(t, runLevelSD([]int{3, 3}, ANOVA{MSB: 0.5, MSW: 1, F: 0.5}), "runs closer than their pairs: no run-level offset")
+	assert.True(t, math.IsNaN(runLevelSD([]int{3}, ANOVA{F: math.NaN()})))
 }

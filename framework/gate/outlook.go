@@ -58,7 +58,7 @@ func outlook(iv stats.RatioInterval, limit float64, b stats.SequentialBounds) *O
 	if n >= max || iv.LogSD <= 0 || iv.Unpaired {
 		return nil
 	}
-	h := b.At(max) * iv.LogSD / math.Sqrt(float64(max))
+	h := stats.HalfWidth(b.At(max), iv.LogSD, max, iv.RunSD)
 	dist := iv.LogMean - math.Log(limit)
 	spread := iv.LogSD * math.Sqrt(float64(max-n)/float64(max*n))
 	chance := distuv.UnitNormal.CDF((dist-h)/spread) + distuv.UnitNormal.CDF((-dist-h)/spread)

@@ -103,7 +103,7 @@ func decideLooks(r Rule, m Measurement, b stats.SequentialBounds) (Decision, err
 		if err != nil {
 			return Decision{}, fmt.Errorf("gate: %s: %s: %w", m.Scenario, m.Metric, err)
 		}
-		d = judge(r, m, iv)
+		d = judge(r, m, iv.WithRunSD(r.RunSD))
 		if d.Outcome != Inconclusive {
 			break
 		}
@@ -130,7 +130,7 @@ func judge(r Rule, m Measurement, iv stats.RatioInterval) Decision {
 	case betterInside:
 		d.Outcome = Pass
 	}
-	if need := SignTestPairs(iv.Confidence); d.Outcome != Inconclusive && !iv.Unpaired && iv.LogHalfWidth == 0 && iv.N < need {
+	if need := SignTestPairs(iv.Confidence); d.Outcome != Inconclusive && !iv.Unpaired && iv.LogSD == 0 && iv.RunSD == 0 && iv.N < need {
 		d.Outcome, d.ZeroSpread, d.PairsNeeded = Inconclusive, true, need-iv.N
 	}
 	return d
@@ -167,11 +167,11 @@ func SignTestPairs(conf float64) int {
 func sequentialPairsNeeded(iv stats.RatioInterval, limit float64, b stats.SequentialBounds) int {
 	dist := math.Abs(iv.LogMean - math.Log(limit))
 	for n := iv.N + 1; n <= b.Plan.Max; n++ {
-		if b.At(n)*iv.LogSD/math.Sqrt(float64(n)) < dist {
+		if stats.HalfWidth(b.At(n), iv.LogSD, n, iv.RunSD) < dist {
 			return n - iv.N
 		}
 	}
-	total := stats.PairsToResolve(iv.LogSD, dist, 1-b.Plan.Alpha, MaxPairsEstimate)
+	total := stats.PairsToResolveRun(iv.LogSD, iv.RunSD, dist, 1-b.Plan.Alpha, MaxPairsEstimate)
 	if total < 0 {
 		return -1
 	}

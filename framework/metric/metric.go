@@ -221,6 +221,10 @@ func Lookup(name string) (Def, bool) {
 	return Def{}, false
 }
 
+// Latency reports whether d is a latency of the requests the load sends
+// (p50, p99 …), in ms, rather than a cost, a rate or the control plane's.
+func (d Def) Latency() bool { return d.Unit == "ms" && d.ControlPlane == 0 }
+
 // Limits returns every threshold limit of the table, metric by metric, in
 // table order. The slice is new on every call.
 func Limits() []Limit {

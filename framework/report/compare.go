@@ -166,6 +166,10 @@ type Comparison struct {
 	P999Pct   stats.Summary `json:"p999DeltaPct"`
 	// Problems lists why the comparison could not be made in full.
 	Problems []string `json:"problems,omitempty"`
+	// Beyond is why the meshed arm is past a rate ladder's knee (its
+	// first such record's Record.Beyond); "" elsewhere. Its latency
+	// there is a queue's, so thresholds leave it unjudged.
+	Beyond string `json:"beyond,omitempty"`
 	// limits are the figures of the table's threshold limits, each in its
 	// limit's unit, as Observation hands them on; Compare sets them.
 	limits map[verdict.Metric]stats.Summary
@@ -254,6 +258,11 @@ func (c *Comparison) addOverheads(base, mesh []Record) {
 	c.P99Pct = add(paired(metric.P99, metric.Increase, base, mesh))
 	c.QPSLossPct = add(paired(metric.Throughput, metric.Loss, base, mesh))
 	c.limits = limitFigures(base, mesh)
+	for _, r := range mesh {
+		if r.Beyond != "" && c.Beyond == "" {
+			c.Beyond = r.Beyond
+		}
+	}
 	var ratios []float64
 	for _, r := range mesh {
 		sc, _ := r.Resources.Role(measure.RoleSidecar)
@@ -352,6 +361,7 @@ func (c Comparison) Observation() verdict.Observation {
 	}
 	maps.Copy(o.Values, c.limits)
 	o.Unjudged = c.unjudged()
+	o.PastKnee = c.Beyond
 	return o
 }
 

@@ -96,3 +96,37 @@ func TestSummaryMarksDilutedCPU(t *testing.T) {
 	assert.NotContains(t, b.String(), CPUMark)
 	assert.InDelta(t, 800, Compare(recs)[0].Meshed.CPUPer1k[measure.RoleSidecar].Median, 1e-9, "the figures themselves do not change")
 }
+
+// TestThresholdsLeaveTheKneeLatencyUnjudged: at a rate ladder's rung past
+// the knee (the meshed arm missed its rate), the threshold check leaves the
+// latency limits unjudged, saying why, and judges throughput, CPU and
+// memory; a rung the meshed arm held is judged whole.
+func TestThresholdsLeaveTheKneeLatencyUnjudged(t *testing.T) {
+	var recs []Record
+	for rep := range 3 {
+		m := record(testbed.Meshed, rep, 0.050, 4700, 400)
+		m.Invalid.Add(validity.MissedRate, "missed target rate: achieved 4728.2 req/s of 8000.0 (tolerance 5%%)")
+		m.Beyond = "missed its rate: missed target rate: achieved 4728.2 req/s of 8000.0 (tolerance 5%)"
+		recs = append(recs, record(testbed.Baseline, rep, 0.000100, 8000, 0), m)
+	}
+	c := Compare(recs)[0]
+	assert.Equal(t, recs[1].Beyond, c.Beyond)
+	obs := c.Observation()
+	assert.Equal(t, c.Beyond, obs.PastKnee)
+	th, err := verdict.Load("../verdict/testdata/good.yaml")
+	require.NoError(t, err)
+	v := th.Check([]verdict.Observation{obs})
+	var undecided []verdict.Metric
+	for _, u := range v.Undecided {
+		undecided = append(undecided, u.Metric)
+		assert.Contains(t, u.Error(), "not judged: the rung is past the rate ladder's knee (the meshed arm missed its rate: missed target rate: achieved 4728.2 req/s of 8000.0 (tolerance 5%)): its latency is a queue's, and the knee is the finding, not a limit")
+	}
+	assert.ElementsMatch(t, []verdict.Metric{verdict.P50DeltaMs, verdict.P99DeltaPct}, undecided, "the latency limits good.yaml sets")
+	for _, b := range v.Breaches {
+		assert.False(t, verdict.IsLatency(b.Metric), "%v", b)
+	}
+
+	held := Compare([]Record{record(testbed.Baseline, 0, 0.0001, 1000, 0), record(testbed.Meshed, 0, 0.0003, 990, 400)})[0]
+	assert.Empty(t, held.Beyond)
+	assert.Empty(t, held.Observation().PastKnee)
+}

@@ -45,6 +45,50 @@ type RatioInterval struct {
 	// Trim is the fraction trimmed from each end of the log ratios before
 	// their mean (TrimmedMean); 0 for the plain mean.
 	Trim float64 `json:"trim,omitempty"`
+	// RunSD is the standard deviation, on the log scale, of an offset
+	// between the arms that holds for a whole run (WithRunSD): pairs
+	// cannot average it away, so the half-width is the critical value
+	// times √(LogSD²/N + RunSD²). 0: none.
+	RunSD float64 `json:"runSD,omitempty"`
+}
+
+// HalfWidth is the log-scale half-width of an interval with critical
+// value crit over n pairs whose log ratios spread sd, with a run-level
+// offset of SD runSD: crit·√(sd²/n + runSD²), which is crit·sd/√n
+// without one.
+func HalfWidth(crit, sd float64, n int, runSD float64) float64 {
+	if runSD == 0 {
+		return crit * sd / math.Sqrt(float64(n))
+	}
+	return crit * math.Sqrt(sd*sd/float64(n)+runSD*runSD)
+}
+
+// critical is the value the half-width is a multiple of the standard
+// error by: the plan's boundary, Welch's or Student's t quantile.
+func (r RatioInterval) critical() float64 {
+	switch {
+	case r.Sequential:
+		return r.Critical
+	case r.Unpaired:
+		return tQuantile(r.Confidence, r.DF)
+	}
+	return TQuantile(r.Confidence, r.N-1)
+}
+
+// WithRunSD widens r for a run-level offset of SD runSD (on the log
+// scale) between the arms: a placement, memory layout or connection state
+// that one arm's processes got at start and kept for the whole run, which
+// pairing cannot cancel and more pairs cannot shrink. The ratio stays;
+// the half-width becomes HalfWidth(critical, LogSD, N, runSD). runSD ≤ 0
+// returns r unchanged.
+func (r RatioInterval) WithRunSD(runSD float64) RatioInterval {
+	if !(runSD > 0) || r.N == 0 {
+		return r
+	}
+	h := HalfWidth(r.critical(), r.LogSD, r.N, runSD)
+	r.RunSD, r.LogHalfWidth = runSD, h
+	r.Lo, r.Hi = math.Exp(r.LogMean-h), math.Exp(r.LogMean+h)
+	return r
 }
 
 // MinPairsForInterval is the fewest pairs PairedLogRatio accepts: one pair
@@ -113,20 +157,29 @@ func TQuantile(confidence float64, df int) float64 {
 // stays as observed. It returns MinPairsForInterval for sd == 0, and -1
 // when distance ≤ 0 or more than maxPairs pairs would be needed.
 func PairsToResolve(sd, distance, confidence float64, maxPairs int) int {
-	if sd == 0 {
+	return PairsToResolveRun(sd, 0, distance, confidence, maxPairs)
+}
+
+// PairsToResolveRun is PairsToResolve for an interval widened by a
+// run-level offset of SD runSD (RatioInterval.WithRunSD): the half-width
+// t·√(sd²/N + runSD²) never falls below z·runSD, so a distance within that
+// is never resolved (-1).
+func PairsToResolveRun(sd, runSD, distance, confidence float64, maxPairs int) int {
+	if sd == 0 && runSD == 0 {
 		return MinPairsForInterval
 	}
 	if !(distance > 0) || math.IsNaN(sd) {
 		return -1
 	}
-	ok := func(n int) bool { return TQuantile(confidence, n-1)*sd/math.Sqrt(float64(n)) < distance }
+	ok := func(n int) bool { return HalfWidth(TQuantile(confidence, n-1), sd, n, runSD) < distance }
 	if !ok(maxPairs) {
 		return -1
 	}
-	// t(n-1) > z for every n, so no n ≤ (z·sd/distance)² will do; walk up
-	// from there (t(n-1)/√n falls as n grows, and the answer is near).
+	// t(n-1) > z for every n, so no n with z·√(sd²/n + runSD²) ≥ distance
+	// will do; walk up from there (the half-width falls as n grows, and
+	// the answer is near).
 	z := distuv.UnitNormal.Quantile((1 + confidence) / 2)
-	n := max(MinPairsForInterval, int(math.Ceil(math.Pow(z*sd/distance, 2))))
+	n := max(MinPairsForInterval, int(math.Ceil(z*z*sd*sd/(distance*distance-z*z*runSD*runSD))))
 	for !ok(n) {
 		n++
 	}

@@ -90,6 +90,41 @@ func TestPairedLogRatioErrors(t *testing.T) {
 	}
 }
 
+// TestWithRunSD widens the example above for a run-level offset of SD
+// 0.1: half-width 2.570582·√(0.187083²/6 + 0.1²) = 2.570582·0.125831 =
+// 0.323458; e^(0.35 ∓ 0.323458) = 1.026898 and 1.961006.
+func TestWithRunSD(t *testing.T) {
+	ref, cand := pairsWithLogRatios(0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+	r, err := PairedLogRatio(ref, cand, 0.95)
+	require.NoError(t, err)
+	w := r.WithRunSD(0.1)
+	assert.InDelta(t, 0.323458, w.LogHalfWidth, 1e-6)
+	assert.InDelta(t, 1.026898, w.Lo, 1e-6)
+	assert.InDelta(t, 1.961006, w.Hi, 1e-6)
+	assert.Equal(t, r.Ratio, w.Ratio, "the ratio stays")
+	assert.Equal(t, r.LogSD, w.LogSD, "the pairs' spread stays")
+	assert.Equal(t, 0.1, w.RunSD)
+	assert.Equal(t, r, r.WithRunSD(0), "no offset: unchanged")
+	// A sequential interval widens with its own boundary: c·√(se² + 0.1²).
+	s := RatioInterval{N: 4, LogMean: 0, LogSD: 0.2, LogHalfWidth: 3 * 0.1, Sequential: true, Critical: 3, Confidence: 0.95}
+	assert.InDelta(t, 3*math.Sqrt(0.01+0.01), s.WithRunSD(0.1).LogHalfWidth, 1e-12)
+	// No spread between the pairs: the run-level offset alone.
+	p := RatioInterval{N: 3, LogMean: 0, LogSD: 0, Confidence: 0.95}
+	assert.InDelta(t, 4.302653*0.05, p.WithRunSD(0.05).LogHalfWidth, 1e-6)
+}
+
+// TestPairsToResolveRun: a run-level offset puts a floor under the
+// half-width, z·runSD, that no number of pairs passes.
+func TestPairsToResolveRun(t *testing.T) {
+	assert.Equal(t, PairsToResolve(0.1, 0.05, 0.95, 1000), PairsToResolveRun(0.1, 0, 0.05, 0.95, 1000))
+	// t(N-1)·√(0.01/N + 0.0004) < 0.05: N=47: 2.0129·√(0.0002128+0.0004)
+	// = 0.04983 (yes); N=46: 2.0141·√(0.0002174+0.0004) = 0.05005 (no).
+	assert.Equal(t, 47, PairsToResolveRun(0.1, 0.02, 0.05, 0.95, 1000))
+	assert.Equal(t, -1, PairsToResolveRun(0.1, 0.03, 0.05, 0.95, 100000), "1.96·0.03 ≥ 0.05: never")
+	assert.Equal(t, -1, PairsToResolveRun(0, 0.03, 0.05, 0.95, 1000), "the offset alone is too wide")
+	assert.Equal(t, 3, PairsToResolveRun(0, 0.01, 0.05, 0.95, 1000), "t(2)·0.01 = 0.043 < 0.05; t(1)·0.01 = 0.127 is not")
+}
+
 func TestPairsToResolve(t *testing.T) {
 	// Need t(N-1)·0.1/√N < 0.05, i.e. t(N-1)/√N < 0.5:
 	// N=17: 2.1199/√17 = 0.5141 (no); N=18: 2.1098/√18 = 0.4973 (yes).

@@ -26,6 +26,24 @@ type Observation struct {
 	// rule that limits it counts it as undecided with that reason, never
 	// as a pass or a breach, whether or not Values holds it.
 	Unjudged map[Metric]string
+	// PastKnee, when set, says why the rung is past a rate ladder's knee
+	// (the meshed arm missed its rate or broke the SLO there): Check
+	// leaves its latency limits unjudged, since its latency is a queue's
+	// and where the knee falls moves with the machine's speed; its
+	// throughput, CPU and memory are judged. Calibrate uses its figures
+	// as they are: they are the limits of a machine that holds the rung.
+	PastKnee string
+}
+
+// unjudged is why o's metric m cannot be judged, if it cannot.
+func (o Observation) unjudged(m Metric) (string, bool) {
+	if why, ok := o.Unjudged[m]; ok {
+		return why, true
+	}
+	if o.PastKnee != "" && IsLatency(m) {
+		return "the rung is past the rate ladder's knee (the meshed arm " + o.PastKnee + "): its latency is a queue's, and the knee is the finding, not a limit", true
+	}
+	return "", false
 }
 
 // Breach is a measured metric whose whole interval lies above the limit of
@@ -169,7 +187,7 @@ func (t *Thresholds) Check(obs []Observation) Verdict {
 		}
 		for _, m := range Metrics() {
 			got, ok := o.Values[m]
-			why, unjudged := o.Unjudged[m]
+			why, unjudged := o.unjudged(m)
 			limit, set := rule.Max(m)
 			if (!ok && !unjudged) || !set {
 				continue

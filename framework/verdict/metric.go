@@ -82,6 +82,14 @@ func metricsWhere(f func(metric.Limit) bool) []Metric {
 	return out
 }
 
+// IsLatency reports whether m limits a latency of the load's requests
+// (metric.Def.Latency): the limits a rung past a rate ladder's knee leaves
+// unjudged.
+func IsLatency(m Metric) bool {
+	_, d, ok := metric.LimitOf(string(m))
+	return ok && d.Latency()
+}
+
 // info is how m reads in messages: its limit in the table, or, for a key
 // the table lacks, its name and three decimals.
 func (m Metric) info() metric.Limit {
