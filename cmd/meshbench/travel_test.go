@@ -42,13 +42,13 @@ var regressions = []regression{
 	{"meshed throughput ×0.5", report.Change{Throughput: 0.5}, []verdict.Metric{verdict.ThroughputLossPct}},
 }
 
-// localRuns are the three quiet local runs of 2026-12-02 the local
-// fixture was calibrated on.
+// localRuns are the six quiet local runs the local fixture was calibrated
+// on: three of 2026-12-02 and three of 2026-12-07.
 func localRuns(t *testing.T) []report.Input {
 	t.Helper()
 	files, err := filepath.Glob("../../fixtures/thresholds/calibration/*-local.json.gz")
 	require.NoError(t, err)
-	require.Len(t, files, 3)
+	require.Len(t, files, 6)
 	ins, err := report.Open(files...)
 	require.NoError(t, err)
 	return ins
@@ -106,24 +106,31 @@ func TestLocalFixtureTravels(t *testing.T) {
 	// points each), none on the others.
 	// (3 of each run's undecided are the latency limits of the rate
 	// ladder's rung past the knee, qps=4000.)
-	undecided := []int{11, 10, 9}
+	// The runs of 2026-12-02 have 25 points, those of 2026-12-07 30 (the
+	// connection churn's four, and the rate ladder's 8000 req/s).
+	checked := []int{150, 150, 150, 180, 180, 180}
+	undecided := []int{9, 7, 6, 8, 8, 8}
 	slowerBreaches := []map[verdict.Metric]int{
-		{verdict.P50DeltaMs: 24, verdict.MeshedP99Ms: 24, verdict.SidecarCPUPer1kReqMs: 25},
-		{verdict.P50DeltaMs: 19, verdict.MeshedP99Ms: 14, verdict.SidecarCPUPer1kReqMs: 20},
-		{verdict.P50DeltaMs: 19, verdict.MeshedP99Ms: 18, verdict.SidecarCPUPer1kReqMs: 24},
+		{verdict.P50DeltaMs: 24, verdict.MeshedP99Ms: 18, verdict.SidecarCPUPer1kReqMs: 24},
+		{verdict.P50DeltaMs: 11, verdict.MeshedP99Ms: 6, verdict.SidecarCPUPer1kReqMs: 12},
+		{verdict.P50DeltaMs: 17, verdict.MeshedP99Ms: 10, verdict.SidecarCPUPer1kReqMs: 19},
+		{verdict.P50DeltaMs: 29, verdict.MeshedP99Ms: 24, verdict.SidecarCPUPer1kReqMs: 30},
+		{verdict.P50DeltaMs: 28, verdict.MeshedP99Ms: 18, verdict.SidecarCPUPer1kReqMs: 29},
+		{verdict.P50DeltaMs: 28, verdict.MeshedP99Ms: 22, verdict.SidecarCPUPer1kReqMs: 29},
 	}
 	for _, s := range speeds {
 		for i, in := range ins {
 			name := fmt.Sprintf("%s, %s", s.name, filepath.Base(in.File))
 			j := judged(t, th, in, s)
 			assert.NoError(t, j.verdict.Err(), name)
-			assert.Equal(t, 150, j.verdict.Checked, "%s: 25 points × 6 limits", name)
+			assert.Equal(t, checked[i], j.verdict.Checked, "%s: 6 limits a point", name)
 			assert.Len(t, j.verdict.Undecided, undecided[i], name)
 			for _, u := range j.verdict.Undecided {
 				if strings.Contains(u.Why, "past the rate ladder's knee") {
-					// RateLadder qps=4000 missed its rate in these runs:
-					// its latency is not judged (verdict.Observation.PastKnee).
-					assert.Equal(t, "BenchmarkRateLadder/qps=4000/c=16", u.Scenario, name)
+					// The rate ladder's meshed arm missed 4000 req/s on
+					// 2026-12-02 and 8000 on 2026-12-07: there its
+					// latency is not judged (verdict.Observation.PastKnee).
+					assert.Contains(t, []string{"BenchmarkRateLadder/qps=4000/c=16", "BenchmarkRateLadder/qps=8000/c=16"}, u.Scenario, name)
 					assert.True(t, verdict.IsLatency(u.Metric), name)
 					continue
 				}
@@ -160,7 +167,8 @@ func tightMetrics(t *testing.T, ins []report.Input) map[string][]verdict.Metric 
 // on a limit of theirs, with the whole interval beyond it; the p99 every
 // point but the rate ladder's rung past the knee, whose latency is not
 // judged. The absolute
-// limits of before miss a doubled sidecar CPU on the faster machine.
+// limits of before miss a doubled sidecar CPU on the faster machine at
+// most points.
 func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 	ins := localRuns(t)
 	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
@@ -179,23 +187,37 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 				var missed []string
 				for _, o := range j.obs {
 					if o.PastKnee != "" && verdict.IsLatency(r.caughtBy[0]) {
-						// The rate ladder's rung past the knee (qps=4000 in
-						// these runs) judges no latency: a queue's.
-						assert.Equal(t, "BenchmarkRateLadder/qps=4000/c=16", o.Scenario)
+						// A rate ladder's rung past the knee judges no
+						// latency: a queue's.
+						assert.Contains(t, o.Scenario, "BenchmarkRateLadder/")
 						continue
+					}
+					switch acrossDays["../../fixtures/thresholds/local.yaml"][o.Scenario] {
+					case p99Twice:
+						if verdict.IsLatency(r.caughtBy[0]) {
+							continue // no teeth across the two days (acrossDays)
+						}
+					case cpuTwice:
+						if r.caughtBy[0] == verdict.SidecarCPUOverBaselineCPU {
+							continue
+						}
 					}
 					if !caught[o.Scenario] {
 						missed = append(missed, o.Scenario)
 					}
 				}
 				assert.Empty(t, missed, "%s, %s, %s", s.name, filepath.Base(in.File), r.name)
-				assert.Len(t, j.obs, 25)
+				assert.Contains(t, []int{25, 30}, len(j.obs), "the points of a run of 2026-12-02 or of 2026-12-07")
 			}
 			// On the faster machine a doubled sidecar CPU per request
-			// stays within every absolute limit, at every point.
+			// stays within the absolute limits at most points.
 			if s.slower < 1 {
 				old := judged(t, abs, in, s, regressions[0].change)
-				assert.Empty(t, old.verdict.Breaches, "%s, %s: the absolute limits miss %s", s.name, filepath.Base(in.File), regressions[0].name)
+				caught := map[string]bool{}
+				for _, b := range old.verdict.Breaches {
+					caught[b.Scenario] = true
+				}
+				assert.Less(t, len(caught), len(old.obs)/2, "%s, %s: the absolute limits miss %s at most points", s.name, filepath.Base(in.File), regressions[0].name)
 			}
 		}
 	}
@@ -215,9 +237,9 @@ func TestLocalFixtureOnOtherMachines(t *testing.T) {
 	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
 	require.NoError(t, err)
 	abs := absoluteFixture(t, localRuns(t))
-	// (The absolute limits breached 28, 32 and 60 before a rung past the
-	// rate ladder's knee left its latency unjudged.)
-	relative, absolute := []int{2, 2, 14}, []int{27, 30, 58}
+	// (Against the one-day fixture of 2026-12-02 the relative limits
+	// breached 2, 2 and 14 of them, and its absolute limits 28, 32 and 60.)
+	relative, absolute := []int{0, 0, 14}, []int{21, 21, 59}
 	for i, in := range others {
 		name := filepath.Base(in.File)
 		assert.Len(t, judge(th, in.File, in.Results.Records, io.Discard).verdict.Breaches, relative[i], name)
