@@ -206,7 +206,9 @@ func TestShippedFixturesHaveTeethAtEveryPoint(t *testing.T) {
 				// these are.
 				o.PastKnee = ""
 				name := fmt.Sprintf("%s/%s/%s", filepath.Base(s.fixture), filepath.Base(files[i]), o.Scenario)
-				t.Run(name, func(t *testing.T) { checkTeeth(t, th, o, tight[o.Scenario], toothless[o.Scenario], excepted[o.Scenario]) })
+				t.Run(name, func(t *testing.T) {
+					checkTeeth(t, th, o, tight[o.Scenario], toothless[o.Scenario], excepted[o.Scenario])
+				})
 			}
 		}
 	}
