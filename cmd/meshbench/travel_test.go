@@ -223,23 +223,27 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 	}
 }
 
-// TestLocalFixtureOnOtherMachines judges the main jobs recorded after the
+// TestLocalFixtureOnOtherMachines judges the main jobs recorded beside the
 // calibration (fixtures/thresholds/judged/): two quiet ones of 2026-12-03,
-// a slower day, and one pinned to one core (taskset -c 0). The relative
+// a slower day on another processor, one pinned to one core (taskset -c
+// 0), and one of 2026-12-07 capped at 1.25 of the 2 cores by a CPU quota. The relative
 // limits breach a few points of them, the absolute limits of the same
 // calibration many times more: the breaches per run, in file order.
 func TestLocalFixtureOnOtherMachines(t *testing.T) {
 	files, err := filepath.Glob("../../fixtures/thresholds/judged/*-local*.json.gz")
 	require.NoError(t, err)
-	require.Len(t, files, 3)
+	require.Len(t, files, 4)
 	others, err := report.Open(files...)
 	require.NoError(t, err)
 	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
 	require.NoError(t, err)
 	abs := absoluteFixture(t, localRuns(t))
-	// (Against the one-day fixture of 2026-12-02 the relative limits
-	// breached 2, 2 and 14 of them, and its absolute limits 28, 32 and 60.)
-	relative, absolute := []int{0, 0, 14}, []int{21, 21, 59}
+	// The fourth ran in a cgroup capped at 1.25 cores (cpu.cfs_quota_us),
+	// whose throttling stretches the meshed arm's tail: all its breaches
+	// but one are p99 limits. (Against the one-day fixture of 2026-12-02
+	// the relative limits breached 2, 2, 14 and 34, and its absolute
+	// limits 28, 32 and 60 of the first three.)
+	relative, absolute := []int{0, 0, 14, 37}, []int{21, 21, 59, 41}
 	for i, in := range others {
 		name := filepath.Base(in.File)
 		assert.Len(t, judge(th, in.File, in.Results.Records, io.Discard).verdict.Breaches, relative[i], name)
