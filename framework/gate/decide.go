@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"fmt"
+	"gonum.org/v1/gonum/stat/distuv"
 	"math"
 	"slices"
 	"strings"
@@ -376,8 +377,20 @@ func pairsNeeded(iv stats.RatioInterval, limit, conf float64) int {
 // tooFew is set when that is because the reference's own half-width
 // (stats.ReferenceHalfWidth) is at least the distance: no number of
 // candidate repeats can narrow the interval past the reference's spread.
+//
+// A run-level SD (iv.RunSD) takes its share of the distance first: the
+// half-width t·√(se² + runSD²) clears d where t·se clears √(d² −
+// (z·runSD)²), with the normal quantile z for t (about: t ≥ z), and
+// none does when z·runSD ≥ d.
 func repeatsNeeded(m Measurement, iv stats.RatioInterval, limit, conf float64) (needed int, tooFew bool) {
 	dist := math.Abs(iv.LogMean - math.Log(limit))
+	if iv.RunSD > 0 {
+		floor := distuv.UnitNormal.Quantile((1+conf)/2) * iv.RunSD
+		if floor >= dist {
+			return -1, false
+		}
+		dist = math.Sqrt(dist*dist - floor*floor)
+	}
 	total := stats.CandidateRepeatsToResolve(m.Reference, m.Candidate, dist, conf, MaxPairsEstimate)
 	if total < 0 {
 		return -1, dist > 0 && stats.ReferenceHalfWidth(m.Reference, conf) >= dist

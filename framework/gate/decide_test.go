@@ -345,3 +345,26 @@ func TestDecideSequentialWithRunSD(t *testing.T) {
 	assert.True(t, d.Outlook.Futile, "no pairs can bring it under the limit: %+v", d.Outlook)
 	assert.Equal(t, -1, d.PairsNeeded)
 }
+
+// TestDecideUnpairedWithRunSD: against a stored reference, a run-level SD
+// as wide as the ratio's distance from the limit means no number of this
+// run's repeats settles it (-1, and not the reference's fault); a narrow
+// one leaves more repeats to name than without it.
+func TestDecideUnpairedWithRunSD(t *testing.T) {
+	flat := []float64{0, 0.02, -0.02, 0.01, -0.01, 0}
+	near := []float64{math.Log(1.1) - 0.05, math.Log(1.1) + 0.05, math.Log(1.1) + 0.15}
+	needed := func(extra string) Decision {
+		g, err := Parse("g.yaml", []byte("target: local\nrules:\n  - metric: sidecarCPUPer1kReq\n    match: {}\n    maxIncreasePct: 10\n"+extra))
+		require.NoError(t, err)
+		v, err := g.Decide([]Measurement{unpaired(open8, SidecarCPUPer1kReq, flat, near)})
+		require.NoError(t, err)
+		return v.Decisions[0]
+	}
+	assert.Equal(t, 16, needed("").PairsNeeded, "as TestDecideUnpairedRepeats")
+	// 0.05 from the limit: 1.96·0.03 = 0.0588 is more.
+	d := needed("    runSDPct: 3\n")
+	assert.Equal(t, Inconclusive, d.Outcome)
+	assert.Equal(t, -1, d.PairsNeeded)
+	assert.False(t, d.ReferenceTooFew, "the run-level offset, not the stored reference, is what no repeats can narrow")
+	assert.Greater(t, needed("    runSDPct: 1\n").PairsNeeded, 16)
+}
