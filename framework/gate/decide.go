@@ -3,10 +3,11 @@ package gate
 import (
 	"errors"
 	"fmt"
-	"gonum.org/v1/gonum/stat/distuv"
 	"math"
 	"slices"
 	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/meshbench/meshbench/framework/stats"
 )

@@ -258,13 +258,11 @@ func (c *Comparison) addOverheads(base, mesh []Record) {
 	c.P99Pct = add(paired(metric.P99, metric.Increase, base, mesh))
 	c.QPSLossPct = add(paired(metric.Throughput, metric.Loss, base, mesh))
 	c.limits = limitFigures(base, mesh)
-	for _, r := range mesh {
-		if r.Beyond != "" && c.Beyond == "" {
-			c.Beyond = r.Beyond
-		}
-	}
 	var ratios []float64
 	for _, r := range mesh {
+		if c.Beyond == "" {
+			c.Beyond = r.Beyond
+		}
 		sc, _ := r.Resources.Role(measure.RoleSidecar)
 		app, _ := r.Resources.Role(measure.RoleApp)
 		if app.MilliCores > 0 {
