@@ -186,12 +186,21 @@ func readProc(pid int, children bool, kids map[int][]int) (procSample, error) {
 // A window of 50 ms of CPU read in ticks is ±20 % per thread; in ns it is
 // exact.
 func CPUClock() string {
-	if b, err := os.ReadFile("/proc/self/schedstat"); err == nil {
-		if _, err := ParseSchedstat(string(b)); err == nil {
-			return "schedstat: each thread's run time in ns (/proc/PID/task/TID/schedstat)"
-		}
+	if !ReadsTicks() {
+		return "schedstat: each thread's run time in ns (/proc/PID/task/TID/schedstat)"
 	}
 	return "ticks: each thread's utime+stime in 10 ms ticks (/proc/PID/task/TID/stat); this kernel has no schedstat"
+}
+
+// ReadsTicks says whether the local target reads CPU time in ticks here
+// (a kernel without schedstat) rather than in ns.
+func ReadsTicks() bool {
+	b, err := os.ReadFile("/proc/self/schedstat")
+	if err != nil {
+		return true
+	}
+	_, err = ParseSchedstat(string(b))
+	return err != nil
 }
 
 // threadNanos reads one thread's CPU time in ns: its schedstat's run time,

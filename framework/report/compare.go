@@ -20,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/framework/metric"
 	"github.com/meshbench/meshbench/framework/stats"
 	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/validity"
 	"github.com/meshbench/meshbench/framework/verdict"
 )
 
@@ -91,6 +92,9 @@ type ArmStats struct {
 	// (testbed.Run.CPUValid): every CPU figure of the arm includes them and
 	// is marked (CPUMark), and no threshold judges it.
 	CPUInvalid int `json:"cpuInvalid,omitempty"`
+	// CPUInvalidKinds are the kinds of those runs' reasons, each once
+	// (validity.CPUDiluted, validity.CPUCoarse).
+	CPUInvalidKinds []validity.Kind `json:"cpuInvalidKinds,omitempty"`
 	// Latencies in milliseconds, each summarised over repeats, read as
 	// load.Result.Percentile reads them: corrected for coordinated omission
 	// in open loop (see load.LatencySource).
@@ -292,6 +296,11 @@ func armStats(rs []Record) ArmStats {
 		}
 		if !r.CPUValid() {
 			a.CPUInvalid++
+			for _, why := range r.CPUReasons() {
+				if !slices.Contains(a.CPUInvalidKinds, why.Kind) {
+					a.CPUInvalidKinds = append(a.CPUInvalidKinds, why.Kind)
+				}
+			}
 		}
 		l := r.Load
 		res = l.Options.Resolution
@@ -368,8 +377,8 @@ func (c Comparison) Observation() verdict.Observation {
 // baseline's CPU, a baseline run's. It is nil when every one can.
 func (c Comparison) unjudged() map[verdict.Metric]string {
 	why := func(arm string, a ArmStats) string {
-		return fmt.Sprintf("the CPU figures of %d of the %s arm's %d runs are not valid (their cpuInvalid reasons: counters under load for less than 90 %% of their span are diluted by idle time)",
-			a.CPUInvalid, arm, a.Repeats)
+		return fmt.Sprintf("the CPU figures of %d of the %s arm's %d runs are not valid (their cpuInvalid reasons: %s)",
+			a.CPUInvalid, arm, a.Repeats, cpuWhy(a.CPUInvalidKinds))
 	}
 	out := map[verdict.Metric]string{}
 	for _, d := range metric.All() {

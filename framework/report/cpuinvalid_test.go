@@ -13,6 +13,7 @@ import (
 	"github.com/meshbench/meshbench/framework/report"
 	"github.com/meshbench/meshbench/framework/testbed"
 	"github.com/meshbench/meshbench/framework/validity"
+	"github.com/meshbench/meshbench/framework/verdict"
 )
 
 const dilutedDetail = "CPU diluted: the kubelet's counters span 20s on node n1 (45% under load), under the 90% needed: per-role CPU is diluted by idle time"
@@ -84,7 +85,7 @@ func TestCPUInvalidMarkedInMarkdown(t *testing.T) {
 	assert.Equal(t, markedRow(t, plain.String(), "| scenario | arm | loadgen CPU-ms/1k req |", func(h string) bool {
 		return strings.HasSuffix(h, "CPU-ms/1k req")
 	}), changed[1])
-	assert.Equal(t, "† the CPU figures of 1 of the 16 runs summarised are not valid (their cpuInvalid reasons in the results: CPU counters under load for less than 90 % of their span are diluted by idle time); "+
+	assert.Equal(t, "† the CPU figures of 1 of the 16 runs summarised are not valid (their cpuInvalid reasons in the results: counters under load for less than 90 % of their span are diluted by idle time); "+
 		"a marked figure includes them, and no threshold or gate decision rests on them", changed[2])
 	assert.Equal(t, "| BenchmarkOneHop/c=4/arm=meshed repeat 2 | CPU not valid | "+dilutedDetail+" |", changed[3])
 }
@@ -163,4 +164,33 @@ func TestCPUInvalidExported(t *testing.T) {
 			assert.Empty(t, r.CPUInvalid, "repeat %d", r.Repeat)
 		}
 	}
+}
+
+// A local results file written before the local target named its CPU
+// clock read ticks: read back, a run whose app or sidecar counted fewer
+// than testbed.MinTicks is marked (cpu-coarse) and its CPU limits are
+// not judged; a file that names its clock is left as its run marked it.
+func TestOldLocalResultsMarkCoarseTicks(t *testing.T) {
+	ins, err := report.Open(mainJob, recorded)
+	require.NoError(t, err)
+	coarse := func(in report.Input) (names []string) {
+		for _, rec := range in.Results.Records {
+			if len(rec.CPUInvalid.Of(validity.CPUCoarse)) > 0 {
+				names = append(names, rec.Name())
+			}
+		}
+		return names
+	}
+	old := coarse(ins[0])
+	assert.Len(t, old, 10, "as jq counts them: records with a usage under 10 ticks")
+	assert.Contains(t, old, "BenchmarkServiceTime/service=50ms/c=8/arm=baseline")
+	var st report.Comparison
+	for _, c := range report.Compare(ins[0].Results.Records) {
+		if c.Benchmark == "BenchmarkServiceTime" {
+			st = c
+		}
+	}
+	assert.Equal(t, []validity.Kind{validity.CPUCoarse}, st.Baseline.CPUInvalidKinds)
+	assert.Contains(t, st.Observation().Unjudged[verdict.SidecarCPUOverBaselineCPU], "CPU read in 10 ms ticks, a process counting fewer than 10")
+	assert.Empty(t, coarse(ins[1]), "testdata/local.json names its clock")
 }

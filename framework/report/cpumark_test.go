@@ -86,7 +86,7 @@ func TestSummaryMarksDilutedCPU(t *testing.T) {
 	// sidecar and app CPU-ms/1k req, sidecar RSS idle→load MiB, node CPU %.
 	assert.Equal(t, []string{"300†", "200†", "400†", "0.400†", "2.00×†", "-", "800.0†", "400.0†", "32→64", "50†"}, rows["meshed"])
 	assert.Equal(t, []string{"300", "200", "-", "0.000", "-", "-", "-", "400.0", "-", "50"}, rows["baseline"])
-	assert.Equal(t, []string{"† the CPU figures of 1 of the 6 runs summarised are not valid (their cpuInvalid reasons in the results: CPU counters under load for less than 90 % of their span are diluted by idle time); " +
+	assert.Equal(t, []string{"† the CPU figures of 1 of the 6 runs summarised are not valid (their cpuInvalid reasons in the results: counters under load for less than 90 % of their span are diluted by idle time); " +
 		"a marked figure includes them, and no threshold or gate decision rests on them"}, legend)
 
 	b.Reset()

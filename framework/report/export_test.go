@@ -73,7 +73,9 @@ func TestCSVRoundTrip(t *testing.T) {
 		assert.Equal(t, strconv.FormatBool(rec.Valid()), row[col["valid"]])
 		assert.Equal(t, rec.Invalid.String(), row[col["invalid"]])
 		assert.Equal(t, rec.Beyond, row[col["beyond"]])
-		assert.Equal(t, []string{"true", ""}, row[col["cpu_valid"]:], "row %d", i)
+		// the main job of 2026-12-01 read CPU in ticks: a process that
+		// counted fewer than testbed.MinTicks marks its run (cpu-coarse)
+		assert.Equal(t, []string{strconv.FormatBool(rec.CPUValid()), rec.CPUInvalid.String()}, row[col["cpu_valid"]:], "row %d", i)
 	}
 }
 
@@ -168,7 +170,7 @@ func assertSMPResult(t *testing.T, res *report.Results, c report.Comparison, r r
 		l := rec.Load
 		rep := x.PerRepeat[rec.Repeat]
 		assert.Equal(t, report.SMPRepeat{Repeat: rec.Repeat, P50Ms: l.Percentile(50) * 1e3, P99Ms: l.Percentile(99) * 1e3,
-			P999Ms: l.Percentile(99.9) * 1e3, QPS: l.AchievedQPS, Valid: rec.Valid()}, rep, fmt.Sprintf("%s repeat %d", r.TestID, rec.Repeat))
+			P999Ms: l.Percentile(99.9) * 1e3, QPS: l.AchievedQPS, Valid: rec.Valid(), CPUInvalid: rec.CPUInvalid.Strings()}, rep, fmt.Sprintf("%s repeat %d", r.TestID, rec.Repeat))
 		if start.IsZero() || l.Start.Before(start) {
 			start = l.Start
 		}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/framework/testbed"
+	"github.com/meshbench/meshbench/framework/validity"
 )
 
 // Open reads results files for a report and checks each one whole before
@@ -109,7 +110,24 @@ func decode(path string, data []byte) (*Results, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: %s", path, where(data, err))
 	}
+	r.coarseTicks()
 	return &r, nil
+}
+
+// coarseTicks marks the CPU figures of a local run written before the
+// local target read CPU time in ns (no environment.cpuCounters: it read
+// 10 ms ticks) as the target now marks a run that reads ticks: not
+// trusted where a process counted fewer than testbed.MinTicks
+// (validity.CPUCoarse).
+func (r *Results) coarseTicks() {
+	if r.Environment.Target != "local" || r.Environment.CPUCounters != "" {
+		return
+	}
+	for _, rec := range r.Records {
+		if rec.Run != nil && len(rec.CPUInvalid.Of(validity.CPUCoarse)) == 0 {
+			rec.CPUInvalid = append(rec.CPUInvalid, testbed.CoarseTicks(rec.Resources)...)
+		}
+	}
 }
 
 // check finds what a report cannot do without; arms are the arms a

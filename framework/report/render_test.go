@@ -173,7 +173,7 @@ func TestBadInputIsNamedAndNothingIsWritten(t *testing.T) {
 	_, err = report.Open(filepath.Join(dir, "missing.json"))
 	assert.EqualError(t, err, filepath.Join(dir, "missing.json")+": open "+filepath.Join(dir, "missing.json")+": no such file or directory")
 	_, err = report.Open(truncated)
-	assert.EqualError(t, err, truncated+`: records[12].load.options: truncated at byte 85836 (the file ends inside it)`)
+	assert.EqualError(t, err, truncated+`: records[12].arm: truncated at byte 85898 (the file ends inside it)`)
 	_, err = report.Open(other)
 	assert.EqualError(t, err, other+`: schema: "meshbench.results/v0", this meshbench reads "meshbench.results/v2"`)
 	_, err = report.Open(nohist)

@@ -92,7 +92,8 @@ type SMPExtension struct {
 	// repeats.
 	CPUMsPer1k map[string]float64 `yaml:"cpu_ms_per_1k"`
 	// CPUInvalid is how many of the repeats have CPU figures that are not
-	// valid (testbed.Run.CPUInvalid: counters diluted by idle time);
+	// valid (testbed.Run.CPUInvalid: counters diluted by idle time, or read
+	// in too few ticks);
 	// CPUMsPer1k includes them.
 	CPUInvalid int `yaml:"cpu_invalid,omitempty"`
 	// PerRepeat are the individual repeats, in repeat order.

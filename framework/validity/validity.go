@@ -104,6 +104,11 @@ const (
 	// written before that hold it among the warnings, where it means the
 	// same.
 	CPUDiluted Kind = "cpu-diluted"
+	// CPUCoarse: a process's CPU was read in 10 ms ticks (a kernel without
+	// schedstat, or a local results file written before the local target
+	// read ns) and counted too few of them for one tick to be a small
+	// error: a reason not to trust the run's CPU figures alone.
+	CPUCoarse Kind = "cpu-coarse"
 	// FaultNoFailures: a fault happened but failed no request.
 	FaultNoFailures Kind = "fault-no-failures"
 	// FaultKilled: a fault killed a process or container, or stopped it

@@ -56,3 +56,13 @@ func TestBusyMachine(t *testing.T) {
 	require.Len(t, why, 1)
 	assert.Contains(t, why[0].Detail, "processes outside the run used 558m of 2 cores during the window (the run's own 1102m), over 10 % of the machine, so the run measured them too (busiest: none left running)")
 }
+
+// A kernel that gives CPU time in ticks marks a window whose app or
+// sidecar counted too few of them (testbed.CoarseTicks); in ns, none.
+func TestCoarseOnlyInTicks(t *testing.T) {
+	w := measure.Window{Usage: []measure.Usage{{Name: "baseline/backend", Role: measure.RoleApp, CPUSeconds: 0.04}}}
+	got := (&procMeasurement{ticks: true}).coarse(w)
+	require.Len(t, got, 1)
+	assert.Equal(t, validity.CPUCoarse, got[0].Kind)
+	assert.Nil(t, (&procMeasurement{}).coarse(w))
+}

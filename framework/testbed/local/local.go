@@ -554,7 +554,7 @@ func (t *Target) account(ctx context.Context, s testbed.Spec, w testbed.Workload
 	for _, pr := range ar.procs[w.Path] {
 		procs = append(procs, measure.Proc{Name: pr.name, Role: pr.role, Pod: pr.pod, PID: pr.pid(), IdleRSS: pr.idleRSS, Children: true})
 	}
-	resources := &procMeasurement{procs: procs, rest: t.otherPIDs(procs)}
+	resources := &procMeasurement{procs: procs, rest: t.otherPIDs(procs), ticks: measure.ReadsTicks()}
 	if err := resources.Start(ctx); err != nil {
 		return nil, fmt.Errorf("%s %s: start the window's accounting: %w", s.Arm, w.Path, err)
 	}

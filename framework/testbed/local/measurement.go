@@ -24,6 +24,7 @@ type procMeasurement struct {
 	// around the window's, in one scan of /proc each time (a main job
 	// runs a hundred of them by its last scenarios).
 	rest  []int
+	ticks bool              // the kernel gives CPU time in ticks (measure.ReadsTicks)
 	start time.Time         // when scan was taken
 	scan  measure.ProcTable // every process as the window opened
 }
@@ -46,7 +47,7 @@ func (m *procMeasurement) Stop(context.Context) (testbed.Measured, error) {
 	secs := time.Since(m.start).Seconds()
 	before, after := m.scan.TreeTicks(m.rest), scan.TreeTicks(m.rest)
 	if after < before { // one of them is gone: not judged
-		return testbed.Measured{Window: w}, nil
+		return testbed.Measured{Window: w, CPUInvalid: m.coarse(w)}, nil
 	}
 	rest := float64(after-before) / measure.TicksPerSecond / secs * 1000
 	busiest := func() []string {
@@ -56,7 +57,16 @@ func (m *procMeasurement) Stop(context.Context) (testbed.Measured, error) {
 		}
 		return scan.Busiest(m.scan, ours, secs, 3)
 	}
-	return testbed.Measured{Window: w, Invalid: busyMachine(w, rest, busiest)}, nil
+	return testbed.Measured{Window: w, Invalid: busyMachine(w, rest, busiest), CPUInvalid: m.coarse(w)}, nil
+}
+
+// coarse are the reasons not to trust w's CPU figures when this kernel
+// gives them in ticks (testbed.CoarseTicks); none in ns.
+func (m *procMeasurement) coarse(w measure.Window) validity.Reasons {
+	if !m.ticks {
+		return nil
+	}
+	return testbed.CoarseTicks(w)
 }
 
 // BusyShare is the share of the machine that processes outside the run
