@@ -92,6 +92,10 @@ type Config struct {
 	// recorded so that a run's orders can be replayed (-gate-seed; 0:
 	// drawn by Normalize).
 	GateSeed uint64 `json:"gateSeed,omitempty"`
+	// GateFresh starts the reference's and the candidate's processes
+	// afresh before each of their windows in a gate (testbed.Spec.Fresh;
+	// -gate-fresh, the local target only).
+	GateFresh bool `json:"gateFresh,omitempty"`
 	// Reference, when set, is a stored results file this run's meshed arm
 	// is gated against (stored-reference mode, for meshes that cannot run
 	// two versions at once), with the fixture of Gate.
@@ -336,6 +340,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
 	fs.Float64Var(&c.GateFraction, "gate-fraction", 0, "a gate's open-loop rate as a fraction of the capacity the meshed arms just showed, instead of the scenario's own (BenchmarkUpgradeGate: 0.25); docs/flags.md says what kind needs")
 	fs.Var(gateModeFlag{&c.GateMode}, "gate-mode", "how a gate's rounds run the reference and the candidate: duet (both at once, each with its own loadgen at the same offered load, in an order drawn from -gate-seed; the default on the local target with -candidate), sequential (one after another; the default elsewhere), or open-duet (the open-loop points as duets, the maximum-rate points sequential)")
+	fs.BoolVar(&c.GateFresh, "gate-fresh", false, "start the reference's and the candidate's sidecars and apps afresh before each of their windows in a gate (the local target, with -candidate), so that an offset one arm's processes got at start varies from pair to pair, inside the gate's interval, instead of lasting the whole run")
 	fs.Uint64Var(&c.GateSeed, "gate-seed", 0, "with -gate-mode=duet, the seed of the arms' start order in each round, to replay a run's orders (0: drawn at random; the results' settings record it as gateSeed)")
 	fs.DurationVar(&c.Budget, "budget", 0, "measure for at most this long from the start: scenarios that would not fit get shorter windows (locally, down to 1s), else are skipped, and the run says which (0: go test's -timeout less a 25 % margin bounds the run alone)")
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run, also set by go test's -benchtime=3s (default 1s local, so that the main job fits 5 minutes; 3s for a local gate; 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
@@ -401,6 +406,9 @@ func (c *Config) Normalize() error {
 		return err
 	}
 	if err := c.checkGateMode(); err != nil {
+		return err
+	}
+	if err := c.checkGateFresh(); err != nil {
 		return err
 	}
 	if _, err := report.LoadPrices(c.Prices); err != nil { // fail now, not after the sweep
@@ -482,6 +490,21 @@ func (c *Config) checkGateMode() error {
 	}
 	if c.GateSeed == 0 {
 		c.GateSeed = testbed.NewSeed()
+	}
+	return nil
+}
+
+// checkGateFresh checks -gate-fresh: the local target's gate only, whose
+// processes start in a second; a cluster's pods are not redeployed
+// between rounds.
+func (c *Config) checkGateFresh() error {
+	switch {
+	case !c.GateFresh:
+		return nil
+	case c.Target != "local":
+		return fmt.Errorf("-gate-fresh: the local target only (-target=%s): a cluster's pods are not redeployed between rounds", c.Target)
+	case c.Candidate == "":
+		return errors.New("-gate-fresh: needs -candidate: it starts the reference's and the candidate's processes afresh in a gate's rounds")
 	}
 	return nil
 }

@@ -181,13 +181,17 @@ func duetNote(unit []testbed.Arm) string {
 }
 
 // modeNote says, in the verdict's header, how the pairs were run when
-// both arms ran at once.
+// both arms ran at once, or their processes afresh.
 func (s *Suite) modeNote() string {
+	fresh := ""
+	if s.Config.GateFresh {
+		fresh = ", each arm's sidecars and apps started afresh before every window (-gate-fresh)"
+	}
 	switch s.Config.GateMode {
 	case testbed.Duet:
-		return fmt.Sprintf(", both at once in every round (-gate-mode=duet, -gate-seed=%d)", s.Config.GateSeed)
+		return fmt.Sprintf(", both at once in every round (-gate-mode=duet, -gate-seed=%d)%s", s.Config.GateSeed, fresh)
 	case testbed.OpenDuet:
-		return fmt.Sprintf(", both at once in every round of the open-loop points, one after another at maximum rate (-gate-mode=open-duet, -gate-seed=%d)", s.Config.GateSeed)
+		return fmt.Sprintf(", both at once in every round of the open-loop points, one after another at maximum rate (-gate-mode=open-duet, -gate-seed=%d)%s", s.Config.GateSeed, fresh)
 	}
-	return ""
+	return fresh
 }

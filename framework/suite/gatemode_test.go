@@ -75,3 +75,15 @@ func TestGateModeRefusals(t *testing.T) {
 	cfg.GateMode = "trio"
 	assert.EqualError(t, cfg.Normalize(), "-gate-mode=trio: want sequential, duet or open-duet", "a Config set by hand is checked too")
 }
+
+// -gate-fresh is the local target's gate only, refused elsewhere before
+// anything runs, and recorded in the settings.
+func TestGateFreshFlag(t *testing.T) {
+	cfg, err := normalize(t, "-candidate", "caddy", "-gate-fresh")
+	require.NoError(t, err)
+	assert.True(t, cfg.GateFresh)
+	_, err = normalize(t, "-gate-fresh")
+	assert.EqualError(t, err, "-gate-fresh: needs -candidate: it starts the reference's and the candidate's processes afresh in a gate's rounds")
+	_, err = normalize(t, "-target", "kind", "-candidate", "+no-keepalive", "-gate-fresh")
+	assert.EqualError(t, err, "-gate-fresh: the local target only (-target=kind): a cluster's pods are not redeployed between rounds")
+}

@@ -361,7 +361,8 @@ func (s *Suite) spec(sc Scenario, c int, arm testbed.Arm) (testbed.Spec, error) 
 	}
 	// What the client sends is the workload's: -protocol and
 	// -request-size unless the scenario (or a Protocols axis) sets its own.
-	return testbed.Spec{Arm: arm, Workload: s.Config.client(sc.Workload), Window: win, Fault: sc.Fault}, nil
+	fresh := s.Config.GateFresh && (arm == testbed.Reference || arm == testbed.Candidate) // -gate-fresh
+	return testbed.Spec{Arm: arm, Workload: s.Config.client(sc.Workload), Window: win, Fault: sc.Fault, Fresh: fresh}, nil
 }
 
 // skipUnsupported skips sc when tg cannot run it, checked as it will run:

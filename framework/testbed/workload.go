@@ -304,6 +304,13 @@ type Spec struct {
 	// sidecars over the measured window (Run.CPUProfiles). Profiling
 	// costs CPU: a run that takes one measures the profiler too.
 	CPUProfile bool `json:"-"`
+	// Fresh asks the target to start the arm's processes afresh before
+	// the window (a gate's -gate-fresh), so that no placement, memory
+	// layout or connection state the arm got at start lasts a whole run:
+	// an offset between the arms then varies from pair to pair, where the
+	// gate's interval covers it. Only the local target does; the suite
+	// refuses it elsewhere.
+	Fresh bool `json:"-"`
 	// Barrier, when set, makes the run wait for the other arms of its duet
 	// at each Stage (Spec.Sync): a target that runs arms at once calls
 	// Sync at every stage, in order: before the warm-up, before the

@@ -411,12 +411,17 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (_ *testbed.Run, err e
 	if err != nil {
 		return nil, err
 	}
-	if err := t.sup.settle(ctx, t.o.StartTimeout); err != nil {
-		return nil, fmt.Errorf("local target: before the run: %w", err)
-	}
 	ar, ok := dep.arms[s.Arm]
 	if !ok {
 		return nil, fmt.Errorf("local target: unknown arm %q", s.Arm)
+	}
+	if s.Fresh {
+		if err := ar.refresh(ctx, w.Path); err != nil {
+			return nil, fmt.Errorf("local target: %s %s: %w", s.Arm, w.Path, err)
+		}
+	}
+	if err := t.sup.settle(ctx, t.o.StartTimeout); err != nil {
+		return nil, fmt.Errorf("local target: before the run: %w", err)
 	}
 	shards := t.shards(s, w, ar)
 	ar.warm.warmOnce(w, shards)
@@ -459,6 +464,20 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (_ *testbed.Run, err e
 	run.Invalid = append(run.Invalid, checkProto(w.Protocol, run.Edges)...)
 	testbed.Judge(run, float64(runtime.GOMAXPROCS(0))*1000)
 	return run, nil
+}
+
+// refresh starts afresh every process of the arm on path, its sidecars
+// and apps (Spec.Fresh): each is stopped gracefully and started again at
+// once; the supervisor's settle waits until all listen again. The next
+// window warms up first, as after a deployment.
+func (ar *arm) refresh(ctx context.Context, path testbed.Path) error {
+	for _, p := range ar.procs[path] {
+		if err := p.refresh(ctx); err != nil {
+			return err
+		}
+	}
+	ar.warm.forget()
+	return nil
 }
 
 // shards splits the load of w in the spec's window over the workload's

@@ -293,3 +293,47 @@ func TestCPUProfileOfCaddySidecars(t *testing.T) {
 	assert.Greater(t, all[i].Candidate, 0.03, "a share of CPU per request a table can show")
 	assert.InDelta(t, all[i].Candidate-all[i].Reference, all[i].Difference, 1e-9)
 }
+
+// TestFreshRunStartsTheArmAfresh: a run with Spec.Fresh (-gate-fresh)
+// starts the arm's sidecars and app again before its window, so each
+// window measures new processes; the other arm's stay, the window is
+// valid with its path proof, and no restart is counted.
+func TestFreshRunStartsTheArmAfresh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; run without -short")
+	}
+	ctx := context.Background()
+	tg, err := local.New(ctx, local.Options{Candidate: &arms.Spec{Proxy: "caddy"}, Logf: t.Logf})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tg.Close(ctx)) }()
+	pids := func(run *testbed.Run) map[string]int {
+		out := map[string]int{}
+		for _, u := range run.Resources.Usage {
+			if u.Role != measure.RoleLoadgen {
+				out[u.Name] = u.PID
+			}
+		}
+		return out
+	}
+	o := testbed.Window{Concurrency: 2, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond}
+	window := func(arm testbed.Arm, fresh bool) map[string]int {
+		run, err := tg.Run(ctx, testbed.Spec{Arm: arm, Workload: testbed.Workload{Path: testbed.OneHop}, Window: o, Fresh: fresh})
+		require.NoError(t, err)
+		assert.Empty(t, run.Invalid)
+		require.Len(t, run.Edges, 1)
+		assert.True(t, run.Edges[0].Secured)
+		assert.GreaterOrEqual(t, run.Edges[0].Requests, run.Load.Requests)
+		return pids(run)
+	}
+	ref, cand := window(testbed.Reference, false), window(testbed.Candidate, true)
+	require.Len(t, cand, 3, "the loadgen's and the backend's sidecars, the backend")
+	for range 2 {
+		again := window(testbed.Candidate, true)
+		for name, pid := range cand {
+			assert.NotEqual(t, pid, again[name], "%s started afresh", name)
+		}
+		cand = again
+		assert.Equal(t, ref, window(testbed.Reference, false), "the reference's processes stay")
+	}
+	assert.Empty(t, tg.Restarts(), "a fresh start is not a restart")
+}

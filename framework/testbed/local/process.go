@@ -41,6 +41,10 @@ type process struct {
 	exited   chan struct{}
 	waitErr  error
 	restarts int
+	// fresh says the incarnation now stopping was asked to by refresh:
+	// the next starts at once and is not a restart; starts counts those.
+	fresh    bool
+	starts   int
 	stopping bool
 	// stopped is closed when the incarnation a restart asked to stop has
 	// exited; nil before any restart.
@@ -124,18 +128,25 @@ func (s *supervisor) keepRunning(p *process) {
 	for {
 		<-p.done()
 		p.mu.Lock()
-		stopping, n := p.stopping, p.restarts
+		stopping, n, fresh := p.stopping, p.restarts, p.fresh
+		p.fresh = false
 		p.mu.Unlock()
 		if stopping {
 			return
 		}
-		time.Sleep(restartBackoff(n))
+		if !fresh {
+			time.Sleep(restartBackoff(n))
+		}
 		p.mu.Lock()
 		if p.stopping {
 			p.mu.Unlock()
 			return
 		}
-		p.restarts++
+		if fresh {
+			p.starts++
+		} else {
+			p.restarts++
+		}
 		err := p.spawnLocked(s.dir)
 		p.mu.Unlock()
 		if err != nil {
@@ -197,6 +208,23 @@ func (p *process) restart(ctx context.Context, grace time.Duration) error {
 		}
 	}()
 	return nil
+}
+
+// refresh stops p gracefully and has the supervisor start it again at
+// once: a fresh process, not a crash, so neither counted in Restarts nor
+// backed off (Spec.Fresh). The supervisor's settle waits for it.
+func (p *process) refresh(ctx context.Context) error {
+	p.mu.Lock()
+	p.fresh = true
+	p.mu.Unlock()
+	return p.restart(ctx, stopGrace)
+}
+
+// Starts is how many times refresh started p afresh.
+func (p *process) Starts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
 }
 
 // tail returns the last lines of p's log, for error messages.

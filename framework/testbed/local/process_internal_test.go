@@ -61,6 +61,35 @@ func TestRestartedProcessComesBack(t *testing.T) {
 	}
 }
 
+// TestRefreshedProcessStartsAfresh: a refresh (-gate-fresh) stops the
+// process gracefully and the supervisor starts it again, not counted as a
+// restart (nor backed off as one), however many times.
+func TestRefreshedProcessStartsAfresh(t *testing.T) {
+	sup := &supervisor{dir: t.TempDir()}
+	t.Cleanup(func() { assert.NoError(t, sup.stopAll(200*time.Millisecond)) })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	p, err := sup.start("app", measure.RoleApp, []string{"sh", "-c", `trap 'exit 0' TERM; echo ready; sleep 600 & wait`}, nil)
+	require.NoError(t, err)
+	require.NoError(t, waitLines(ctx, p, 1), "the trap is set")
+	for i := 1; i <= 8; i++ {
+		pid := p.pid()
+		require.NoError(t, p.refresh(ctx))
+		require.NoError(t, sup.settle(ctx, time.Minute))
+		require.NoError(t, waitLines(ctx, p, i+1), "incarnation %d runs the script", i+1)
+		assert.NotEqual(t, pid, p.pid(), "a new incarnation")
+	}
+	assert.Equal(t, 8, p.Starts())
+	assert.Equal(t, 0, p.Restarts(), "a fresh start is not a crash")
+	// A crash after them is one, backed off as the first.
+	pid, exited := p.pid(), p.done()
+	require.NoError(t, p.kill())
+	<-exited
+	require.NoError(t, sup.settle(ctx, time.Minute))
+	assert.NotEqual(t, pid, p.pid())
+	assert.Equal(t, 1, p.Restarts())
+}
+
 // waitLines waits until p's log has n lines.
 func waitLines(ctx context.Context, p *process, n int) error {
 	tick := time.NewTicker(10 * time.Millisecond)
