@@ -94,8 +94,11 @@ type Config struct {
 	GateSeed uint64 `json:"gateSeed,omitempty"`
 	// GateFresh starts the reference's and the candidate's processes
 	// afresh before each of their windows in a gate (testbed.Spec.Fresh;
-	// -gate-fresh, the local target only).
+	// -gate-fresh, the local target only; the default there with
+	// -candidate: defaultGateFresh).
 	GateFresh bool `json:"gateFresh,omitempty"`
+	// gateFreshSet says -gate-fresh was given, true or false.
+	gateFreshSet bool
 	// Reference, when set, is a stored results file this run's meshed arm
 	// is gated against (stored-reference mode, for meshes that cannot run
 	// two versions at once), with the fixture of Gate.
@@ -233,6 +236,28 @@ func (p protocolFlag) Set(s string) error {
 // the flag is parsed.
 type gateModeFlag struct{ v *testbed.Mode }
 
+// gateFreshFlag is -gate-fresh, a boolean flag that records whether it
+// was given, so that its default can depend on the target.
+type gateFreshFlag struct{ c *Config }
+
+// IsBoolFlag lets -gate-fresh stand alone (flag.boolFlag).
+func (g gateFreshFlag) IsBoolFlag() bool { return true }
+
+// String is the value, "false" when unset (flag.Value).
+func (g gateFreshFlag) String() string {
+	return strconv.FormatBool(g.c != nil && g.c.GateFresh)
+}
+
+// Set takes a boolean (flag.Value).
+func (g gateFreshFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	g.c.GateFresh, g.c.gateFreshSet = v, true
+	return nil
+}
+
 // String is the mode, "sequential" when unset (flag.Value).
 func (g gateModeFlag) String() string {
 	if g.v == nil || *g.v == "" {
@@ -340,7 +365,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.Var(intList{&c.Concurrency}, "concurrency", "comma-separated connection counts to sweep")
 	fs.Float64Var(&c.GateFraction, "gate-fraction", 0, "a gate's open-loop rate as a fraction of the capacity the meshed arms just showed, instead of the scenario's own (BenchmarkUpgradeGate: 0.25); docs/flags.md says what kind needs")
 	fs.Var(gateModeFlag{&c.GateMode}, "gate-mode", "how a gate's rounds run the reference and the candidate: duet (both at once, each with its own loadgen at the same offered load, in an order drawn from -gate-seed; the default on the local target with -candidate), sequential (one after another; the default elsewhere), or open-duet (the open-loop points as duets, the maximum-rate points sequential)")
-	fs.BoolVar(&c.GateFresh, "gate-fresh", false, "start the reference's and the candidate's sidecars and apps afresh before each of their windows in a gate (the local target, with -candidate), so that an offset one arm's processes got at start varies from pair to pair, inside the gate's interval, instead of lasting the whole run")
+	fs.Var(gateFreshFlag{c}, "gate-fresh", "start the reference's and the candidate's sidecars and apps afresh before each of their windows in a gate, so that an offset one arm's processes got at start varies from pair to pair, inside the gate's interval, instead of lasting the whole run (the local target only, and its default with -candidate; -gate-fresh=false keeps them for the run)")
 	fs.Uint64Var(&c.GateSeed, "gate-seed", 0, "with -gate-mode=duet, the seed of the arms' start order in each round, to replay a run's orders (0: drawn at random; the results' settings record it as gateSeed)")
 	fs.DurationVar(&c.Budget, "budget", 0, "measure for at most this long from the start: scenarios that would not fit get shorter windows (locally, down to 1s), else are skipped, and the run says which (0: go test's -timeout less a 25 % margin bounds the run alone)")
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run, also set by go test's -benchtime=3s (default 1s local, so that the main job fits 5 minutes; 3s for a local gate; 10s on a cluster, where kubelet CPU counters refresh about every 10s)")
@@ -496,8 +521,14 @@ func (c *Config) checkGateMode() error {
 
 // checkGateFresh checks -gate-fresh: the local target's gate only, whose
 // processes start in a second; a cluster's pods are not redeployed
-// between rounds.
+// between rounds. Not given, it is on where it can be: a local gate with
+// a candidate. On the emulated bad day of 2026-12-07 it removed the
+// run-level offsets of 20 duet A/A gates (F 3.3-34.7 without, 0.26-1.25
+// with; docs/gate.md, "Do the runs agree?").
 func (c *Config) checkGateFresh() error {
+	if !c.gateFreshSet {
+		c.GateFresh = c.Target == "local" && c.Candidate != ""
+	}
 	switch {
 	case !c.GateFresh:
 		return nil

@@ -76,14 +76,29 @@ func TestGateModeRefusals(t *testing.T) {
 	assert.EqualError(t, cfg.Normalize(), "-gate-mode=trio: want sequential, duet or open-duet", "a Config set by hand is checked too")
 }
 
-// -gate-fresh is the local target's gate only, refused elsewhere before
-// anything runs, and recorded in the settings.
+// -gate-fresh is on by default in a local gate with a candidate, off
+// elsewhere; given, it is the local target's gate only, refused elsewhere
+// before anything runs; the settings record it.
 func TestGateFreshFlag(t *testing.T) {
-	cfg, err := normalize(t, "-candidate", "caddy", "-gate-fresh")
+	cfg, err := normalize(t, "-candidate", "caddy")
 	require.NoError(t, err)
-	assert.True(t, cfg.GateFresh)
+	assert.True(t, cfg.GateFresh, "the default of a local gate")
+	cfg, err = normalize(t, "-candidate", "caddy", "-gate-fresh=false")
+	require.NoError(t, err)
+	assert.False(t, cfg.GateFresh, "turned off")
+	cfg, err = normalize(t)
+	require.NoError(t, err)
+	assert.False(t, cfg.GateFresh, "no gate, nothing to start afresh")
+	cfg, err = normalize(t, "-target", "kind", "-candidate", "+no-keepalive")
+	require.NoError(t, err)
+	assert.False(t, cfg.GateFresh, "off on a cluster")
+
 	_, err = normalize(t, "-gate-fresh")
 	assert.EqualError(t, err, "-gate-fresh: needs -candidate: it starts the reference's and the candidate's processes afresh in a gate's rounds")
 	_, err = normalize(t, "-target", "kind", "-candidate", "+no-keepalive", "-gate-fresh")
 	assert.EqualError(t, err, "-gate-fresh: the local target only (-target=kind): a cluster's pods are not redeployed between rounds")
+	fs := flag.NewFlagSet("meshbench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	suite.RegisterFlags(fs)
+	assert.EqualError(t, fs.Parse([]string{"-gate-fresh=maybe"}), `invalid boolean value "maybe" for -gate-fresh: want true or false`)
 }
