@@ -8,6 +8,7 @@
 #   hack/gate-rates.sh caddy+access-log 10          # a real, modest regression: how often it fails
 #   MODE=duet hack/gate-rates.sh caddy 20           # the same, with both arms at once (-gate-mode=duet)
 #   MODE=both hack/gate-rates.sh caddy 20           # both modes side by side: N gates of each, interleaved
+#   MODE=duet hack/wander.sh hack/gate-rates.sh caddy 20   # on an emulated bad day: the machine's cores wander 1-2
 #
 # MODE is sequential (the default), duet, open-duet or both. With both, run i is one
 # gate of each mode, sequential first in odd runs and duet first in even
