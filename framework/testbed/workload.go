@@ -305,7 +305,7 @@ type Spec struct {
 	// costs CPU: a run that takes one measures the profiler too.
 	CPUProfile bool `json:"-"`
 	// Fresh asks the target to start the arm's processes afresh before
-	// the window (a gate's -gate-fresh), so that no placement, memory
+	// the window (the suite asks it for a gate's arms), so that no placement, memory
 	// layout or connection state the arm got at start lasts a whole run:
 	// an offset between the arms then varies from pair to pair, where the
 	// gate's interval covers it. Only the local target does; the suite
