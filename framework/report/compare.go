@@ -296,11 +296,7 @@ func armStats(rs []Record) ArmStats {
 		}
 		if !r.CPUValid() {
 			a.CPUInvalid++
-			for _, why := range r.CPUReasons() {
-				if !slices.Contains(a.CPUInvalidKinds, why.Kind) {
-					a.CPUInvalidKinds = append(a.CPUInvalidKinds, why.Kind)
-				}
-			}
+			a.CPUInvalidKinds = addKinds(a.CPUInvalidKinds, r.CPUReasons())
 		}
 		l := r.Load
 		res = l.Options.Resolution
@@ -344,6 +340,16 @@ func armStats(rs []Record) ArmStats {
 		a.MergedHDR = merged
 	}
 	return a
+}
+
+// addKinds appends the kinds of reasons that kinds lacks, each once.
+func addKinds(kinds []validity.Kind, reasons validity.Reasons) []validity.Kind {
+	for _, why := range reasons {
+		if !slices.Contains(kinds, why.Kind) {
+			kinds = append(kinds, why.Kind)
+		}
+	}
+	return kinds
 }
 
 // busiestNode is the CPU utilisation of w's busiest node, percent.

@@ -415,13 +415,8 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (_ *testbed.Run, err e
 	if !ok {
 		return nil, fmt.Errorf("local target: unknown arm %q", s.Arm)
 	}
-	if s.Fresh {
-		if err := ar.refresh(ctx, w.Path); err != nil {
-			return nil, fmt.Errorf("local target: %s %s: %w", s.Arm, w.Path, err)
-		}
-	}
-	if err := t.sup.settle(ctx, t.o.StartTimeout); err != nil {
-		return nil, fmt.Errorf("local target: before the run: %w", err)
+	if err := t.settleFor(ctx, s, w.Path, ar); err != nil {
+		return nil, err
 	}
 	shards := t.shards(s, w, ar)
 	ar.warm.warmOnce(w, shards)
@@ -464,6 +459,20 @@ func (t *Target) Run(ctx context.Context, s testbed.Spec) (_ *testbed.Run, err e
 	run.Invalid = append(run.Invalid, checkProto(w.Protocol, run.Edges)...)
 	testbed.Judge(run, float64(runtime.GOMAXPROCS(0))*1000)
 	return run, nil
+}
+
+// settleFor waits until every process runs and listens, after starting the
+// arm's on path afresh when the spec asks (Spec.Fresh).
+func (t *Target) settleFor(ctx context.Context, s testbed.Spec, path testbed.Path, ar *arm) error {
+	if s.Fresh {
+		if err := ar.refresh(ctx, path); err != nil {
+			return fmt.Errorf("local target: %s %s: %w", s.Arm, path, err)
+		}
+	}
+	if err := t.sup.settle(ctx, t.o.StartTimeout); err != nil {
+		return fmt.Errorf("local target: before the run: %w", err)
+	}
+	return nil
 }
 
 // refresh starts afresh every process of the arm on path, its sidecars
