@@ -267,6 +267,9 @@ func (p *process) waitListening(ctx context.Context, timeout time.Duration, addr
 			}
 			select {
 			case <-exited:
+				if p.askedToStop(exited) {
+					return errAskedToStop
+				}
 				return fmt.Errorf("%s exited before listening on %s (%v); last log lines:\n%s", p.name, addr, p.exitErr(), p.tail(15))
 			case <-ctx.Done():
 				return fmt.Errorf("%s not listening on %s after %v: %w; last log lines:\n%s", p.name, addr, timeout, ctx.Err(), p.tail(15))
@@ -295,6 +298,22 @@ func (s *supervisor) settle(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for _, p := range procs {
+		if err := p.ready(ctx, timeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errAskedToStop is waitListening's when the incarnation it waited for
+// exited because a restart asked it to: the next one is to be waited for.
+var errAskedToStop = errors.New("asked to stop")
+
+// ready waits until p's current incarnation runs and listens. An
+// incarnation a restart or a refresh stops meanwhile (in a duet, the
+// other arm starting its processes afresh) is waited past, to the next.
+func (p *process) ready(ctx context.Context, timeout time.Duration) error {
+	for {
 		if err := p.awaitStopped(ctx); err != nil {
 			return err
 		}
@@ -305,11 +324,18 @@ func (s *supervisor) settle(ctx context.Context, timeout time.Duration) error {
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		if err := p.waitListening(ctx, timeout, p.addrs...); err != nil {
+		if err := p.waitListening(ctx, timeout, p.addrs...); !errors.Is(err, errAskedToStop) {
 			return err
 		}
 	}
-	return nil
+}
+
+// askedToStop says whether a restart asked the incarnation whose exit is
+// exited to stop.
+func (p *process) askedToStop(exited <-chan struct{}) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped == exited
 }
 
 // awaitStopped waits until the incarnation a restart asked to stop has
