@@ -296,7 +296,9 @@ func armStats(rs []Record) ArmStats {
 		}
 		if !r.CPUValid() {
 			a.CPUInvalid++
-			a.CPUInvalidKinds = addKinds(a.CPUInvalidKinds, r.CPUReasons())
+			for _, why := range r.CPUReasons() {
+				a.CPUInvalidKinds = addKinds(a.CPUInvalidKinds, why.Kind)
+			}
 		}
 		l := r.Load
 		res = l.Options.Resolution
@@ -342,11 +344,11 @@ func armStats(rs []Record) ArmStats {
 	return a
 }
 
-// addKinds appends the kinds of reasons that kinds lacks, each once.
-func addKinds(kinds []validity.Kind, reasons validity.Reasons) []validity.Kind {
-	for _, why := range reasons {
-		if !slices.Contains(kinds, why.Kind) {
-			kinds = append(kinds, why.Kind)
+// addKinds appends the kinds of more that kinds lacks, each once.
+func addKinds(kinds []validity.Kind, more ...validity.Kind) []validity.Kind {
+	for _, k := range more {
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
 		}
 	}
 	return kinds

@@ -43,11 +43,7 @@ func CPULegend(cs []Comparison) string {
 	for _, c := range cs {
 		n += c.Baseline.CPUInvalid + c.Meshed.CPUInvalid
 		runs += c.Baseline.Repeats + c.Meshed.Repeats
-		for _, k := range slices.Concat(c.Baseline.CPUInvalidKinds, c.Meshed.CPUInvalidKinds) {
-			if !slices.Contains(kinds, k) {
-				kinds = append(kinds, k)
-			}
-		}
+		kinds = addKinds(kinds, slices.Concat(c.Baseline.CPUInvalidKinds, c.Meshed.CPUInvalidKinds)...)
 	}
 	if n == 0 {
 		return ""
