@@ -64,7 +64,7 @@
 // A gate with the candidate in the run keeps measuring while it is
 // undecided ([Gate.DecideSequential], [Sequential]): after
 // [MinPairsToDecide] pairs, and again after every pair up to a budget
-// (the run's MaxCount, [DefaultMaxPairs]), the way Chromium's Pinpoint adds
+// (the run's MaxCount, [DefaultLocalMaxPairs] or [DefaultMaxPairs]), the way Chromium's Pinpoint adds
 // repeats until it can say same or different. Each look's interval is a
 // repeated confidence interval of a group-sequential plan (Jennison and
 // Turnbull, Group Sequential Methods with Applications to Clinical Trials,

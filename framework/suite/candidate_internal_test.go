@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/arms"
+	"github.com/meshbench/meshbench/framework/gate"
 )
 
 // The gate names its arms as the target runs them: on a cluster the
@@ -170,4 +171,29 @@ func TestCandidateRevisionOfAnotherRelease(t *testing.T) {
 		_, err := normalizeFlags(t, tc.args...)
 		assert.EqualError(t, err, tc.want, tc.args)
 	}
+}
+
+// A gate's budget, when -max-count is not given: 60 pairs a point on the
+// local target, 30 on a cluster, never less than -count, and none without
+// a candidate or with -gate=none; a given -max-count stands.
+func TestDefaultMaxCountIsTheTargets(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		count int
+		want  int
+	}{
+		{[]string{"-candidate", "caddy+access-log"}, 3, gate.DefaultLocalMaxPairs},
+		{[]string{"-candidate", "caddy+access-log"}, 70, 70},
+		{[]string{"-candidate", "caddy+access-log", "-max-count", "12"}, 3, 12},
+		{[]string{"-candidate", "caddy+access-log", "-gate", "none"}, 3, 0},
+		{[]string{"-target", "kind", "-candidate", "meshbench/nginx:2"}, 3, gate.DefaultMaxPairs},
+		{nil, 3, 0},
+	} {
+		cfg, err := normalizeFlags(t, tc.args...)
+		require.NoError(t, err, "%v", tc.args)
+		cfg.defaultMaxCount(tc.count)
+		assert.Equal(t, tc.want, cfg.MaxCount, "%v -count %d", tc.args, tc.count)
+	}
+	assert.Equal(t, 60, gate.DefaultLocalMaxPairs)
+	assert.Equal(t, 30, gate.DefaultMaxPairs)
 }

@@ -380,7 +380,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Gate, "gate", "", "gate fixture for -candidate or -reference (default <module>/fixtures/gates/<target>-<mesh>.yaml if there is one, else <target>.yaml; none: no decision)")
 	fs.StringVar(&c.Reference, "reference", "", "a stored results file (results/<run>.json) to gate this run's meshed arm against, for meshes that cannot run two versions at once; judged with -gate's fixture")
 	fs.BoolVar(&c.StoreReference, "store-reference", false, "measure an upgrade-gate scenario (BenchmarkUpgradeGate) without a candidate, baseline and meshed arms, deciding nothing, with a gate's window and repeats, so that its results file can be a later run's -reference (a mesh release measured before the upgrade)")
-	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate or -reference: add rounds at a point while its gate is undecided, up to this many in all, at least -count (0: with -candidate, 30 (looked at after every round); with -reference, -count only); against a stored reference the rounds add repeats of this run only")
+	fs.IntVar(&c.MaxCount, "max-count", 0, "with -candidate or -reference: add rounds at a point while its gate is undecided, up to this many in all, at least -count (0: with -candidate, 60 on the local target and 30 on a cluster (looked at after every round); with -reference, -count only); against a stored reference the rounds add repeats of this run only")
 	fs.IntVar(&c.SidecarThreads, "sidecar-threads", 0, "worker threads per sidecar; 0 is the proxy's default")
 	fs.StringVar(&c.Mesh, "mesh", "", "kind/remote: the meshed arm's mesh: "+strings.Join(mesh.Names(), ", ")+" (default sidecar on kind; required on remote)")
 	fs.BoolVar(&c.MeshInstall, "mesh-install", false, "kind/remote: install the mesh from its Helm charts when it is missing, and uninstall it at the end")
@@ -452,11 +452,17 @@ func (c *Config) CheckMaxCount(count int) error {
 }
 
 // defaultMaxCount sets -max-count, when not given, for a gate with a
-// candidate in the run: gate.DefaultMaxPairs, or -count when that is more.
+// candidate in the run: gate.DefaultLocalMaxPairs on the local target,
+// gate.DefaultMaxPairs on a cluster, or -count when that is more.
 func (c *Config) defaultMaxCount(count int) {
-	if c.MaxCount == 0 && c.Candidate != "" && c.Gate != "none" {
-		c.MaxCount = max(gate.DefaultMaxPairs, count)
+	if c.MaxCount != 0 || c.Candidate == "" || c.Gate == "none" {
+		return
 	}
+	budget := gate.DefaultMaxPairs
+	if c.Target == "local" {
+		budget = gate.DefaultLocalMaxPairs
+	}
+	c.MaxCount = max(budget, count)
 }
 
 // checkReference checks -reference and -store-reference against the other

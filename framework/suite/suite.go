@@ -158,7 +158,8 @@ func (s *Suite) logf(format string, args ...any) {
 // what benchstat asks for before it gives an interval. A gate with a
 // candidate in the run starts from gate.MinPairsToDecide rounds
 // (Config.DefaultRepeats, 3) and adds rounds while it is undecided, up to
-// -max-count (gate.DefaultMaxPairs).
+// -max-count (gate.DefaultLocalMaxPairs locally, gate.DefaultMaxPairs on a
+// cluster).
 const GateRepeats = 6
 
 // defaultRepeats sets -count to Config.DefaultRepeats (GateRepeats for a

@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${REPO_ROOT}"
 
 ref=${REFERENCE:-} cand=${CANDIDATE:-}
-max_count=${MAX_COUNT:-30}
+max_count=${MAX_COUNT:-60}
 [ -n "${ref}" ] || bad_input reference "" "empty"
 [ -n "${cand}" ] || bad_input candidate "" "empty"
 check_positive_int max-count "${max_count}"

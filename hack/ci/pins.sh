@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 changed="${work}/changed"
 
-max_count=${INPUT_MAX_COUNT:-30}
+max_count=${INPUT_MAX_COUNT:-60}
 inconclusive=${INPUT_INCONCLUSIVE:-fail}
 if [ "${EVENT:?EVENT: the event that started the workflow}" != pull_request ]; then
 	check_positive_int max-count "${max_count}"

@@ -273,7 +273,7 @@ func TestPinsOfTwoCommits(t *testing.T) {
 	assert.Equal(t, "local "+ref+" caddy@v2.99.0\nkind-sidecar nginx@"+string(suite[1])+" nginx@meshbench-test\n", r.out[strings.Index(r.out, "local "):])
 	assert.Equal(t, "local=yes\nlocal-reference="+ref+"\nlocal-candidate=caddy@v2.99.0\n"+
 		`kind=[{"pin":"kind-sidecar","reference":"nginx@`+string(suite[1])+`","candidate":"nginx@meshbench-test"}]`+"\n"+
-		"max-count=30\ninconclusive=fail\n", r.output)
+		"max-count=60\ninconclusive=fail\n", r.output)
 	assert.Contains(t, r.summary, "| local | "+ref+" | caddy@v2.99.0 |\n| kind-sidecar | nginx@"+string(suite[1])+" | nginx@meshbench-test |\n")
 	assert.NotContains(t, git(t, repo, "worktree", "list"), "base", "the base's worktree is removed")
 
