@@ -84,6 +84,13 @@ func TestErrorRateWhenAddingPairs(t *testing.T) {
 // of each outcome and the mean pairs used.
 func sequentialRate(t *testing.T, truth, sd float64, q Sequential, trials int) (map[Outcome]float64, float64) {
 	t.Helper()
+	return simulateSequential(t, truth, sd, q, trials, false)
+}
+
+// simulateSequential is sequentialRate, and with futile it also stops a
+// trial when its outlook is futile, as the suite's gate loop does.
+func simulateSequential(t *testing.T, truth, sd float64, q Sequential, trials int, futile bool) (map[Outcome]float64, float64) {
+	t.Helper()
 	g := testGate(t)
 	rng := rand.New(rand.NewPCG(13, 17))
 	counts := map[Outcome]int{}
@@ -98,7 +105,7 @@ func sequentialRate(t *testing.T, truth, sd float64, q Sequential, trials int) (
 			}
 			v, err := g.DecideSequential([]Measurement{m}, q)
 			require.NoError(t, err)
-			if v.Outcome != Inconclusive || len(m.Reference) == q.Max {
+			if v.Outcome != Inconclusive || (futile && v.Futile()) || len(m.Reference) == q.Max {
 				counts[v.Outcome]++
 				break
 			}
