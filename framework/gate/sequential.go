@@ -22,7 +22,7 @@ const DefaultMaxPairs = 30
 // duet pair takes about 4.5 s (at most about 4.5 minutes a point). It is
 // larger than a cluster's because the open-loop p99's pairs are noisy: an
 // A/A p99 against its 15 % limit at the per-pair SD of 16 % measured on an
-// emulated bad day (docs/gate.md, "A noisy day, emulated") passes 87 % of
+// emulated bad day (docs/gate.md, "A noisy day, emulated") passes 86 % of
 // gates within 30 pairs, and 17 of 20 did; within 60 it passes them all
 // but about 1 in 1000 (TestLocalBudgetDecidesANoisyAAGate). The gates
 // that pass or fail early stop as early: the budget is spent only while
