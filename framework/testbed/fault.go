@@ -3,6 +3,7 @@ package testbed
 import (
 	"time"
 
+	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/validity"
 )
 
@@ -43,9 +44,18 @@ func JudgeFault(run *Run, f FaultOutcome, w Words) {
 	if rec.Failed == 0 {
 		run.Warn(validity.FaultNoFailures, "the fault failed no request")
 	}
-	if rec.Recovered < 0 {
+	frac, settled := rec.Settled()
+	switch {
+	case rec.Recovered < 0 && settled:
+		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
+		run.Invalidate(validity.FaultNotRecovered, "no recovery within the window (%v after the fault): the load settled at %.0f%% of the %.0f req/s before it, under the %.0f%% a slower machine could explain; lengthen %s",
+			end.Sub(f.At).Round(time.Millisecond), frac*100, rec.PreRate, load.SettleFloor*100, w.Say(SettingDuration, ""))
+	case rec.Recovered < 0:
 		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
 		run.Invalidate(validity.FaultNotRecovered, "no recovery within the window (%v after the fault); lengthen %s",
 			end.Sub(f.At).Round(time.Millisecond), w.Say(SettingDuration, ""))
+	case settled:
+		run.Warn(validity.FaultSettledLower, "the load settled at %.0f%% of the %.0f req/s before the fault (%.0f req/s over the window's last third), and recovery is judged against that: a machine that slowed down or a restarted proxy that is slower, which this run cannot tell apart",
+			frac*100, rec.PreRate, rec.SettledRate)
 	}
 }

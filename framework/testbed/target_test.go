@@ -102,7 +102,7 @@ func TestJudgeFault(t *testing.T) {
 	assert.Empty(t, run.Warnings)
 	require.NotNil(t, run.Recovery)
 	assert.Equal(t, load.Recovery{At: 200 * time.Millisecond, Failed: 10, PreRate: 100, FirstFailure: 0, FirstSuccess: 200 * time.Millisecond,
-		Recovered: 200 * time.Millisecond}, *run.Recovery)
+		Recovered: 200 * time.Millisecond, SettledRate: 100}, *run.Recovery)
 
 	run = newRun(tl)
 	JudgeFault(run, FaultOutcome{Fired: true, Err: errors.New("exec: no sh")}, nil)
@@ -126,6 +126,24 @@ func TestJudgeFault(t *testing.T) {
 	run = newRun(down)
 	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)}, func(s Setting) string { return "the " + s.Name })
 	assert.Equal(t, validity.Reasons{{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (200ms after the fault); lengthen the Duration"}}, run.Invalid)
+
+	// Settled at 70 % of the rate before the fault: recovered against the
+	// settled rate, and said; at 30 %, under the floor: not recovered.
+	settled := func(ok int64) *load.Timeline {
+		return &load.Timeline{Start: start, Bucket: 100 * time.Millisecond,
+			OK: []int64{10, 10, 0, 0, ok, ok, ok, ok, ok, 1}, Failed: []int64{0, 0, 7, 3, 0, 0, 0, 0, 0, 0},
+			LatencySum: make([]float64, 10), LatencyMax: make([]float64, 10)}
+	}
+	run = newRun(settled(7))
+	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)}, nil)
+	assert.Empty(t, run.Invalid)
+	assert.Equal(t, load.Recovery{At: 200 * time.Millisecond, Failed: 10, PreRate: 100, FirstFailure: 0, FirstSuccess: 200 * time.Millisecond,
+		Recovered: 200 * time.Millisecond, SettledRate: 70}, *run.Recovery)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultSettledLower, Detail: "the load settled at 70% of the 100 req/s before the fault (70 req/s over the window's last third), and recovery is judged against that: a machine that slowed down or a restarted proxy that is slower, which this run cannot tell apart"}}, run.Warnings)
+	run = newRun(settled(3))
+	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)}, nil)
+	assert.Equal(t, validity.Reasons{{Kind: validity.FaultNotRecovered, Detail: "no recovery within the window (800ms after the fault): the load settled at 30% of the 100 req/s before it, under the 50% a slower machine could explain; lengthen Duration"}}, run.Invalid)
+	assert.Equal(t, 30.0, run.Recovery.SettledRate)
 
 	calm := &load.Timeline{Start: start, Bucket: 100 * time.Millisecond, OK: []int64{10, 10, 10, 10}, Failed: make([]int64, 4),
 		LatencySum: make([]float64, 4), LatencyMax: make([]float64, 4)}

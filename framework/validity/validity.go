@@ -111,6 +111,11 @@ const (
 	CPUCoarse Kind = "cpu-coarse"
 	// FaultNoFailures: a fault happened but failed no request.
 	FaultNoFailures Kind = "fault-no-failures"
+	// FaultSettledLower: after a fault the load settled at under 90 % of
+	// its rate before it (but at half of it or more), and its recovery was
+	// judged against the settled rate: a machine that slowed down, or a
+	// restarted proxy that is slower.
+	FaultSettledLower Kind = "fault-settled-lower"
 	// FaultKilled: a fault killed a process or container, or stopped it
 	// for a restart, whose CPU is then not in the run's figures.
 	FaultKilled Kind = "fault-killed"
