@@ -24,6 +24,11 @@ const (
 	// 1000 requests (CPU-ms): the cost of a proxyless mesh, whose data
 	// plane runs inside them.
 	WorkloadCPUPer1kReq Metric = metric.WorkloadCPUPer1kReq
+	// SidecarCPUOverWorkloadCPU is the sidecars' CPU over the apps' and
+	// the loadgen's in the same window (×): the sidecar's cost in units
+	// of the machine's speed then, for a gate whose arms run one after
+	// another on a machine whose speed moves between windows (kind).
+	SidecarCPUOverWorkloadCPU Metric = metric.SidecarCPUOverWorkloadCPU
 	// SidecarRSS is the largest resident memory of any one sidecar under
 	// load (MiB).
 	SidecarRSS Metric = metric.SidecarRSS

@@ -170,6 +170,10 @@ const (
 	// WorkloadCPUPer1kReq is the CPU-ms of the apps and the load
 	// generator per 1000 requests: in a baseline arm, the whole arm's.
 	WorkloadCPUPer1kReq = "workloadCPUPer1kReq"
+	// SidecarCPUOverWorkloadCPU is the sidecars' CPU over the apps' and
+	// the load generator's of the same run and window (×): the sidecar's
+	// cost per request in units of the machine's speed in that window.
+	SidecarCPUOverWorkloadCPU = "sidecarCPUOverWorkloadCPU"
 	// The control plane measured after a meshed run's window
 	// (testbed.ControlPlane): config propagation's p50 and p99 in ms,
 	// and the control plane's CPU (millicores) and RSS (MiB) per

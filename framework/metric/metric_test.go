@@ -49,6 +49,7 @@ func TestRead(t *testing.T) {
 		Load: &load.Result{Requests: 1000, AchievedQPS: 500},
 		Resources: measure.Window{Elapsed: 2 * time.Second, Usage: []measure.Usage{
 			{Role: measure.RoleApp, MilliCores: 200, LoadRSS: 10 << 20},
+			{Role: measure.RoleLoadgen, MilliCores: 50},
 			{Role: measure.RoleSidecar, MilliCores: 300, LoadRSS: 64 << 20},
 			{Role: measure.RoleSidecar, MilliCores: 100, LoadRSS: 48 << 20},
 			{Role: measure.RoleControlPlane, MilliCores: 50},
@@ -59,6 +60,9 @@ func TestRead(t *testing.T) {
 		metric.SidecarCPUPer1kReq: 800, // 400m × 2 s / 1000 req × 1000
 		metric.SidecarRSS:         64,  // the largest one sidecar
 		metric.MeshCores:          0.45,
+		// 400m of sidecars over 250m of app and loadgen
+		metric.SidecarCPUOverWorkloadCPU: 1.6,
+		metric.WorkloadCPUPer1kReq:       500,
 	}
 	for name, v := range want {
 		d, _ := metric.Lookup(name)
@@ -68,8 +72,8 @@ func TestRead(t *testing.T) {
 	}
 
 	// Without sidecars there is no sidecar figure, and it reads as 0.
-	run.Resources.Usage = run.Resources.Usage[:1]
-	for _, name := range []string{metric.SidecarCPUPer1kReq, metric.SidecarRSS} {
+	run.Resources.Usage = run.Resources.Usage[:2]
+	for _, name := range []string{metric.SidecarCPUPer1kReq, metric.SidecarRSS, metric.SidecarCPUOverWorkloadCPU} {
 		d, _ := metric.Lookup(name)
 		got, ok := d.Read(run)
 		assert.False(t, ok, name)

@@ -63,6 +63,14 @@ var table = []Def{
 	// and the loadgen: there it is the mesh's cost per request, which its
 	// gate fixture gates.
 	{Name: WorkloadCPUPer1kReq, Label: "workload CPU per 1k req", Unit: "CPU-ms", Benchstat: "workload-cpu-ms/kreq", Worse: HigherIsWorse, CPU: true, Read: workloadCPUPer1k},
+	// The sidecars' CPU in units of the same window's workload CPU: the
+	// apps and the loadgen run the same binaries in both arms of a gate,
+	// so their CPU per request measures the machine's speed in that
+	// window, and the ratio cancels it. On kind, with the arms one after
+	// another, every role's CPU per request moved together by up to 16 %
+	// from one window to the next; the ratio's per-pair spread was a
+	// quarter of sidecarCPUPer1kReq's (docs/gate.md).
+	{Name: SidecarCPUOverWorkloadCPU, Label: "sidecar CPU over workload CPU", Unit: "×", Benchstat: "sidecar/workload-cpu", Worse: HigherIsWorse, CPU: true, Read: sidecarOverWorkloadCPU},
 	// The control plane, measured after a meshed run's window when asked
 	// (kube.ControlPlaneOptions.Changes): at the run's own pods, then with
 	// the idle pods added (ControlPlaneOptions.ExtraPods). Its CPU
@@ -163,6 +171,14 @@ func workloadCPUPer1k(r *testbed.Run) (float64, bool) {
 	app, okApp := r.Resources.Role(measure.RoleApp)
 	gen, okGen := r.Resources.Role(measure.RoleLoadgen)
 	return r.CPUPer1k(app.MilliCores + gen.MilliCores), (okApp || okGen) && r.Load.Requests > 0
+}
+
+// sidecarOverWorkloadCPU is the sidecars' CPU over the apps' and the
+// loadgen's in the same window; a run without either has none.
+func sidecarOverWorkloadCPU(r *testbed.Run) (float64, bool) {
+	sc, okSc := sidecarCPUPer1k(r)
+	w, okW := workloadCPUPer1k(r)
+	return sc / max(w, 1e-12), okSc && okW && w > 0
 }
 
 // sidecarRSS is the largest resident memory of any one sidecar under load.

@@ -236,8 +236,9 @@ func (s *Suite) kubeOptions(c *Config, logf func(string, ...any)) (kube.Options,
 			ResponseSize: c.ResponseSize,
 			Protocol:     backendProtocol(c.Protocol),
 		},
-		Logf:  logf,
-		Words: flagWords,
+		SidecarWorkers: c.SidecarThreads,
+		Logf:           logf,
+		Words:          flagWords,
 	}
 	if s.loadLog != nil {
 		// The loadgen pods' logs of a run that failed requests, counted

@@ -288,10 +288,12 @@ func sampleOf(runs [][2]report.Record, met gate.Metric, overhead bool) []float64
 // repeat: latency and throughput meshed/baseline; sidecar CPU per 1k
 // requests over the baseline app's CPU per 1k requests (the baseline has
 // no sidecar; a slower or busier machine costs both more per request);
-// sidecar RSS as it is (memory does not drift with the machine's speed).
+// sidecar RSS as it is (memory does not drift with the machine's speed),
+// and the sidecar CPU over the workload's, which is already in units of
+// the machine's speed in its own window.
 func overheadValue(meshed, baseline report.Record, m gate.Metric) float64 {
 	switch m {
-	case gate.SidecarRSS:
+	case gate.SidecarRSS, gate.SidecarCPUOverWorkloadCPU:
 		return gateValue(meshed, m)
 	case gate.SidecarCPUPer1kReq:
 		app, _ := baseline.Resources.Role(measure.RoleApp)

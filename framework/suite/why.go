@@ -72,7 +72,7 @@ func (s *Suite) failedOnCPU(runs map[testbed.Arm][]report.Record) (gate.Decision
 		return gate.Decision{}, false
 	}
 	for _, d := range v.Decisions {
-		if d.Metric == gate.SidecarCPUPer1kReq && d.Outcome == gate.Fail {
+		if (d.Metric == gate.SidecarCPUPer1kReq || d.Metric == gate.SidecarCPUOverWorkloadCPU) && d.Outcome == gate.Fail {
 			return d, true
 		}
 	}

@@ -350,7 +350,11 @@ func (t *Target) newArms() error {
 		return nil
 	}
 	var err error
-	if t.sidecar, err = newSidecar(sp, t.o.Workloads.NginxWorkers); err != nil {
+	workers := t.o.Workloads.NginxWorkers
+	if t.o.SidecarWorkers > 0 {
+		workers = t.o.SidecarWorkers
+	}
+	if t.sidecar, err = newSidecar(sp, workers); err != nil {
 		return err
 	}
 	t.sidecar.Permissive = true

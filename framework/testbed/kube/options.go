@@ -127,6 +127,10 @@ type Options struct {
 	// manifests.GRPC the backend serves gRPC and runs are one-hop grpc
 	// only (grpc.go).
 	Workloads manifests.Params
+	// SidecarWorkers is the sidecar's nginx worker_processes on a
+	// -mesh=sidecar cluster (-sidecar-threads); 0 is Workloads'
+	// NginxWorkers (auto: one per node CPU).
+	SidecarWorkers int
 	// NamespacePrefix starts every namespace name. Default "meshbench".
 	NamespacePrefix string
 	// ReadyTimeout bounds the wait for the workloads. Default 5m.
