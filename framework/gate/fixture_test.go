@@ -88,14 +88,15 @@ func TestShippedFixturesParse(t *testing.T) {
 	}
 	// Locally the arms run at once (duet), and the sidecar's CPU per
 	// request is gated as it is; on kind they run one after another, and
-	// it is gated in units of the same window's workload CPU.
-	for target, cpu := range map[string]Metric{"local": SidecarCPUPer1kReq, "kind": SidecarCPUOverWorkloadCPU} {
+	// at a fixed rate it is gated in units of the same window's workload
+	// CPU.
+	for target, open := range map[string]Metric{"local": SidecarCPUPer1kReq, "kind": SidecarCPUOverWorkloadCPU} {
 		g, err := Load(repoFile(t, "fixtures/gates/"+target+".yaml"))
 		require.NoError(t, err, target)
 		require.NoError(t, g.CheckTarget(target))
 		require.NoError(t, g.Check(scenarios), target)
-		assert.ElementsMatch(t, []Metric{cpu, SidecarRSS, Throughput}, g.Gated(scenarios[0]), target)
-		assert.ElementsMatch(t, []Metric{P99, cpu, SidecarRSS}, g.Gated(scenarios[1]), target)
+		assert.ElementsMatch(t, []Metric{SidecarCPUPer1kReq, SidecarRSS, Throughput}, g.Gated(scenarios[0]), target)
+		assert.ElementsMatch(t, []Metric{P99, open, SidecarRSS}, g.Gated(scenarios[1]), target)
 	}
 }
 

@@ -27,7 +27,9 @@ const (
 	// SidecarCPUOverWorkloadCPU is the sidecars' CPU over the apps' and
 	// the loadgen's in the same window (×): the sidecar's cost in units
 	// of the machine's speed then, for a gate whose arms run one after
-	// another on a machine whose speed moves between windows (kind).
+	// another on a machine whose speed moves between windows (kind). Gate
+	// it at a fixed rate only: at maximum rate the workload's CPU per
+	// request moves with the rate the arm reached.
 	SidecarCPUOverWorkloadCPU Metric = metric.SidecarCPUOverWorkloadCPU
 	// SidecarRSS is the largest resident memory of any one sidecar under
 	// load (MiB).

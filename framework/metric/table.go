@@ -65,11 +65,14 @@ var table = []Def{
 	{Name: WorkloadCPUPer1kReq, Label: "workload CPU per 1k req", Unit: "CPU-ms", Benchstat: "workload-cpu-ms/kreq", Worse: HigherIsWorse, CPU: true, Read: workloadCPUPer1k},
 	// The sidecars' CPU in units of the same window's workload CPU: the
 	// apps and the loadgen run the same binaries in both arms of a gate,
-	// so their CPU per request measures the machine's speed in that
-	// window, and the ratio cancels it. On kind, with the arms one after
-	// another, every role's CPU per request moved together by up to 16 %
-	// from one window to the next; the ratio's per-pair spread was a
-	// quarter of sidecarCPUPer1kReq's (docs/gate.md).
+	// so at a fixed rate their CPU per request measures the machine's
+	// speed in that window, and the ratio cancels it. On kind, with the
+	// arms one after another, every role's CPU per request moved
+	// together by up to 16 % from one window to the next; the ratio's
+	// per-pair spread was a fifth to a quarter of sidecarCPUPer1kReq's.
+	// Not at maximum rate: there the workload's CPU per request moves
+	// with the rate its arm reached, and hides part of a slower sidecar's
+	// cost (×1.11 with an access log, locally). docs/gate.md.
 	{Name: SidecarCPUOverWorkloadCPU, Label: "sidecar CPU over workload CPU", Unit: "×", Benchstat: "sidecar/workload-cpu", Worse: HigherIsWorse, CPU: true, Read: sidecarOverWorkloadCPU},
 	// The control plane, measured after a meshed run's window when asked
 	// (kube.ControlPlaneOptions.Changes): at the run's own pods, then with

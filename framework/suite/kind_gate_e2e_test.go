@@ -81,14 +81,14 @@ func TestKindCandidateGateE2E(t *testing.T) {
 		assert.Equal(t, gate.Fail, v.Outcome)
 		var cpu *gate.Decision
 		for i, d := range v.Decisions {
-			if d.Metric == gate.SidecarCPUOverWorkloadCPU {
+			if d.Metric == gate.SidecarCPUPer1kReq {
 				cpu = &v.Decisions[i]
 			}
 		}
-		require.NotNil(t, cpu, "sidecar CPU over workload CPU was gated")
+		require.NotNil(t, cpu, "sidecar CPU per 1k requests was gated")
 		assert.Equal(t, gate.Fail, cpu.Outcome, cpu.Reason)
 		assert.Greater(t, cpu.Interval.Lo, cpu.Limit, "the whole interval is beyond the limit")
-		assert.Contains(t, cpu.Reason, "too high sidecar CPU over workload CPU: candidate/reference")
+		assert.Contains(t, cpu.Reason, "too high sidecar CPU per 1k req: candidate/reference")
 	})
 	// The same cluster, reached through its kubeconfig with the CPU from
 	// the kubelets (issue 18).

@@ -21,6 +21,9 @@ func TestLoadConfigRepoFile(t *testing.T) {
 	if !cfg.Networking.DisableDefaultCNI {
 		t.Error("disableDefaultCNI: got false, want true")
 	}
+	if len(cfg.ContainerdConfigPatches) != 1 || !strings.Contains(cfg.ContainerdConfigPatches[0], `stats_collect_period = "10s"`) {
+		t.Errorf("containerd patches: got %q, want the 10 s stats period", cfg.ContainerdConfigPatches)
+	}
 	if cfg.Networking.PodSubnet != "10.244.0.0/16" {
 		t.Errorf("podSubnet: got %q, want the kind default 10.244.0.0/16", cfg.Networking.PodSubnet)
 	}
@@ -38,6 +41,9 @@ func TestLoadConfigDefault(t *testing.T) {
 	if want := []string{"control-plane", "worker", "worker"}; !reflect.DeepEqual(roles, want) {
 		t.Errorf("roles: got %v, want %v", roles, want)
 	}
+	if want := []string{"[plugins.\"io.containerd.cri.v1.runtime\"]\n  stats_collect_period = \"10s\""}; !reflect.DeepEqual(cfg.ContainerdConfigPatches, want) {
+		t.Errorf("containerd patches: got %q, want %q", cfg.ContainerdConfigPatches, want)
+	}
 }
 
 func TestLoadConfigRejectsUnknownKey(t *testing.T) {
@@ -52,10 +58,11 @@ func TestApplyQuirks(t *testing.T) {
 		q                   Quirks
 		containerd, kubeadm int
 	}{
-		{Quirks{}, 0, 0},
-		{Quirks{CgroupV1: true}, 0, 1},
-		{Quirks{NoSysResource: true}, 1, 0},
-		{Quirks{CgroupV1: true, NoSysResource: true}, 1, 1},
+		// the default config's own containerd patch, plus the host's
+		{Quirks{}, 1, 0},
+		{Quirks{CgroupV1: true}, 1, 1},
+		{Quirks{NoSysResource: true}, 2, 0},
+		{Quirks{CgroupV1: true, NoSysResource: true}, 2, 1},
 	} {
 		cfg, err := loadConfig("")
 		if err != nil {
@@ -68,8 +75,8 @@ func TestApplyQuirks(t *testing.T) {
 		if got := len(cfg.KubeadmConfigPatches); got != tc.kubeadm {
 			t.Errorf("%v: kubeadm patches: got %d, want %d", tc.q, got, tc.kubeadm)
 		}
-		if tc.containerd > 0 && !strings.Contains(cfg.ContainerdConfigPatches[0], "restrict_oom_score_adj = true") {
-			t.Errorf("containerd patch: %q", cfg.ContainerdConfigPatches[0])
+		if last := cfg.ContainerdConfigPatches[len(cfg.ContainerdConfigPatches)-1]; tc.q.NoSysResource && !strings.Contains(last, "restrict_oom_score_adj = true") {
+			t.Errorf("containerd patch: %q", last)
 		}
 		if tc.kubeadm > 0 && !strings.Contains(cfg.KubeadmConfigPatches[0], "failCgroupV1: false") {
 			t.Errorf("kubeadm patch: %q", cfg.KubeadmConfigPatches[0])
