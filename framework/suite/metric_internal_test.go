@@ -67,7 +67,7 @@ func TestEveryMetricReachesItsConsumers(t *testing.T) {
 	}
 	assert.Equal(t, []string{metric.MeshCores}, noLine, "no benchmark line")
 	assert.Equal(t, []string{metric.MeshCores}, notGated, "not gated")
-	assert.Equal(t, []string{metric.P90, metric.P999, metric.WorkloadCPUPer1kReq}, noLimit, "no threshold")
+	assert.Equal(t, []string{metric.P90, metric.P999, metric.WorkloadCPUPer1kReq, metric.SidecarCPUOverWorkloadCPU}, noLimit, "no threshold")
 	assert.Len(t, obs.Values, len(metric.Limits()), "the report has no figure outside the table")
 }
 

@@ -46,7 +46,7 @@ func JudgeFault(run *Run, f FaultOutcome, w Words) {
 	}
 	frac, settled := rec.Settled()
 	switch {
-	case rec.Recovered < 0 && settled:
+	case rec.Recovered < 0 && settled && frac < load.SettleFloor:
 		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
 		run.Invalidate(validity.FaultNotRecovered, "no recovery within the window (%v after the fault): the load settled at %.0f%% of the %.0f req/s before it, under the %.0f%% a slower machine could explain; lengthen %s",
 			end.Sub(f.At).Round(time.Millisecond), frac*100, rec.PreRate, load.SettleFloor*100, w.Say(SettingDuration, ""))

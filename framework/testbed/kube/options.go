@@ -127,9 +127,9 @@ type Options struct {
 	// manifests.GRPC the backend serves gRPC and runs are one-hop grpc
 	// only (grpc.go).
 	Workloads manifests.Params
-	// SidecarWorkers is the sidecar's nginx worker_processes on a
-	// -mesh=sidecar cluster (-sidecar-threads); 0 is Workloads'
-	// NginxWorkers (auto: one per node CPU).
+	// SidecarWorkers is the nginx worker_processes of the sidecars this
+	// repository deploys (the bring-your-own sidecar mesh); 0 is
+	// Workloads' NginxWorkers (auto: one per node CPU).
 	SidecarWorkers int
 	// NamespacePrefix starts every namespace name. Default "meshbench".
 	NamespacePrefix string
