@@ -192,6 +192,16 @@ func (r Recovery) Settled() (float64, bool) {
 	return f, f < 1-RecoveryTolerance
 }
 
+// JudgedRate is the rate the recovery is judged against: the lower of
+// PreRate and SettledRate, or PreRate when the load settled below
+// SettleFloor of it.
+func (r Recovery) JudgedRate() float64 {
+	if r.SettledRate >= SettleFloor*r.PreRate {
+		return min(r.PreRate, r.SettledRate)
+	}
+	return r.PreRate
+}
+
 // Recovery judges a fault that happened at `at` (an instant within the
 // timeline).
 func (t *Timeline) Recovery(at time.Time) Recovery {
@@ -209,12 +219,8 @@ func (t *Timeline) Recovery(at time.Time) Recovery {
 		r.FirstSuccess = since(fsb)
 		r.SettledRate = t.settledRate(fsb)
 	}
-	judged := r.PreRate
-	if r.SettledRate >= SettleFloor*r.PreRate {
-		judged = min(r.PreRate, r.SettledRate)
-	}
 	hold := max(1, int(RecoveryWindow/t.Bucket))
-	need := judged * (1 - RecoveryTolerance) * float64(hold) * t.Bucket.Seconds()
+	need := r.JudgedRate() * (1 - RecoveryTolerance) * float64(hold) * t.Bucket.Seconds()
 	var lat float64
 	var n int64
 	for b := fb; b < len(t.OK); b++ {
@@ -298,7 +304,7 @@ func (r Recovery) String() string {
 		return d.Round(time.Millisecond).String()
 	}
 	against := fmt.Sprintf("%.0f req/s", math.Round(r.PreRate))
-	if f, ok := r.Settled(); ok && f >= SettleFloor {
+	if f, _ := r.Settled(); r.JudgedRate() < r.PreRate {
 		against = fmt.Sprintf("%.0f req/s, where the load settled, %.0f%% of the %.0f before", math.Round(r.SettledRate), f*100, math.Round(r.PreRate))
 	}
 	return fmt.Sprintf("%d failed requests; first failure after %s, first success after %s, recovered (within %.0f%% of %s) after %s; latency meanwhile mean %v max %v",

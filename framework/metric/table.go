@@ -181,7 +181,10 @@ func workloadCPUPer1k(r *testbed.Run) (float64, bool) {
 func sidecarOverWorkloadCPU(r *testbed.Run) (float64, bool) {
 	sc, okSc := sidecarCPUPer1k(r)
 	w, okW := workloadCPUPer1k(r)
-	return sc / max(w, 1e-12), okSc && okW && w > 0
+	if !okSc || !okW || w <= 0 {
+		return 0, false
+	}
+	return sc / w, true
 }
 
 // sidecarRSS is the largest resident memory of any one sidecar under load.

@@ -45,13 +45,12 @@ func JudgeFault(run *Run, f FaultOutcome, w Words) {
 		run.Warn(validity.FaultNoFailures, "the fault failed no request")
 	}
 	frac, settled := rec.Settled()
+	end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
 	switch {
 	case rec.Recovered < 0 && settled && frac < load.SettleFloor:
-		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
 		run.Invalidate(validity.FaultNotRecovered, "no recovery within the window (%v after the fault): the load settled at %.0f%% of the %.0f req/s before it, under the %.0f%% a slower machine could explain; lengthen %s",
 			end.Sub(f.At).Round(time.Millisecond), frac*100, rec.PreRate, load.SettleFloor*100, w.Say(SettingDuration, ""))
 	case rec.Recovered < 0:
-		end := tl.Start.Add(time.Duration(len(tl.OK)) * tl.Bucket)
 		run.Invalidate(validity.FaultNotRecovered, "no recovery within the window (%v after the fault); lengthen %s",
 			end.Sub(f.At).Round(time.Millisecond), w.Say(SettingDuration, ""))
 	case settled:

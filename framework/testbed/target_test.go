@@ -139,6 +139,8 @@ func TestJudgeFault(t *testing.T) {
 	assert.Empty(t, run.Invalid)
 	assert.Equal(t, load.Recovery{At: 200 * time.Millisecond, Failed: 10, PreRate: 100, FirstFailure: 0, FirstSuccess: 200 * time.Millisecond,
 		Recovered: 200 * time.Millisecond, SettledRate: 70}, *run.Recovery)
+	assert.Equal(t, "10 failed requests; first failure after 0s, first success after 200ms, recovered (within 10% of 70 req/s, where the load settled, 70% of the 100 before) after 200ms; latency meanwhile mean 0s max 0s",
+		run.Recovery.String())
 	assert.Equal(t, validity.Reasons{{Kind: validity.FaultSettledLower, Detail: "the load settled at 70% of the 100 req/s before the fault (70 req/s over the window's last third), and recovery is judged against that: a machine that slowed down or a restarted proxy that is slower, which this run cannot tell apart"}}, run.Warnings)
 	run = newRun(settled(3))
 	JudgeFault(run, FaultOutcome{Fired: true, At: start.Add(200 * time.Millisecond)}, nil)
