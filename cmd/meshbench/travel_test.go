@@ -245,13 +245,17 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 // TestLocalFixtureOnOtherMachines judges the main jobs recorded beside the
 // calibration (fixtures/thresholds/judged/): two quiet ones of 2026-12-03,
 // a slower day on another processor, one pinned to one core (taskset -c
-// 0), and one of 2026-12-07 capped at 1.25 of the 2 cores by a CPU quota. The relative
+// 0), one of 2026-12-07 capped at 1.25 of the 2 cores by a CPU quota, and
+// three quiet ones of 2026-12-07 on an AMD EPYC, a faster machine (whose
+// ladder windows hold 4000 requests; docs/measurements.md). The relative
 // limits breach a few points of them, the absolute limits of the same
-// calibration many times more: the breaches per run, in file order.
+// calibration many times more on the slower ones (on the faster AMD both
+// breach only TwoHop/c=4's p99 increase, a relative limit in both): the
+// breaches per run, in file order.
 func TestLocalFixtureOnOtherMachines(t *testing.T) {
 	files, err := filepath.Glob("../../fixtures/thresholds/judged/*-local*.json.gz")
 	require.NoError(t, err)
-	require.Len(t, files, 4)
+	require.Len(t, files, 7)
 	others, err := report.Open(files...)
 	require.NoError(t, err)
 	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
@@ -264,10 +268,51 @@ func TestLocalFixtureOnOtherMachines(t *testing.T) {
 	// limits 28, 32 and 60 of the first three.) The absolute limits are
 	// calibrated without 2026-12-02's CPU read in too few ticks, and judge
 	// no such CPU of 2026-12-03's runs (cpu-coarse).
-	relative, absolute := []int{0, 0, 14, 37}, []int{22, 20, 58, 40}
+	relative, absolute := []int{0, 0, 14, 37, 0, 0, 1}, []int{22, 20, 58, 40, 0, 0, 1}
 	for i, in := range others {
 		name := filepath.Base(in.File)
 		assert.Len(t, judge(th, in.File, in.Results.Records, io.Discard).verdict.Breaches, relative[i], name)
 		assert.Len(t, judge(abs, in.File, in.Results.Records, io.Discard).verdict.Breaches, absolute[i], name)
+	}
+}
+
+// TestLocalFixtureTeethOnAnotherCPU measures how far the fixture's teeth
+// carry to the AMD EPYC's three quiet main jobs: the points where each
+// required regression stays within a limit or is undecided (its whole
+// interval not beyond), per run in file order. On this CPU the sidecar
+// costs about ×0.7 of what it does on the calibration machine against
+// the same run's baseline, so a doubling there lands near the limits;
+// the fixture says to calibrate on the machine you gate on.
+func TestLocalFixtureTeethOnAnotherCPU(t *testing.T) {
+	files, err := filepath.Glob("../../fixtures/thresholds/judged/*-local-amd.json.gz")
+	require.NoError(t, err)
+	require.Len(t, files, 3)
+	ins, err := report.Open(files...)
+	require.NoError(t, err)
+	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
+	require.NoError(t, err)
+	want := map[string][]int{
+		"sidecar CPU per request ×2": {12, 14, 15},
+		"meshed p99 ×2":              {8, 11, 8},
+		"meshed throughput ×0.5":     {9, 10, 10},
+	}
+	for i, in := range ins {
+		for _, r := range regressions {
+			j := judged(t, th, in, speeds[0], r.change)
+			caught := map[string]bool{}
+			for _, b := range j.verdict.Breaches {
+				if slices.Contains(r.caughtBy, b.Metric) {
+					caught[b.Scenario] = true
+				}
+			}
+			missed := 0
+			for _, o := range j.obs {
+				if !caught[o.Scenario] && (o.PastKnee == "" || !verdict.IsLatency(r.caughtBy[0])) {
+					missed++
+				}
+			}
+			assert.Len(t, j.obs, 30)
+			assert.Equal(t, want[r.name][i], missed, "%s, %s", filepath.Base(in.File), r.name)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	fstats "fortio.org/fortio/stats"
 
@@ -113,6 +114,10 @@ type ArmStats struct {
 	Merged *fstats.HistogramData `json:"merged,omitempty"`
 	// QPS is the achieved rate, req/s, summarised over repeats.
 	QPS stats.Summary `json:"qps"`
+	// Window is the shortest measured window of the repeats, as asked
+	// (load.Options.Duration): a calibration knows from it which runs
+	// measured a point in shorter windows than others.
+	Window time.Duration `json:"windowNs,omitzero"`
 	// Errors is the failed requests summed over the repeats, a count.
 	Errors int64 `json:"errors"`
 	// MergedHDR is every repeat's HDR histograms merged, when every repeat
@@ -302,6 +307,9 @@ func armStats(rs []Record) ArmStats {
 		}
 		l := r.Load
 		res = l.Options.Resolution
+		if a.Window == 0 || l.Options.Duration < a.Window {
+			a.Window = l.Options.Duration
+		}
 		hs = append(hs, l.Latency)
 		p50 = append(p50, l.Percentile(50)*1e3)
 		p90 = append(p90, l.Percentile(90)*1e3)
@@ -377,6 +385,7 @@ func (c Comparison) Observation() verdict.Observation {
 	maps.Copy(o.Values, c.limits)
 	o.Unjudged = c.unjudged()
 	o.PastKnee = c.Beyond
+	o.Window = c.Meshed.Window
 	return o
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"flag"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -152,6 +153,34 @@ func (s *Suite) scenarioRuns(sc Scenario, arms int) int {
 	return n
 }
 
+// scenarioLonger is the time sc's MinRequests adds to its sweep beyond
+// windows of w: what each run whose rate needs a longer window runs more.
+func (s *Suite) scenarioLonger(sc Scenario, arms int, w time.Duration) time.Duration {
+	if len(sc.Axes) > 0 {
+		var more time.Duration
+		for _, v := range sc.Axes[0].Values {
+			more += s.scenarioLonger(sc.at(v), arms, w)
+		}
+		return more
+	}
+	_, conc := s.concurrency(sc.withShorthands())
+	var more time.Duration
+	for _, c := range conc {
+		more += time.Duration(arms*s.reps()) * max(0, sc.enough(s.rate(sc, c))-w)
+	}
+	return more
+}
+
+// rate is the open-loop rate sc's runs at c ask for, req/s; 0 in closed
+// loop.
+func (s *Suite) rate(sc Scenario, c int) float64 {
+	win := s.Config.window(c)
+	if sc.Window != nil {
+		sc.Window(&win)
+	}
+	return win.QPS
+}
+
 // runOverhead is the time a run takes beside its window: the warm-up (or a
 // flow's ramp) and about 0.3 s of setting up and reading counters.
 func (s *Suite) runOverhead(sc Scenario) time.Duration {
@@ -186,7 +215,7 @@ func (s *Suite) planScenario(b *testing.B, sc Scenario, tg testbed.Target) Scena
 	}
 	// the benchmarks after this one keep a point each at its shortest
 	after := time.Duration(len(s.plan.benches)-i-1) * time.Duration(arms*s.reps()) * (minWindow + s.Config.Warmup + 300*time.Millisecond)
-	left := time.Until(s.plan.end) - after
+	left := time.Until(s.plan.end) - after - s.scenarioLonger(sc, arms, least)
 	runs, overhead := s.scenarioRuns(sc, arms), s.runOverhead(sc)
 	w, ok := fitWindow(left, runs, overhead, asked, least)
 	switch {
@@ -241,4 +270,15 @@ func (s *Suite) planNotes() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.plan.notes)
+}
+
+// enough is the window that holds sc.MinRequests at an open-loop rate of
+// qps req/s, rounded up to 100 ms; 0 when sc asks for none or the rate
+// is not known before the run (closed loop).
+func (sc Scenario) enough(qps float64) time.Duration {
+	if sc.MinRequests <= 0 || qps <= 0 {
+		return 0
+	}
+	need := time.Duration(math.Ceil(float64(sc.MinRequests) / qps * 10))
+	return need * 100 * time.Millisecond
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/meshbench/meshbench/framework/load"
 	"github.com/meshbench/meshbench/framework/testbed"
@@ -83,4 +84,35 @@ func TestLeastWindowLengthensTheDefault(t *testing.T) {
 	assert.Equal(t, time.Duration(0), s.lengthenWindow("BenchmarkOneHop", Scenario{}).window)
 	s.Config.Duration = 5 * time.Second
 	assert.Equal(t, time.Duration(0), s.lengthenWindow("BenchmarkProxyKilled", killed).window, "a longer -duration stands")
+}
+
+// A rate ladder's low rungs hold MinRequests: at 1000 req/s a 1 s window
+// held 1000 requests, and its p99 was its 10 slowest. The window of a run
+// at a rate is lengthened to MinRequests over it, rounded up to 100 ms;
+// a longer window stands, and a closed-loop run is never lengthened. The
+// plan counts the time it adds.
+func TestMinRequestsLengthensAnOpenLoopWindow(t *testing.T) {
+	ladder := Scenario{Concurrency: []int{16}, MinRequests: 4000, Axes: []Axis{Rates(1000, 3000, 8000)}}
+	assert.Equal(t, 4*time.Second, ladder.enough(1000))
+	assert.Equal(t, 1400*time.Millisecond, ladder.enough(3000), "1.333 s, rounded up")
+	assert.Equal(t, 500*time.Millisecond, ladder.enough(8000))
+	assert.Equal(t, time.Duration(0), ladder.enough(0), "closed loop: the rate is not known before the run")
+	assert.Equal(t, time.Duration(0), Scenario{}.enough(1000), "no MinRequests")
+
+	s := NewWithConfig(&Config{Target: "local", Duration: MainJobWindow, Repeats: 3})
+	for qps, want := range map[float64]time.Duration{1000: 4 * time.Second, 3000: 1400 * time.Millisecond, 8000: time.Second} {
+		spec, err := s.spec(ladder.at(Rates(qps).Values[0]), 16, testbed.Meshed)
+		require.NoError(t, err)
+		assert.Equal(t, want, spec.Window.Duration, "%v req/s", qps)
+		assert.Equal(t, qps, spec.Window.QPS)
+	}
+	closed, err := s.spec(Scenario{MinRequests: 4000}, 16, testbed.Meshed)
+	require.NoError(t, err)
+	assert.Equal(t, MainJobWindow, closed.Window.Duration)
+	// 2 arms × 3 rounds: 3 s more at 1000 req/s, 0.4 s more at 3000
+	assert.Equal(t, 6*3400*time.Millisecond, s.scenarioLonger(ladder, 2, time.Second))
+	s.Config.Duration = 5 * time.Second
+	spec, err := s.spec(ladder.at(Rates(1000).Values[0]), 16, testbed.Meshed)
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Second, spec.Window.Duration, "a longer -duration stands")
 }

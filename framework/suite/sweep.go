@@ -135,6 +135,10 @@ func (s *Suite) scenarioTable(b *testing.B, outermost bool) {
 func (s *Suite) logPlan(b *testing.B, sc Scenario, key string, conc []int, arms, slots int) (total int, per time.Duration) {
 	reps, most := s.reps(), s.roundsAtMost()
 	window := cmp.Or(sc.window, s.Config.Duration)
+	if rate := s.rate(sc, conc[0]); sc.enough(rate) > window {
+		s.planNote(fmt.Sprintf("%s: windows of %v, to hold %d requests at %.0f req/s (its MinRequests), instead of %v", label(b, sc), sc.enough(rate), sc.MinRequests, rate, window))
+		window = sc.enough(rate)
+	}
 	per = s.Config.Warmup + window + 300*time.Millisecond
 	total = len(conc) * arms * reps
 	if f := sc.Workload.Flow; f != nil {
@@ -356,6 +360,7 @@ func (s *Suite) spec(sc Scenario, c int, arm testbed.Arm) (testbed.Spec, error) 
 	if f := s.Config.GateFraction; f > 0 && win.RateFraction > 0 {
 		win.QPS, win.RateFraction = win.QPS/win.RateFraction*f, f // -gate-fraction
 	}
+	win.Duration = max(win.Duration, sc.enough(win.QPS))
 	if win.Concurrency != c {
 		return testbed.Spec{}, fmt.Errorf("the scenario's Window changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, win.Concurrency, c)
 	}

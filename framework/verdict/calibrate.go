@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/metric"
@@ -60,6 +61,11 @@ type CalibratedPoint struct {
 	// more repeats or a quieter machine would be needed to give the point
 	// teeth there.
 	Toothless []Metric
+	// Window is the longest window a run measured the point in; Shorter
+	// are the shorter windows of the runs counted there by their medians
+	// alone (LongestWindows), in run order.
+	Window  time.Duration
+	Shorter []time.Duration
 }
 
 // calibrated returns the metrics a calibration in units u limits, in
@@ -111,13 +117,15 @@ func fromSeverity(m Metric, s float64) float64 {
 // that the quiet runs pass and a regression fails by the same factor. An
 // observation without a metric, with one that is not finite, or with one
 // it could not judge (Observation.Unjudged), is left out of that metric's
-// figures. It fails when the runs measured nothing.
+// figures. A run that measured a point in shorter windows than another
+// run (LongestWindows) counts there by its medians alone. It fails when
+// the runs measured nothing.
 func Calibrate(target string, u metric.Units, runs ...[]Observation) (*Calibration, error) {
 	if u != metric.BaselineUnits && u != metric.MachineUnits {
 		return nil, fmt.Errorf("calibrate: units %d: want baseline or machine units", u)
 	}
 	c := &Calibration{Target: target, Units: u}
-	index := map[string]int{}
+	index, longest := map[string]int{}, LongestWindows(runs...)
 	for _, run := range runs {
 		for _, o := range run {
 			if len(o.Values) == 0 {
@@ -127,8 +135,12 @@ func Calibrate(target string, u metric.Units, runs ...[]Observation) (*Calibrati
 			if !ok {
 				i = len(c.Points)
 				index[o.Scenario] = i
-				c.Points = append(c.Points, CalibratedPoint{Scenario: o.Scenario, Quiet: map[Metric][]stats.Summary{},
+				c.Points = append(c.Points, CalibratedPoint{Scenario: o.Scenario, Quiet: map[Metric][]stats.Summary{}, Window: longest[o.Scenario],
 					Rule: Limit{Path: o.Path, Concurrency: Concurrency{Min: o.Concurrency, Max: o.Concurrency}, Match: pointLabels(o.Labels)}})
+			}
+			if o.Window < longest[o.Scenario] {
+				o = o.MediansAlone()
+				c.Points[i].Shorter = append(c.Points[i].Shorter, o.Window)
 			}
 			for _, m := range calibrated(u) {
 				if _, unjudged := o.Unjudged[m]; unjudged {
@@ -148,6 +160,24 @@ func Calibrate(target string, u metric.Units, runs ...[]Observation) (*Calibrati
 	}
 	c.catchall()
 	return c, nil
+}
+
+// LongestWindows is, per point (Observation.Scenario), the longest window
+// any of the runs measured it in. A run that measured the point in
+// shorter windows (before its scenario asked for more requests or a longer
+// window) counts there by its medians alone: its level is its day's, which
+// the limits must hold; its interval is the shorter windows' sampling,
+// which the point no longer has.
+func LongestWindows(runs ...[]Observation) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, run := range runs {
+		for _, o := range run {
+			if len(o.Values) > 0 {
+				out[o.Scenario] = max(out[o.Scenario], o.Window)
+			}
+		}
+	}
+	return out
 }
 
 // pointLabels are the labels a point's rule matches: all but c, which the
@@ -273,6 +303,9 @@ func (c *Calibration) YAML(header string) []byte {
 	fmt.Fprintf(&b, "target: %s\nlimits:\n", c.Target)
 	for _, p := range c.Points {
 		fmt.Fprintf(&b, "  # %s, quiet: %s\n", p.Scenario, p.quietLine())
+		if len(p.Shorter) > 0 {
+			fmt.Fprintf(&b, "  # %d of the runs measured %s windows here, not %v: each counts by its medians alone (its interval was the shorter windows' sampling)\n", len(p.Shorter), joinWindows(p.Shorter), p.Window)
+		}
 		if len(p.Tight) > 0 {
 			fmt.Fprintf(&b, "  # tight for %s: the quiet intervals' high ends leave no room below ×%g of their lowest end, so the limit sits above their low ends: quiet runs may be undecided there, never failed; a regression still fails\n", joinMetrics(p.Tight), Regression)
 		}
@@ -302,6 +335,17 @@ func (p CalibratedPoint) quietLine() string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// joinWindows names the distinct windows of ws, in order.
+func joinWindows(ws []time.Duration) string {
+	var names []string
+	for _, w := range ws {
+		if !slices.Contains(names, w.String()) {
+			names = append(names, w.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func joinMetrics(ms []Metric) string {

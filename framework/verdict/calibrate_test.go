@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,4 +81,38 @@ func TestCalibrateExactLimits(t *testing.T) {
 func TestCalibrateRefusesNothing(t *testing.T) {
 	_, err := Calibrate("local", metric.MachineUnits, []Observation{{Scenario: "BenchmarkOneHop/c=1"}})
 	assert.EqualError(t, err, "calibrate: the runs hold no comparison of a meshed arm with its baseline")
+}
+
+// A run that measured a point in shorter windows than the others (a rate
+// ladder's rung before it asked for 4000 requests a window) counts there
+// by its median alone: its wide interval (1.55–3.20× at 1 s) would have
+// left the point without teeth; its level still bounds the limit.
+func TestCalibrateCountsShorterWindowsByTheirMedians(t *testing.T) {
+	rung := func(w time.Duration, p99 stats.Summary) []Observation {
+		return []Observation{{Scenario: "BenchmarkRateLadder/qps=1000/c=16", Labels: labels.Parse("BenchmarkRateLadder/qps=1000/c=16"), Path: OneHop, Concurrency: 16,
+			Window: w, Values: map[Metric]stats.Summary{P99DeltaPct: p99}}}
+	}
+	old := rung(time.Second, iv(183, 55, 220))     // meshed/baseline 2.83 (1.55–3.20)
+	new1 := rung(4*time.Second, iv(220, 183, 250)) // 3.20 (2.83–3.50)
+	new2 := rung(4*time.Second, iv(200, 180, 230)) // 3.00 (2.80–3.30)
+	assert.Equal(t, map[string]time.Duration{"BenchmarkRateLadder/qps=1000/c=16": 4 * time.Second}, LongestWindows(old, new1, new2))
+
+	c, err := Calibrate("local", metric.BaselineUnits, old, new1, new2)
+	require.NoError(t, err)
+	p := c.Points[0]
+	assert.NotContains(t, p.Toothless, P99DeltaPct)
+	// √(3.50 × 2·2.80) = 4.427 → 342.7 % → 340
+	assert.Equal(t, 340.0, p.Rule.Allowed[P99DeltaPct])
+	assert.Equal(t, 4*time.Second, p.Window)
+	assert.Equal(t, []time.Duration{time.Second}, p.Shorter)
+	y := string(c.YAML("x"))
+	assert.Contains(t, y, "  # BenchmarkRateLadder/qps=1000/c=16, quiet: p99 increase 183.0 (183.0–183.0), 220.0 (183.0–250.0), 200.0 (180.0–230.0)%")
+	assert.Contains(t, y, "  # 1 of the runs measured 1s windows here, not 4s: each counts by its medians alone (its interval was the shorter windows' sampling)\n")
+
+	// Counted with its interval, the 1 s run leaves the point toothless.
+	old[0].Window = 4 * time.Second
+	c, err = Calibrate("local", metric.BaselineUnits, old, new1, new2)
+	require.NoError(t, err)
+	assert.Contains(t, c.Points[0].Toothless, P99DeltaPct)
+	assert.Empty(t, c.Points[0].Shorter)
 }

@@ -3,9 +3,10 @@ package verdict
 import (
 	"errors"
 	"fmt"
-	"github.com/meshbench/meshbench/framework/labels"
 	"math"
+	"time"
 
+	"github.com/meshbench/meshbench/framework/labels"
 	"github.com/meshbench/meshbench/framework/stats"
 )
 
@@ -33,6 +34,23 @@ type Observation struct {
 	// throughput, CPU and memory are judged. Calibrate uses its figures
 	// as they are: they are the limits of a machine that holds the rung.
 	PastKnee string
+	// Window is the meshed arm's measured window (the shortest of its
+	// runs'). Calibrate counts a run that measured a point in shorter
+	// windows than another run by its medians alone.
+	Window time.Duration
+}
+
+// MediansAlone is o with each figure's interval narrowed to its median:
+// how Calibrate counts a run measured in shorter windows than the
+// point's longest (see Calibrate).
+func (o Observation) MediansAlone() Observation {
+	values := make(map[Metric]stats.Summary, len(o.Values))
+	for m, s := range o.Values {
+		s.Lo, s.Hi = s.Median, s.Median
+		values[m] = s
+	}
+	o.Values = values
+	return o
 }
 
 // unjudged is why o's metric m cannot be judged, if it cannot.
