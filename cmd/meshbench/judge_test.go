@@ -23,7 +23,7 @@ func TestJudgeARecordedRun(t *testing.T) {
 		require.NoError(t, err, errs.String())
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		machine := map[string]string{"1": "as recorded", "1.6": "simulated on a machine ×1.6 slower"}[slower]
-		assert.Equal(t, "# 20261202T025339Z-local.json.gz against ../../fixtures/thresholds/local.yaml, "+machine+": 150 limits checked, 0 breached, 14 undecided, 0 points uncovered", lines[0])
+		assert.Equal(t, "# 20261202T025339Z-local.json.gz against ../../fixtures/thresholds/local.yaml, "+machine+": 150 limits checked, 0 breached, 10 undecided, 0 points uncovered", lines[0])
 		assert.Len(t, lines, 2+150, "a header, then a line per limit checked")
 		assert.Equal(t, []string{"BenchmarkOneHop/c=1", "sidecarCPUOverBaselineCPU", "6.73", "(6.16–6.98,", "n=3)", "9.40×", "×1.35", "pass"}, strings.Fields(lines[6]))
 	}
@@ -45,8 +45,8 @@ func TestJudgeFailsExitsOne(t *testing.T) {
 	err = run(context.Background(), []string{"judge", "-thresholds", old, "-slower", "1.6", quietLocal}, &out, &errs)
 	assert.EqualError(t, err, "judge: 1 of 1 results files breach "+old)
 	assert.Equal(t, 1, exitCode(err, &errs))
-	assert.Contains(t, out.String(), ": 150 limits checked, 68 breached, 12 undecided, 0 points uncovered\n",
-		"3 undecided are the latency past the rate ladder's knee, 5 the CPU read in too few ticks (cpu-coarse)")
+	assert.Contains(t, out.String(), ": 150 limits checked, 68 breached, 9 undecided, 0 points uncovered\n",
+		"3 undecided are the latency past the rate ladder's knee, 5 the CPU read in too few ticks (cpu-coarse), 1 the user flow's tight p99 increase")
 }
 
 func TestJudgeRefusesBadInput(t *testing.T) {

@@ -116,3 +116,34 @@ func TestCalibrateCountsShorterWindowsByTheirMedians(t *testing.T) {
 	assert.Contains(t, c.Points[0].Toothless, P99DeltaPct)
 	assert.Empty(t, c.Points[0].Shorter)
 }
+
+// Where the meshed p99 over the baseline p50 has teeth outright, the p99
+// increase, tight at the same point, is spared: it catches no doubling
+// the other misses, and another machine's quiet run broke it (TwoHop/c=4
+// on the AMD EPYC). With no outright form it stays tight.
+func TestCalibrateSparesATightP99Twin(t *testing.T) {
+	point := func(p99, overP50 stats.Summary) []Observation {
+		return []Observation{{Scenario: "BenchmarkTwoHop/c=4", Labels: labels.Parse("BenchmarkTwoHop/c=4"), Path: TwoHop, Concurrency: 4,
+			Values: map[Metric]stats.Summary{P99DeltaPct: p99, MeshedP99OverBaselineP50: overP50}}}
+	}
+	one := point(iv(223.5, 152.8, 305.1), iv(23.66, 21.57, 24.82))
+	two := point(iv(176.4, 88.9, 207.4), iv(25.63, 23.16, 26.89))
+	c, err := Calibrate("local", metric.BaselineUnits, one, two)
+	require.NoError(t, err)
+	p := c.Points[0]
+	assert.Equal(t, []Metric{P99DeltaPct}, p.Spared)
+	assert.NotContains(t, p.Tight, P99DeltaPct)
+	// 1.25 × 4.051 = 5.064 → 406.4 % → 410
+	assert.Equal(t, 410.0, p.Rule.Allowed[P99DeltaPct])
+	// √(26.89 × 2·21.57) = 34.06 → 34
+	assert.Equal(t, 34.0, p.Rule.Allowed[MeshedP99OverBaselineP50])
+	assert.Contains(t, string(c.YAML("x")), "  # spared p99DeltaPct: tight, but another form of the p99 has teeth here, so the limit only keeps the quiet runs passing (×1.25 over their highest end)\n")
+
+	// The other form tight too (a high end past twice the lowest low
+	// end's room): neither is spared.
+	two[0].Values[MeshedP99OverBaselineP50] = iv(25.63, 23.16, 40)
+	c, err = Calibrate("local", metric.BaselineUnits, one, two)
+	require.NoError(t, err)
+	assert.Empty(t, c.Points[0].Spared)
+	assert.ElementsMatch(t, []Metric{P99DeltaPct, MeshedP99OverBaselineP50}, c.Points[0].Tight)
+}
