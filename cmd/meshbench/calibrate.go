@@ -61,6 +61,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.CalibratedOn = cpuModels(ins)
 	data := c.YAML(calibrationHeader(tgt, measured, units, fs.Args(), *note))
 	if _, err := verdict.Parse("calibrated", data); err != nil {
 		return fmt.Errorf("calibrate: the fixture written does not read back (a bug): %w", err)
@@ -102,6 +103,19 @@ func calibrationRuns(ins []report.Input, stderr io.Writer) (string, [][]verdict.
 		runs = append(runs, obs)
 	}
 	return tgt, runs, nil
+}
+
+// cpuModels are the runs' CPU models, each once, sorted; a run that
+// recorded none adds none.
+func cpuModels(ins []report.Input) []string {
+	var out []string
+	for _, in := range ins {
+		if m := in.Results.Environment.CPUModel; m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // calibrationHeader says what the fixture is, where it came from and how

@@ -51,6 +51,9 @@ func judgeCmd(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("judge: %s: %w", in.File, err)
 		}
 		j := judge(th, in.File, recs, stderr)
+		if why := th.OtherCPU(in.Results.Environment.CPUModel); why != "" {
+			fmt.Fprintf(stderr, "judge: %s: %s\n", in.File, why)
+		}
 		if err := j.print(stdout, *slower); err != nil {
 			return fmt.Errorf("judge: %w", err)
 		}

@@ -26,7 +26,18 @@ func TestJudgeARecordedRun(t *testing.T) {
 		assert.Equal(t, "# 20261202T025339Z-local.json.gz against ../../fixtures/thresholds/local.yaml, "+machine+": 150 limits checked, 0 breached, 10 undecided, 0 points uncovered", lines[0])
 		assert.Len(t, lines, 2+150, "a header, then a line per limit checked")
 		assert.Equal(t, []string{"BenchmarkOneHop/c=1", "sidecarCPUOverBaselineCPU", "6.73", "(6.16–6.98,", "n=3)", "9.40×", "×1.35", "pass"}, strings.Fields(lines[6]))
+		assert.NotContains(t, errs.String(), "was calibrated on", "a run on the fixture's own CPU")
 	}
+}
+
+// A run on a CPU the fixture was not calibrated on is judged, and judge
+// says that the fixture's teeth may not carry there.
+func TestJudgeSaysTheCPUDiffers(t *testing.T) {
+	var out, errs bytes.Buffer
+	amd := "../../fixtures/thresholds/judged/20261207T175759Z-local-amd.json.gz"
+	require.NoError(t, run(context.Background(), []string{"judge", "-thresholds", "../../fixtures/thresholds/local.yaml", amd}, &out, &errs))
+	assert.Contains(t, out.String(), ": 180 limits checked, 0 breached, 5 undecided, 0 points uncovered\n")
+	assert.Contains(t, errs.String(), "judge: "+amd+": ../../fixtures/thresholds/local.yaml was calibrated on Intel(R) Xeon(R) Processor, not on this machine's AMD EPYC: ")
 }
 
 // The fixture of before, in ms and CPU-ms, fails the same run on a

@@ -281,6 +281,9 @@ func (s *Suite) setUpTarget(ctx context.Context) error {
 	if env.Baseline != "" {
 		s.logf("the baseline arm runs on %s", env.Baseline)
 	}
+	if why := s.otherCPU(env.CPUModel); why != "" {
+		s.logf("thresholds: %s", why)
+	}
 	return nil
 }
 
@@ -499,6 +502,18 @@ func (s *Suite) printThresholds(res *report.Results, verr, ierr error) {
 	case verr == nil:
 		fmt.Fprintf(os.Stdout, progressPrefix+"thresholds: %s: every limit held, on the whole interval of each of %d comparisons\n", s.Config.Thresholds, res.ThresholdsChecked)
 	}
+	if why := s.otherCPU(res.Environment.CPUModel); why != "" {
+		fmt.Fprintln(os.Stdout, progressPrefix+"thresholds: "+why)
+	}
+}
+
+// otherCPU says why -thresholds may not catch a doubling on this run's
+// CPU, cpu: it was calibrated on others (verdict.Thresholds.OtherCPU).
+func (s *Suite) otherCPU(cpu string) string {
+	if s.thresholds == nil {
+		return ""
+	}
+	return s.thresholds.OtherCPU(cpu)
 }
 
 // settleJournal removes the journal once the results file holds it all,

@@ -30,6 +30,9 @@ const Regression = 2.0
 type Calibration struct {
 	// Target is the target the fixture is for, as its "target:" line names it.
 	Target string
+	// CalibratedOn are the CPU models of the quiet runs, as the fixture's
+	// calibratedOn: names them (Thresholds.OtherCPU); none when unknown.
+	CalibratedOn []string
 	// Units are the limits' units: metric.BaselineUnits for limits that
 	// travel across machines, metric.MachineUnits for ms and CPU-ms.
 	Units metric.Units
@@ -341,7 +344,15 @@ func (c *Calibration) YAML(header string) []byte {
 	for _, line := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
 		fmt.Fprintln(&b, strings.TrimRight("# "+line, " "))
 	}
-	fmt.Fprintf(&b, "target: %s\nlimits:\n", c.Target)
+	fmt.Fprintf(&b, "target: %s\n", c.Target)
+	if len(c.CalibratedOn) > 0 {
+		quoted := make([]string, len(c.CalibratedOn))
+		for i, cpu := range c.CalibratedOn {
+			quoted[i] = strconv.Quote(cpu)
+		}
+		fmt.Fprintf(&b, "calibratedOn: [%s]\n", strings.Join(quoted, ", "))
+	}
+	fmt.Fprintf(&b, "limits:\n")
 	for _, p := range c.Points {
 		fmt.Fprintf(&b, "  # %s, quiet: %s\n", p.Scenario, p.quietLine())
 		if len(p.Shorter) > 0 {

@@ -147,3 +147,16 @@ func TestCalibrateSparesATightP99Twin(t *testing.T) {
 	assert.Empty(t, c.Points[0].Spared)
 	assert.ElementsMatch(t, []Metric{P99DeltaPct, MeshedP99OverBaselineP50}, c.Points[0].Tight)
 }
+
+// The calibration's CPUs are written as calibratedOn: and read back.
+func TestCalibratedOnReadsBack(t *testing.T) {
+	c, err := Calibrate("local", metric.BaselineUnits, []Observation{{Scenario: "BenchmarkOneHop/c=1", Labels: labels.Parse("BenchmarkOneHop/c=1"), Path: OneHop, Concurrency: 1,
+		Values: map[Metric]stats.Summary{P99DeltaPct: iv(100, 90, 110)}}})
+	require.NoError(t, err)
+	c.CalibratedOn = []string{"AMD EPYC", `Intel(R) Xeon(R) Processor "v2"`}
+	y := c.YAML("x")
+	assert.Contains(t, string(y), "target: local\ncalibratedOn: [\"AMD EPYC\", \"Intel(R) Xeon(R) Processor \\\"v2\\\"\"]\nlimits:\n")
+	th, err := Parse("calibrated.yaml", y)
+	require.NoError(t, err)
+	assert.Equal(t, c.CalibratedOn, th.CalibratedOn)
+}

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"github.com/meshbench/meshbench/framework/fixture"
@@ -100,7 +101,24 @@ type Thresholds struct {
 	Target string // target the rules are for, e.g. "local"
 	// TargetLine is the line of target:, for messages about it.
 	TargetLine int
-	Limits     []Limit // rules in file order; the first match wins
+	// CalibratedOn are the CPU models of the runs the fixture was
+	// calibrated from (calibratedOn:, optional). Its limits pass quiet
+	// runs of slower or faster machines, but their teeth carry less far
+	// to another CPU, where the mesh's cost against its baseline differs:
+	// a run on a CPU not named here says so.
+	CalibratedOn []string
+	Limits       []Limit // rules in file order; the first match wins
+}
+
+// OtherCPU says, for a run on cpu, why the fixture's limits may not
+// catch a doubling there: it was calibrated on other CPUs. It returns ""
+// when the fixture names none, or cpu among them.
+func (t *Thresholds) OtherCPU(cpu string) string {
+	if len(t.CalibratedOn) == 0 || slices.Contains(t.CalibratedOn, cpu) {
+		return ""
+	}
+	return fmt.Sprintf("%s was calibrated on %s, not on this machine's %s: quiet runs here should pass its limits, but a doubled cost may stay within them at some points (on an AMD EPYC, a doubled sidecar CPU at 12 to 15 of 30, docs/thresholds.md); for limits with teeth here, calibrate on this machine (meshbench calibrate)",
+		t.File, strings.Join(t.CalibratedOn, ", "), cmp.Or(cpu, "unknown CPU"))
 }
 
 // Match returns the rule that applies to path p at concurrency c: the first
@@ -148,7 +166,7 @@ func Parse(name string, data []byte) (*Thresholds, error) {
 		return nil, err
 	}
 	t := &Thresholds{File: name, TargetLine: keyLine(root, "target")}
-	if t.Target, t.Limits, err = p.top(root); err != nil {
+	if err = p.top(root, t); err != nil {
 		return nil, err
 	}
 	if err := t.checkReachable(); err != nil {
@@ -203,20 +221,43 @@ type parser struct{ fixture.Parser }
 
 const wantTop = "want a mapping with target and limits"
 
-// top checks the top-level mapping and returns the target and the rules.
-func (p *parser) top(n *yaml.Node) (string, []Limit, error) {
+// top checks the top-level mapping and sets t's target, CPUs and rules.
+func (p *parser) top(n *yaml.Node, t *Thresholds) error {
 	if n.Kind != yaml.MappingNode {
-		return "", nil, p.Fail(n.Line, "top level", "got %s, %s", fixture.Describe(n), wantTop)
+		return p.Fail(n.Line, "top level", "got %s, %s", fixture.Describe(n), wantTop)
 	}
-	fields, err := p.Fields(n, "", topKeys, topKeys)
+	fields, err := p.Fields(n, "", append(slices.Clone(topKeys), "calibratedOn"), topKeys)
 	if err != nil {
-		return "", nil, err
+		return err
 	}
 	if err := p.target(fields); err != nil {
-		return "", nil, err
+		return err
 	}
-	rules, err := p.limits(fields)
-	return fields["target"].Value, rules, err
+	if t.CalibratedOn, err = p.cpus(fields["calibratedOn"]); err != nil {
+		return err
+	}
+	t.Target = fields["target"].Value
+	t.Limits, err = p.limits(fields)
+	return err
+}
+
+// cpus checks calibratedOn: a list of CPU models, each a string; nil when
+// the fixture has none.
+func (p *parser) cpus(v *yaml.Node) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+		return nil, p.Fail(v.Line, "calibratedOn", "got %s, %s", fixture.Describe(v), wantField("calibratedOn"))
+	}
+	out := make([]string, len(v.Content))
+	for i, c := range v.Content {
+		if c.Kind != yaml.ScalarNode || c.ShortTag() != "!!str" || strings.TrimSpace(c.Value) == "" {
+			return nil, p.Fail(c.Line, "calibratedOn", "got %s, %s", fixture.Describe(c), wantField("calibratedOn"))
+		}
+		out[i] = c.Value
+	}
+	return out, nil
 }
 
 // match checks a rule's labels: a mapping of label names to values or
@@ -537,6 +578,8 @@ func wantField(key string) string {
 		return "want the target's name, e.g. local"
 	case "limits":
 		return "want a list of rules, each with path, concurrency and " + theLimits()
+	case "calibratedOn":
+		return `want the CPU models of the calibration runs, e.g. ["Intel(R) Xeon(R) Processor"]`
 	case "path":
 		return `want one-hop, two-hop or "*"`
 	case "concurrency":

@@ -49,6 +49,8 @@ func TestLoadRejectsBadFixtures(t *testing.T) {
 		{"missing-target", `testdata/bad/missing-target.yaml:2: target: missing; want the target's name, e.g. local`},
 		{"missing-limits", `testdata/bad/missing-limits.yaml:2: limits: missing; want a list of rules, each with path, concurrency and the five limits`},
 		{"empty-target", `testdata/bad/empty-target.yaml:2: target: got "", want the target's name, e.g. local`},
+		{"cpus-scalar", `testdata/bad/cpus-scalar.yaml:2: calibratedOn: got "Intel(R) Xeon(R) Processor", want the CPU models of the calibration runs, e.g. ["Intel(R) Xeon(R) Processor"]`},
+		{"cpus-number", `testdata/bad/cpus-number.yaml:2: calibratedOn: got 7, want the CPU models of the calibration runs, e.g. ["Intel(R) Xeon(R) Processor"]`},
 		{"limits-empty", `testdata/bad/limits-empty.yaml:3: limits: no rules; want a list of rules, each with path, concurrency and the five limits (with none, no scenario is gated)`},
 
 		// Wrong shapes.
@@ -284,4 +286,21 @@ func TestShippedThresholdsNameRealBenchmarks(t *testing.T) {
 		require.NoError(t, err)
 		assert.NoError(t, th.CheckValues("", nil, map[string][]string{"benchmark": names}), f)
 	}
+}
+
+// A fixture names the CPUs it was calibrated on; a run on another says
+// that the limits' teeth may not carry there, and what to do about it. A
+// fixture that names none, or a run on one of its CPUs, says nothing.
+func TestOtherCPU(t *testing.T) {
+	th, err := Load("../../fixtures/thresholds/local.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Intel(R) Xeon(R) Processor"}, th.CalibratedOn)
+	assert.Empty(t, th.OtherCPU("Intel(R) Xeon(R) Processor"))
+	assert.Equal(t, "../../fixtures/thresholds/local.yaml was calibrated on Intel(R) Xeon(R) Processor, not on this machine's AMD EPYC: "+
+		"quiet runs here should pass its limits, but a doubled cost may stay within them at some points (on an AMD EPYC, a doubled sidecar CPU at 12 to 15 of 30, docs/thresholds.md); "+
+		"for limits with teeth here, calibrate on this machine (meshbench calibrate)", th.OtherCPU("AMD EPYC"))
+	assert.Contains(t, th.OtherCPU(""), "not on this machine's unknown CPU")
+	good, err := Load("testdata/good.yaml")
+	require.NoError(t, err)
+	assert.Empty(t, good.OtherCPU("AMD EPYC"), "a fixture that names no CPU")
 }
