@@ -42,6 +42,31 @@ var regressions = []regression{
 	{"meshed throughput ×0.5", report.Change{Throughput: 0.5}, []verdict.Metric{verdict.ThroughputLossPct}},
 }
 
+// caught are the points where v breached a limit that catches r.
+func (r regression) caught(v verdict.Verdict) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range v.Breaches {
+		if slices.Contains(r.caughtBy, b.Metric) {
+			out[b.Scenario] = true
+		}
+	}
+	return out
+}
+
+// judgedRuns are the n results files of fixtures/thresholds/judged/ that
+// glob names (without .json.gz), and the local fixture to judge them by.
+func judgedRuns(t *testing.T, glob string, n int) ([]report.Input, *verdict.Thresholds) {
+	t.Helper()
+	files, err := filepath.Glob("../../fixtures/thresholds/judged/" + glob + ".json.gz")
+	require.NoError(t, err)
+	require.Len(t, files, n)
+	ins, err := report.Open(files...)
+	require.NoError(t, err)
+	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
+	require.NoError(t, err)
+	return ins, th
+}
+
 // localRuns are the six quiet local runs the local fixture was calibrated
 // on: three of 2026-12-02 and three of 2026-12-07.
 func localRuns(t *testing.T) []report.Input {
@@ -187,12 +212,7 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 		for _, in := range ins {
 			for _, r := range regressions {
 				j := judged(t, th, in, s, r.change)
-				caught := map[string]bool{}
-				for _, b := range j.verdict.Breaches {
-					if slices.Contains(r.caughtBy, b.Metric) {
-						caught[b.Scenario] = true
-					}
-				}
+				caught := r.caught(j.verdict)
 				var missed []string
 				for _, o := range j.obs {
 					if o.PastKnee != "" && verdict.IsLatency(r.caughtBy[0]) {
@@ -249,17 +269,11 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 // three quiet ones of 2026-12-07 on an AMD EPYC, a faster machine (whose
 // ladder windows hold 4000 requests; docs/measurements.md). The relative
 // limits breach a few points of them, the absolute limits of the same
-// calibration many times more on the slower ones (on the faster AMD both
-// breach only TwoHop/c=4's p99 increase, a relative limit in both): the
-// breaches per run, in file order.
+// calibration many times more on the slower ones (the faster AMD breaches
+// neither; it breached a tight p99 increase before calibrate spared it):
+// the breaches per run, in file order.
 func TestLocalFixtureOnOtherMachines(t *testing.T) {
-	files, err := filepath.Glob("../../fixtures/thresholds/judged/*-local*.json.gz")
-	require.NoError(t, err)
-	require.Len(t, files, 7)
-	others, err := report.Open(files...)
-	require.NoError(t, err)
-	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
-	require.NoError(t, err)
+	others, th := judgedRuns(t, "*-local*", 7)
 	abs := absoluteFixture(t, localRuns(t))
 	// The fourth ran in a cgroup capped at 1.25 cores (cpu.cfs_quota_us),
 	// whose throttling stretches the meshed arm's tail: all its breaches
@@ -284,13 +298,7 @@ func TestLocalFixtureOnOtherMachines(t *testing.T) {
 // the same run's baseline, so a doubling there lands near the limits;
 // the fixture says to calibrate on the machine you gate on.
 func TestLocalFixtureTeethOnAnotherCPU(t *testing.T) {
-	files, err := filepath.Glob("../../fixtures/thresholds/judged/*-local-amd.json.gz")
-	require.NoError(t, err)
-	require.Len(t, files, 3)
-	ins, err := report.Open(files...)
-	require.NoError(t, err)
-	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
-	require.NoError(t, err)
+	ins, th := judgedRuns(t, "*-local-amd", 3)
 	want := map[string][]int{
 		"sidecar CPU per request ×2": {12, 14, 15},
 		"meshed p99 ×2":              {11, 13, 8},
@@ -299,12 +307,7 @@ func TestLocalFixtureTeethOnAnotherCPU(t *testing.T) {
 	for i, in := range ins {
 		for _, r := range regressions {
 			j := judged(t, th, in, speeds[0], r.change)
-			caught := map[string]bool{}
-			for _, b := range j.verdict.Breaches {
-				if slices.Contains(r.caughtBy, b.Metric) {
-					caught[b.Scenario] = true
-				}
-			}
+			caught := r.caught(j.verdict)
 			missed := 0
 			for _, o := range j.obs {
 				if !caught[o.Scenario] && (o.PastKnee == "" || !verdict.IsLatency(r.caughtBy[0])) {
