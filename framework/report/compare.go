@@ -288,7 +288,7 @@ func (c *Comparison) addOverheads(base, mesh []Record) {
 }
 
 func armStats(rs []Record) ArmStats {
-	a := ArmStats{Repeats: len(rs), CPU: map[measure.Role]stats.Summary{}, CPUPer1k: map[measure.Role]stats.Summary{},
+	a := ArmStats{Repeats: len(rs), Window: shortestWindow(rs), CPU: map[measure.Role]stats.Summary{}, CPUPer1k: map[measure.Role]stats.Summary{},
 		RSS: map[measure.Role]stats.Summary{}, IdleRSS: map[measure.Role]stats.Summary{}}
 	var p50, p90, p99, p999, mx, qps, node, p50u, p99u []float64
 	var hdrs []*load.Latencies
@@ -307,9 +307,6 @@ func armStats(rs []Record) ArmStats {
 		}
 		l := r.Load
 		res = l.Options.Resolution
-		if a.Window == 0 || l.Options.Duration < a.Window {
-			a.Window = l.Options.Duration
-		}
 		hs = append(hs, l.Latency)
 		p50 = append(p50, l.Percentile(50)*1e3)
 		p90 = append(p90, l.Percentile(90)*1e3)
@@ -350,6 +347,17 @@ func armStats(rs []Record) ArmStats {
 		a.MergedHDR = merged
 	}
 	return a
+}
+
+// shortestWindow is the shortest window rs were asked for (ArmStats.Window).
+func shortestWindow(rs []Record) time.Duration {
+	var w time.Duration
+	for _, r := range rs {
+		if d := r.Load.Options.Duration; w == 0 || d < w {
+			w = d
+		}
+	}
+	return w
 }
 
 // addKinds appends the kinds of more that kinds lacks, each once.

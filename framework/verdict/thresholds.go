@@ -117,7 +117,7 @@ func (t *Thresholds) OtherCPU(cpu string) string {
 	if len(t.CalibratedOn) == 0 || slices.Contains(t.CalibratedOn, cpu) {
 		return ""
 	}
-	return fmt.Sprintf("%s was calibrated on %s, not on this machine's %s: quiet runs here should pass its limits, but a doubled cost may stay within them at some points (on an AMD EPYC, a doubled sidecar CPU at 12 to 15 of 30, docs/thresholds.md); for limits with teeth here, calibrate on this machine (meshbench calibrate)",
+	return fmt.Sprintf("%s was calibrated on %s, not on this machine's %s: quiet runs here should pass its limits, but a doubled cost may stay within them at some points (docs/thresholds.md); for limits with teeth here, calibrate on this machine (meshbench calibrate)",
 		t.File, strings.Join(t.CalibratedOn, ", "), cmp.Or(cpu, "unknown CPU"))
 }
 

@@ -297,7 +297,7 @@ func TestOtherCPU(t *testing.T) {
 	assert.Equal(t, []string{"Intel(R) Xeon(R) Processor"}, th.CalibratedOn)
 	assert.Empty(t, th.OtherCPU("Intel(R) Xeon(R) Processor"))
 	assert.Equal(t, "../../fixtures/thresholds/local.yaml was calibrated on Intel(R) Xeon(R) Processor, not on this machine's AMD EPYC: "+
-		"quiet runs here should pass its limits, but a doubled cost may stay within them at some points (on an AMD EPYC, a doubled sidecar CPU at 12 to 15 of 30, docs/thresholds.md); "+
+		"quiet runs here should pass its limits, but a doubled cost may stay within them at some points (docs/thresholds.md); "+
 		"for limits with teeth here, calibrate on this machine (meshbench calibrate)", th.OtherCPU("AMD EPYC"))
 	assert.Contains(t, th.OtherCPU(""), "not on this machine's unknown CPU")
 	good, err := Load("testdata/good.yaml")
