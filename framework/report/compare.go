@@ -296,15 +296,7 @@ func armStats(rs []Record) ArmStats {
 	var hs []*fstats.HistogramData
 	res := stats.DefaultResolution
 	for _, r := range rs {
-		if !r.Valid() && r.Beyond == "" {
-			a.Invalid++
-		}
-		if !r.CPUValid() {
-			a.CPUInvalid++
-			for _, why := range r.CPUReasons() {
-				a.CPUInvalidKinds = addKinds(a.CPUInvalidKinds, why.Kind)
-			}
-		}
+		a.countInvalid(r)
 		l := r.Load
 		res = l.Options.Resolution
 		hs = append(hs, l.Latency)
@@ -347,6 +339,20 @@ func armStats(rs []Record) ArmStats {
 		a.MergedHDR = merged
 	}
 	return a
+}
+
+// countInvalid counts r in a's invalid runs (a rate ladder's last rung
+// left out) and in its runs with invalid CPU figures, with their kinds.
+func (a *ArmStats) countInvalid(r Record) {
+	if !r.Valid() && r.Beyond == "" {
+		a.Invalid++
+	}
+	if !r.CPUValid() {
+		a.CPUInvalid++
+		for _, why := range r.CPUReasons() {
+			a.CPUInvalidKinds = addKinds(a.CPUInvalidKinds, why.Kind)
+		}
+	}
 }
 
 // shortestWindow is the shortest window rs were asked for (ArmStats.Window).

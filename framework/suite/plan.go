@@ -166,19 +166,9 @@ func (s *Suite) scenarioLonger(sc Scenario, arms int, w time.Duration) time.Dura
 	_, conc := s.concurrency(sc.withShorthands())
 	var more time.Duration
 	for _, c := range conc {
-		more += time.Duration(arms*s.reps()) * max(0, sc.enough(s.rate(sc, c))-w)
+		more += time.Duration(arms*s.reps()) * max(0, sc.enough(s.windowOf(sc, c).QPS)-w)
 	}
 	return more
-}
-
-// rate is the open-loop rate sc's runs at c ask for, req/s; 0 in closed
-// loop.
-func (s *Suite) rate(sc Scenario, c int) float64 {
-	win := s.Config.window(c)
-	if sc.Window != nil {
-		sc.Window(&win)
-	}
-	return win.QPS
 }
 
 // runOverhead is the time a run takes beside its window: the warm-up (or a

@@ -135,9 +135,9 @@ func (s *Suite) scenarioTable(b *testing.B, outermost bool) {
 func (s *Suite) logPlan(b *testing.B, sc Scenario, key string, conc []int, arms, slots int) (total int, per time.Duration) {
 	reps, most := s.reps(), s.roundsAtMost()
 	window := cmp.Or(sc.window, s.Config.Duration)
-	if rate := s.rate(sc, conc[0]); sc.enough(rate) > window {
-		s.planNote(fmt.Sprintf("%s: windows of %v, to hold %d requests at %.0f req/s (its MinRequests), instead of %v", label(b, sc), sc.enough(rate), sc.MinRequests, rate, window))
-		window = sc.enough(rate)
+	if win := s.windowOf(sc, conc[0]); win.Duration > window {
+		s.planNote(fmt.Sprintf("%s: windows of %v, to hold %d requests at %.0f req/s (its MinRequests), instead of %v", label(b, sc), win.Duration, sc.MinRequests, win.QPS, window))
+		window = win.Duration
 	}
 	per = s.Config.Warmup + window + 300*time.Millisecond
 	total = len(conc) * arms * reps
@@ -347,6 +347,20 @@ func (s *Suite) record(b *testing.B, sc Scenario, c int, arm testbed.Arm, rep in
 // spec is one run of arm at concurrency c of sc: the workload and the
 // window the flags and the scenario ask for.
 func (s *Suite) spec(sc Scenario, c int, arm testbed.Arm) (testbed.Spec, error) {
+	win := s.windowOf(sc, c)
+	if win.Concurrency != c {
+		return testbed.Spec{}, fmt.Errorf("the scenario's Window changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, win.Concurrency, c)
+	}
+	// What the client sends is the workload's: -protocol and
+	// -request-size unless the scenario (or a Protocols axis) sets its own.
+	fresh := s.Config.GateFresh && (arm == testbed.Reference || arm == testbed.Candidate) // -gate-fresh
+	return testbed.Spec{Arm: arm, Workload: s.Config.client(sc.Workload), Window: win, Fault: sc.Fault, Fresh: fresh}, nil
+}
+
+// windowOf is the window of sc's runs at c as the flags and the scenario
+// ask for it: the plan's window, the scenario's rate, -gate-fraction, and
+// long enough for its MinRequests.
+func (s *Suite) windowOf(sc Scenario, c int) testbed.Window {
 	win := s.Config.window(c)
 	if sc.window > 0 {
 		win.Duration = sc.window // the run's plan shortened it (planScenario)
@@ -361,13 +375,7 @@ func (s *Suite) spec(sc Scenario, c int, arm testbed.Arm) (testbed.Spec, error) 
 		win.QPS, win.RateFraction = win.QPS/win.RateFraction*f, f // -gate-fraction
 	}
 	win.Duration = max(win.Duration, sc.enough(win.QPS))
-	if win.Concurrency != c {
-		return testbed.Spec{}, fmt.Errorf("the scenario's Window changed Concurrency from %d to %d, so the name c=%d would lie; sweep it with Scenario.Concurrency", c, win.Concurrency, c)
-	}
-	// What the client sends is the workload's: -protocol and
-	// -request-size unless the scenario (or a Protocols axis) sets its own.
-	fresh := s.Config.GateFresh && (arm == testbed.Reference || arm == testbed.Candidate) // -gate-fresh
-	return testbed.Spec{Arm: arm, Workload: s.Config.client(sc.Workload), Window: win, Fault: sc.Fault, Fresh: fresh}, nil
+	return win
 }
 
 // skipUnsupported skips sc when tg cannot run it, checked as it will run:
