@@ -151,14 +151,14 @@ arm whose p50 delta, p99, sidecar CPU or RSS doubles, or whose throughput
 halves, fails at that point by the same factor. Checks decide on the
 interval over repeats: wholly above a limit fails, holding it is
 undecided. Where the quiet intervals' high ends leave no room (×%g)
-below %g times their lowest end, the limit sits between their low ends
-and that ("tight": a quiet run may be undecided there, never failed);
-where even the low ends leave none, it only keeps the quiet runs passing
-("no teeth"). Regenerate with the same command; recalibrate on another
+below %g times their lowest end, the limit sits a factor √%g below that,
+above their low ends ("tight": a quiet run may be undecided there, never
+failed); where even the low ends leave none, it only keeps the quiet runs
+passing ("no teeth"). Regenerate with the same command; recalibrate on another
 machine.
 
 Rules: the first rule whose match, path and concurrency select a
-scenario applies; the last rules cover scenarios not calibrated here.`, verdict.Regression, verdict.MinRoom, verdict.Regression)
+scenario applies; the last rules cover scenarios not calibrated here.`, verdict.Regression, verdict.MinRoom, verdict.Regression, verdict.MinRoom)
 	return b.String()
 }
 
@@ -182,15 +182,15 @@ meshed arm whose p50 delta, p99, sidecar CPU per request or RSS doubles,
 or whose throughput halves, fails at that point by the same factor.
 Checks decide on the interval over repeats: wholly above a limit fails,
 holding it is undecided. Where the quiet intervals' high ends leave no
-room (×%g) below %g times their lowest end, the limit sits between their
-low ends and that ("tight": a quiet run may be undecided there, never
-failed); where even the low ends leave none, it only keeps the quiet runs
-passing ("no teeth"). Regenerate with the same command; re-judge results
+room (×%g) below %g times their lowest end, the limit sits a factor √%g
+below that, above their low ends ("tight": a quiet run may be undecided
+there, never failed); where even the low ends leave none, it only keeps
+the quiet runs passing ("no teeth"). Regenerate with the same command; re-judge results
 against it, also as a slower or faster machine would have measured them,
 with meshbench judge -thresholds FIXTURE -slower 1.6 RESULTS...
 
 Rules: the first rule whose match, path and concurrency select a
-scenario applies; the last rules cover scenarios not calibrated here.`, verdict.Regression, verdict.MinRoom, verdict.Regression)
+scenario applies; the last rules cover scenarios not calibrated here.`, verdict.Regression, verdict.MinRoom, verdict.Regression, verdict.MinRoom)
 
 func toothless(c *verdict.Calibration) int {
 	n := 0

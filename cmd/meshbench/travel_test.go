@@ -67,13 +67,13 @@ func judgedRuns(t *testing.T, glob string, n int) ([]report.Input, *verdict.Thre
 	return ins, th
 }
 
-// localRuns are the six quiet local runs the local fixture was calibrated
-// on: three of 2026-12-02 and three of 2026-12-07.
+// localRuns are the nine quiet local runs the local fixture was calibrated
+// on: three of 2026-12-02 and six of 2026-12-07.
 func localRuns(t *testing.T) []report.Input {
 	t.Helper()
 	files, err := filepath.Glob("../../fixtures/thresholds/calibration/*-local.json.gz")
 	require.NoError(t, err)
-	require.Len(t, files, 6)
+	require.Len(t, files, 9)
 	ins, err := report.Open(files...)
 	require.NoError(t, err)
 	return ins
@@ -126,6 +126,7 @@ func TestLocalFixtureTravels(t *testing.T) {
 	require.NoError(t, err)
 	tight := tightMetrics(t, ins)
 	abs := absoluteFixture(t, ins)
+	short := shortWindows(t, ins)
 	// Run by run, in file order: the limits undecided, the same on every
 	// machine, and the absolute limits breached on the slower one (of 25
 	// points each), none on the others.
@@ -133,17 +134,20 @@ func TestLocalFixtureTravels(t *testing.T) {
 	// ladder's rung past the knee, qps=4000.)
 	// The runs of 2026-12-02 have 25 points, those of 2026-12-07 30 (the
 	// connection churn's four, and the rate ladder's 8000 req/s).
-	checked := []int{150, 150, 150, 180, 180, 180}
+	checked := []int{150, 150, 150, 180, 180, 180, 180, 180, 180}
 	// (2026-12-02's runs are undecided too where a run's CPU counted too
-	// few ticks: 5 of the 14, 12 and 11.)
-	undecided := []int{10, 9, 10, 7, 7, 6}
+	// few ticks.)
+	undecided := []int{11, 9, 10, 6, 5, 4, 4, 4, 4}
 	slowerBreaches := []map[verdict.Metric]int{
-		{verdict.P50DeltaMs: 24, verdict.MeshedP99Ms: 17, verdict.SidecarCPUPer1kReqMs: 19},
-		{verdict.P50DeltaMs: 11, verdict.MeshedP99Ms: 5, verdict.SidecarCPUPer1kReqMs: 11},
-		{verdict.P50DeltaMs: 17, verdict.MeshedP99Ms: 9, verdict.SidecarCPUPer1kReqMs: 16},
+		{verdict.P50DeltaMs: 24, verdict.MeshedP99Ms: 16, verdict.SidecarCPUPer1kReqMs: 19},
+		{verdict.P50DeltaMs: 11, verdict.MeshedP99Ms: 8, verdict.SidecarCPUPer1kReqMs: 10},
+		{verdict.P50DeltaMs: 17, verdict.MeshedP99Ms: 12, verdict.SidecarCPUPer1kReqMs: 16},
 		{verdict.P50DeltaMs: 29, verdict.MeshedP99Ms: 23, verdict.SidecarCPUPer1kReqMs: 30},
-		{verdict.P50DeltaMs: 28, verdict.MeshedP99Ms: 17, verdict.SidecarCPUPer1kReqMs: 30},
-		{verdict.P50DeltaMs: 28, verdict.MeshedP99Ms: 21, verdict.SidecarCPUPer1kReqMs: 29},
+		{verdict.P50DeltaMs: 28, verdict.MeshedP99Ms: 20, verdict.SidecarCPUPer1kReqMs: 30},
+		{verdict.P50DeltaMs: 28, verdict.MeshedP99Ms: 22, verdict.SidecarCPUPer1kReqMs: 30},
+		{verdict.P50DeltaMs: 18, verdict.MeshedP99Ms: 8, verdict.SidecarCPUPer1kReqMs: 22},
+		{verdict.P50DeltaMs: 17, verdict.MeshedP99Ms: 11, verdict.SidecarCPUPer1kReqMs: 26},
+		{verdict.P50DeltaMs: 20, verdict.MeshedP99Ms: 14, verdict.SidecarCPUPer1kReqMs: 28},
 	}
 	for _, s := range speeds {
 		for i, in := range ins {
@@ -168,6 +172,12 @@ func TestLocalFixtureTravels(t *testing.T) {
 					assert.Contains(t, []verdict.Metric{verdict.SidecarCPUOverBaselineCPU, verdict.SidecarCPUPer1kReqMs, verdict.MeshCores}, u.Metric, name)
 					continue
 				}
+				if short[in.File][u.Scenario] && verdict.IsLatency(u.Metric) {
+					// 1000 req/s on the ladder in 1 s windows, as before
+					// MinRequests: its p99 is the sampling of 1000
+					// requests.
+					continue
+				}
 				assert.Contains(t, tight[u.Scenario], u.Metric, "%s: undecided only where tight: %v", name, u)
 			}
 			old := breachesOf(judged(t, abs, in, s).verdict)
@@ -178,6 +188,51 @@ func TestLocalFixtureTravels(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLocalFixtureLeavesOneOut judges each quiet run against the fixture
+// calibrated from the other eight: a quiet rerun the calibration has not
+// seen, as a newcomer's main job is. One of the nine breaches a limit, at
+// the rate ladder's 4000 req/s rung near the knee, which the shipped
+// fixture, with that run, leaves without p99 teeth (acrossDays). With
+// tight limits at the geometric mean between the quiet runs' highest low
+// end and a doubling of the lowest, two breached: 2026-12-07T20:40's
+// BenchmarkUserFlow p50 delta too, 214–242 % against ≤ 210 %, the first
+// main job of a freshly booted machine.
+func TestLocalFixtureLeavesOneOut(t *testing.T) {
+	ins := localRuns(t)
+	_, runs, err := calibrationRuns(ins, io.Discard)
+	require.NoError(t, err)
+	var breached []string
+	for i, in := range ins {
+		others := slices.Delete(slices.Clone(runs), i, i+1)
+		c, err := verdict.Calibrate("local", metric.BaselineUnits, others...)
+		require.NoError(t, err)
+		th, err := verdict.Parse("others.yaml", c.YAML("the other eight"))
+		require.NoError(t, err)
+		for _, b := range judge(th, in.File, in.Results.Records, io.Discard).verdict.Breaches {
+			breached = append(breached, fmt.Sprintf("%s: %s %s", filepath.Base(in.File), b.Scenario, b.Metric))
+		}
+	}
+	assert.Equal(t, []string{"20261207T000816Z-local.json.gz: BenchmarkRateLadder/qps=4000/c=16 meshedP99OverBaselineP50"}, breached)
+}
+
+// shortWindows are, per quiet run, the points it measured in shorter
+// windows than another run did (verdict.LongestWindows), which calibrate
+// counts by their medians alone.
+func shortWindows(t *testing.T, ins []report.Input) map[string]map[string]bool {
+	t.Helper()
+	_, runs, err := calibrationRuns(ins, io.Discard)
+	require.NoError(t, err)
+	longest := verdict.LongestWindows(runs...)
+	out := map[string]map[string]bool{}
+	for i, run := range runs {
+		out[ins[i].File] = map[string]bool{}
+		for _, o := range run {
+			out[ins[i].File][o.Scenario] = o.Window < longest[o.Scenario]
+		}
+	}
+	return out
 }
 
 // tightMetrics are, per point, the metrics the local calibration marks
@@ -208,6 +263,7 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 	th, err := verdict.Load("../../fixtures/thresholds/local.yaml")
 	require.NoError(t, err)
 	abs := absoluteFixture(t, ins)
+	short := shortWindows(t, ins)
 	for _, s := range speeds {
 		for _, in := range ins {
 			for _, r := range regressions {
@@ -219,6 +275,13 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 						// A rate ladder's rung past the knee judges no
 						// latency: a queue's.
 						assert.Contains(t, o.Scenario, "BenchmarkRateLadder/")
+						continue
+					}
+					if short[in.File][o.Scenario] && verdict.IsLatency(r.caughtBy[0]) {
+						// Measured in shorter windows than the main job's
+						// now (the ladder's 1000 req/s rung before
+						// MinRequests): calibrated by its medians, judged
+						// on its wider interval.
 						continue
 					}
 					if _, unjudged := o.Unjudged[r.caughtBy[0]]; unjudged {
@@ -282,7 +345,7 @@ func TestLocalFixtureOnOtherMachines(t *testing.T) {
 	// limits 28, 32 and 60 of the first three.) The absolute limits are
 	// calibrated without 2026-12-02's CPU read in too few ticks, and judge
 	// no such CPU of 2026-12-03's runs (cpu-coarse).
-	relative, absolute := []int{0, 0, 13, 37, 0, 0, 0}, []int{22, 20, 57, 40, 0, 0, 0}
+	relative, absolute := []int{0, 0, 12, 36, 0, 0, 0}, []int{25, 19, 58, 44, 0, 0, 0}
 	for i, in := range others {
 		name := filepath.Base(in.File)
 		assert.Len(t, judge(th, in.File, in.Results.Records, io.Discard).verdict.Breaches, relative[i], name)
@@ -300,9 +363,9 @@ func TestLocalFixtureOnOtherMachines(t *testing.T) {
 func TestLocalFixtureTeethOnAnotherCPU(t *testing.T) {
 	ins, th := judgedRuns(t, "*-local-amd", 3)
 	want := map[string][]int{
-		"sidecar CPU per request ×2": {12, 14, 15},
-		"meshed p99 ×2":              {11, 13, 8},
-		"meshed throughput ×0.5":     {9, 10, 10},
+		"sidecar CPU per request ×2": {13, 15, 17},
+		"meshed p99 ×2":              {12, 13, 8},
+		"meshed throughput ×0.5":     {11, 12, 12},
 	}
 	for i, in := range ins {
 		for _, r := range regressions {

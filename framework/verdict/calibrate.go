@@ -53,10 +53,9 @@ type CalibratedPoint struct {
 	Quiet map[Metric][]stats.Summary
 	// Tight are the metrics whose quiet intervals' high ends leave no
 	// room (MinRoom) below a Regression of their lowest end, but whose low
-	// ends do: the limit sits
-	// between the highest low end and Regression times the lowest, so a
-	// quiet run never fails there (it may be undecided) and a regression
-	// still does.
+	// ends do: the limit sits √MinRoom below Regression times the lowest
+	// low end (tightLimit), above every low end, so a quiet run never fails
+	// there (it may be undecided) and a regression still does.
 	Tight []Metric
 	// Toothless are the metrics where even the low ends of the quiet
 	// intervals leave no room below a Regression: their limit only keeps
@@ -222,7 +221,8 @@ func (p *CalibratedPoint) limits(u metric.Units) {
 			// Keep the quiet runs from failing (their low ends within),
 			// though they may be undecided, rather than lose the teeth.
 			pass = lowHigh
-			if limit, teeth = pick(pass, Regression*low); teeth {
+			if _, teeth = pick(pass, Regression*low); teeth {
+				limit = tightLimit(Regression * low)
 				p.Tight = append(p.Tight, m)
 			} else {
 				pass = high
@@ -285,6 +285,16 @@ func pick(pass, fail float64) (float64, bool) {
 		return math.Sqrt(pass * fail), true
 	}
 	return 1.25 * max(pass, 0), false
+}
+
+// tightLimit is a tight metric's limit: √MinRoom (14 %) below fail, what
+// a regression of the lowest quiet end would reach, on severity's scale,
+// as far above the quiet runs' low ends as teeth allow. At the geometric
+// mean between the highest low end and fail, a quiet rerun of
+// BenchmarkUserFlow whose interval lay 19 % above the others' low ends
+// failed (its p50 delta 214–242 % against ≤ 210 %).
+func tightLimit(fail float64) float64 {
+	return fail / math.Sqrt(MinRoom)
 }
 
 // round returns the limit in m's unit with as few significant digits as

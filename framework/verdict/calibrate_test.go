@@ -46,16 +46,16 @@ func TestCalibrateExactLimits(t *testing.T) {
 	assert.Equal(t, 470.0, p.Rule.Allowed[P99DeltaPct])
 	// √(1/(1−0.915) × 2/(1−0.89)) = √(11.765 × 18.18) = 14.63 → loss 93.16 → 93
 	assert.Equal(t, 93.0, p.Rule.Allowed[ThroughputLossPct])
-	// tight: √(500 × 2·450) = 670.8, between the highest low end and
-	// twice the lowest
-	assert.Equal(t, 670.0, p.Rule.Allowed[SidecarCPUPer1kReqMs])
+	// tight: 2·450/√1.3 = 789.4 → 790, above the highest low end (500)
+	// and √MinRoom below twice the lowest
+	assert.Equal(t, 790.0, p.Rule.Allowed[SidecarCPUPer1kReqMs])
 	// √(58 × 110) = 79.87 → 80
 	assert.Equal(t, 80.0, p.Rule.Allowed[SidecarRSSMiB])
 	assert.Equal(t, []Metric{SidecarCPUPer1kReqMs}, p.Tight)
 	assert.Empty(t, p.Toothless)
 	require.Len(t, c.Catchall, 1, "one path measured")
 	assert.Equal(t, Limit{Path: OneHop, Concurrency: Concurrency{Min: 1}, Allowed: map[Metric]float64{P50DeltaMs: 1.5, P99DeltaPct: 470, ThroughputLossPct: 93,
-		SidecarCPUPer1kReqMs: 670, SidecarRSSMiB: 80}}, c.Catchall[0])
+		SidecarCPUPer1kReqMs: 790, SidecarRSSMiB: 80}}, c.Catchall[0])
 
 	// The YAML reads back to the same rules, the header and quiet figures
 	// as comments.
