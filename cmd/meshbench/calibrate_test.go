@@ -129,11 +129,11 @@ const (
 //     the meshed arm's knee, which moves with the machine's speed: on
 //     2026-12-02 the meshed arm missed 4000 req/s; on 2026-12-07 it held
 //     4000 and missed 8000, and its p99 at 4000 rose from 278–329 % over
-//     the baseline's to 583–1127 %. At 1000 req/s the 1 s windows' 1000
-//     requests set the p99 by its 10 slowest; the ladder now runs 4 s
-//     windows there (MinRequests), and a recalibration with such runs,
-//     which Calibrate counts over the older runs' medians, gives the rung
-//     teeth.
+//     the baseline's to 583–1127 %. (At 1000 req/s the 1 s windows'
+//     1000 requests set the p99 by its 10 slowest; the ladder now runs
+//     4 s windows there (MinRequests), and three such runs of 2026-12-07
+//     evening, with the older runs counted by their medians, gave the
+//     rung teeth.)
 var acrossDays = map[string]map[string]string{
 	"../../fixtures/thresholds/local.yaml": {
 		"BenchmarkRateLadder/qps=4000/c=16": p99Twice,
