@@ -148,19 +148,26 @@ quiet runs' intervals and %g times the lowest end, on the metric's own
 scale (p50 delta, CPU and RSS as they are; p99 as meshed/baseline; the
 throughput loss as baseline/meshed). So the quiet runs pass, and a meshed
 arm whose p50 delta, p99, sidecar CPU or RSS doubles, or whose throughput
-halves, fails at that point by the same factor. Checks decide on the
-interval over repeats: wholly above a limit fails, holding it is
-undecided. Where the quiet intervals' high ends leave no room (×%g)
-below %g times their lowest end, the limit sits a factor √%g below that,
-above their low ends ("tight": a quiet run may be undecided there, never
-failed); where even the low ends leave none, it only keeps the quiet runs
-passing ("no teeth"). Regenerate with the same command; recalibrate on another
-machine.
-
-Rules: the first rule whose match, path and concurrency select a
-scenario applies; the last rules cover scenarios not calibrated here.`, verdict.Regression, verdict.MinRoom, verdict.Regression, verdict.MinRoom)
+halves, fails at that point by the same factor.
+%s
+Regenerate with the same command; recalibrate on another machine.
+%s`, verdict.Regression, limitsDecide, rulesOrder)
 	return b.String()
 }
+
+// limitsDecide says how a check decides against a limit, and where the
+// quiet runs leave a limit tight or without teeth.
+var limitsDecide = fmt.Sprintf(`Checks decide on the interval over repeats: wholly above a limit fails,
+holding it is undecided. Where the quiet intervals' high ends leave no
+room (×%g) below %g times their lowest end, the limit sits a factor √%g
+below that, above their low ends ("tight": a quiet run may be undecided
+there, never failed); where even the low ends leave none, it only keeps
+the quiet runs passing ("no teeth").`, verdict.MinRoom, verdict.Regression, verdict.MinRoom)
+
+// rulesOrder says which rule applies to a scenario.
+const rulesOrder = `
+Rules: the first rule whose match, path and concurrency select a
+scenario applies; the last rules cover scenarios not calibrated here.`
 
 // relativeHeader says how a fixture relative to the baseline was set.
 var relativeHeader = fmt.Sprintf(`
@@ -180,17 +187,11 @@ scale (the p99 increase as meshed/baseline, the throughput loss as
 baseline/meshed, the others as they are). So the quiet runs pass, and a
 meshed arm whose p50 delta, p99, sidecar CPU per request or RSS doubles,
 or whose throughput halves, fails at that point by the same factor.
-Checks decide on the interval over repeats: wholly above a limit fails,
-holding it is undecided. Where the quiet intervals' high ends leave no
-room (×%g) below %g times their lowest end, the limit sits a factor √%g
-below that, above their low ends ("tight": a quiet run may be undecided
-there, never failed); where even the low ends leave none, it only keeps
-the quiet runs passing ("no teeth"). Regenerate with the same command; re-judge results
-against it, also as a slower or faster machine would have measured them,
-with meshbench judge -thresholds FIXTURE -slower 1.6 RESULTS...
-
-Rules: the first rule whose match, path and concurrency select a
-scenario applies; the last rules cover scenarios not calibrated here.`, verdict.Regression, verdict.MinRoom, verdict.Regression, verdict.MinRoom)
+%s
+Regenerate with the same command; re-judge results against it, also as
+a slower or faster machine would have measured them, with
+meshbench judge -thresholds FIXTURE -slower 1.6 RESULTS...
+%s`, verdict.Regression, limitsDecide, rulesOrder)
 
 func toothless(c *verdict.Calibration) int {
 	n := 0
