@@ -221,7 +221,7 @@ func (p *CalibratedPoint) limits(u metric.Units) {
 			// Keep the quiet runs from failing (their low ends within),
 			// though they may be undecided, rather than lose the teeth.
 			pass = lowHigh
-			if _, teeth = pick(pass, Regression*low); teeth {
+			if teeth = roomBetween(pass, Regression*low); teeth {
 				limit = tightLimit(Regression * low)
 				p.Tight = append(p.Tight, m)
 			} else {
@@ -281,10 +281,16 @@ const MinRoom = 1.3
 // fail, what a regression would reach, on severity's scale, and whether
 // there is room (MinRoom) between them.
 func pick(pass, fail float64) (float64, bool) {
-	if pass > 0 && fail >= MinRoom*pass && !math.IsInf(fail, 0) {
+	if roomBetween(pass, fail) {
 		return math.Sqrt(pass * fail), true
 	}
 	return 1.25 * max(pass, 0), false
+}
+
+// roomBetween says whether a limit fits between pass and fail: fail at
+// least MinRoom times pass, both finite and above 0.
+func roomBetween(pass, fail float64) bool {
+	return pass > 0 && fail >= MinRoom*pass && !math.IsInf(fail, 0)
 }
 
 // tightLimit is a tight metric's limit: √MinRoom (14 %) below fail, what
