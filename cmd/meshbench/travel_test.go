@@ -131,22 +131,24 @@ func TestLocalFixtureTravels(t *testing.T) {
 	// machine, and the absolute limits breached on the slower one (of 25
 	// points each), none on the others.
 	// (3 of each run's undecided are the latency limits of the rate
-	// ladder's rung past the knee, qps=4000.)
+	// ladder's rung past the knee: qps=4000 on 2026-12-02, 8000 on
+	// 2026-12-07; 2026-12-07T00:08's and 00:17's are undecided on the
+	// 4000 req/s rung's tight p99 too.)
 	// The runs of 2026-12-02 have 25 points, those of 2026-12-07 30 (the
 	// connection churn's four, and the rate ladder's 8000 req/s).
 	checked := []int{150, 150, 150, 180, 180, 180, 180, 180, 180}
 	// (2026-12-02's runs are undecided too where a run's CPU counted too
 	// few ticks.)
-	undecided := []int{11, 9, 10, 6, 5, 4, 4, 4, 4}
+	undecided := []int{11, 9, 10, 7, 5, 6, 4, 4, 4}
 	slowerBreaches := []map[verdict.Metric]int{
 		{verdict.P50DeltaMs: 24, verdict.MeshedP99Ms: 16, verdict.SidecarCPUPer1kReqMs: 19},
 		{verdict.P50DeltaMs: 11, verdict.MeshedP99Ms: 8, verdict.SidecarCPUPer1kReqMs: 10},
 		{verdict.P50DeltaMs: 17, verdict.MeshedP99Ms: 12, verdict.SidecarCPUPer1kReqMs: 16},
-		{verdict.P50DeltaMs: 29, verdict.MeshedP99Ms: 23, verdict.SidecarCPUPer1kReqMs: 30},
+		{verdict.P50DeltaMs: 29, verdict.MeshedP99Ms: 24, verdict.SidecarCPUPer1kReqMs: 30},
 		{verdict.P50DeltaMs: 28, verdict.MeshedP99Ms: 20, verdict.SidecarCPUPer1kReqMs: 30},
-		{verdict.P50DeltaMs: 28, verdict.MeshedP99Ms: 22, verdict.SidecarCPUPer1kReqMs: 30},
+		{verdict.P50DeltaMs: 29, verdict.MeshedP99Ms: 23, verdict.SidecarCPUPer1kReqMs: 30},
 		{verdict.P50DeltaMs: 18, verdict.MeshedP99Ms: 8, verdict.SidecarCPUPer1kReqMs: 22},
-		{verdict.P50DeltaMs: 17, verdict.MeshedP99Ms: 11, verdict.SidecarCPUPer1kReqMs: 26},
+		{verdict.P50DeltaMs: 18, verdict.MeshedP99Ms: 11, verdict.SidecarCPUPer1kReqMs: 26},
 		{verdict.P50DeltaMs: 20, verdict.MeshedP99Ms: 14, verdict.SidecarCPUPer1kReqMs: 28},
 	}
 	for _, s := range speeds {
@@ -192,15 +194,16 @@ func TestLocalFixtureTravels(t *testing.T) {
 
 // TestLocalFixtureLeavesOneOut judges each quiet run against the fixture
 // calibrated from the other eight: a quiet rerun the calibration has not
-// seen, as a newcomer's main job is. One of the nine breaches a limit, at
-// the rate ladder's 4000 req/s rung near the knee, which the shipped
-// fixture, with that run, leaves without p99 teeth (acrossDays). With
+// seen, as a newcomer's main job is. None breaches a limit. Two did with
 // tight limits at the geometric mean between the quiet runs' highest low
-// end and a doubling of the lowest, two breached: 2026-12-07T20:40's
-// BenchmarkUserFlow p50 delta too, 214–242 % against ≤ 210 %, the first
-// main job of a freshly booted machine.
+// end and a doubling of the lowest (2026-12-07T20:40's BenchmarkUserFlow
+// p50 delta, 214–242 % against ≤ 210 %, the first main job of a freshly
+// booted machine), and one with the rate ladder's 4000 req/s rung
+// calibrated from the latency of runs past its knee too (2026-12-07T00:08's
+// meshed p99 over the baseline p50, 12.6–21.6× against ≤ 12).
 func TestLocalFixtureLeavesOneOut(t *testing.T) {
 	ins := localRuns(t)
+	require.Len(t, ins, 9)
 	_, runs, err := calibrationRuns(ins, io.Discard)
 	require.NoError(t, err)
 	var breached []string
@@ -214,7 +217,7 @@ func TestLocalFixtureLeavesOneOut(t *testing.T) {
 			breached = append(breached, fmt.Sprintf("%s: %s %s", filepath.Base(in.File), b.Scenario, b.Metric))
 		}
 	}
-	assert.Equal(t, []string{"20261207T000816Z-local.json.gz: BenchmarkRateLadder/qps=4000/c=16 meshedP99OverBaselineP50"}, breached)
+	assert.Empty(t, breached)
 }
 
 // shortWindows are, per quiet run, the points it measured in shorter

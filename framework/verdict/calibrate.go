@@ -72,6 +72,17 @@ type CalibratedPoint struct {
 	// alone (LongestWindows), in run order.
 	Window  time.Duration
 	Shorter []time.Duration
+	// PastKnee counts the runs whose rung was past a rate ladder's knee
+	// here (Observation.PastKnee): their latency is left out of Quiet
+	// where another run held the rung; where none did (HeldNowhere),
+	// their latency is all there is, and the point's latency limits are
+	// theirs, which the catch-all rules leave out.
+	PastKnee    int
+	HeldNowhere bool
+	// runs counts the runs that measured the point; kneeQuiet is the
+	// latency of those past the knee.
+	runs      int
+	kneeQuiet map[Metric][]stats.Summary
 }
 
 // calibrated returns the metrics a calibration in units u limits, in
@@ -123,9 +134,11 @@ func fromSeverity(m Metric, s float64) float64 {
 // that the quiet runs pass and a regression fails by the same factor. An
 // observation without a metric, with one that is not finite, or with one
 // it could not judge (Observation.Unjudged), is left out of that metric's
-// figures. A run that measured a point in shorter windows than another
-// run (LongestWindows) counts there by its medians alone. It fails when
-// the runs measured nothing.
+// figures; so is the latency of a rung past a rate ladder's knee
+// (Observation.PastKnee), where another run held that rung. A run that
+// measured a point in shorter windows than another run (LongestWindows)
+// counts there by its medians alone. It fails when the runs measured
+// nothing.
 func Calibrate(target string, u metric.Units, runs ...[]Observation) (*Calibration, error) {
 	if u != metric.BaselineUnits && u != metric.MachineUnits {
 		return nil, fmt.Errorf("calibrate: units %d: want baseline or machine units", u)
@@ -141,32 +154,58 @@ func Calibrate(target string, u metric.Units, runs ...[]Observation) (*Calibrati
 			if !ok {
 				i = len(c.Points)
 				index[o.Scenario] = i
-				c.Points = append(c.Points, CalibratedPoint{Scenario: o.Scenario, Quiet: map[Metric][]stats.Summary{}, Window: longest[o.Scenario],
+				c.Points = append(c.Points, CalibratedPoint{Scenario: o.Scenario, Window: longest[o.Scenario],
+					Quiet: map[Metric][]stats.Summary{}, kneeQuiet: map[Metric][]stats.Summary{},
 					Rule: Limit{Path: o.Path, Concurrency: Concurrency{Min: o.Concurrency, Max: o.Concurrency}, Match: pointLabels(o.Labels)}})
 			}
-			if o.Window < longest[o.Scenario] {
-				o = o.MediansAlone()
-				c.Points[i].Shorter = append(c.Points[i].Shorter, o.Window)
-			}
-			for _, m := range calibrated(u) {
-				if _, unjudged := o.Unjudged[m]; unjudged {
-					continue // a figure no limit may judge sets none
-				}
-				if s, ok := o.Values[m]; ok && !math.IsNaN(s.Median) && !math.IsInf(s.Median, 0) {
-					c.Points[i].Quiet[m] = append(c.Points[i].Quiet[m], s)
-				}
-			}
+			c.Points[i].add(o, u)
 		}
 	}
 	if len(c.Points) == 0 {
 		return nil, errors.New("calibrate: the runs hold no comparison of a meshed arm with its baseline")
 	}
 	for i := range c.Points {
+		c.Points[i].heldOrNot()
 		c.Points[i].limits(u)
 		c.Points[i].spareTwins()
 	}
 	c.catchall()
 	return c, nil
+}
+
+// add counts one run's observation of the point: by its medians alone
+// when its windows were shorter than the point's longest; its latency
+// aside when its rung was past the knee (heldOrNot decides).
+func (p *CalibratedPoint) add(o Observation, u metric.Units) {
+	if o.Window < p.Window {
+		o = o.MediansAlone()
+		p.Shorter = append(p.Shorter, o.Window)
+	}
+	p.runs++
+	if o.PastKnee != "" {
+		p.PastKnee++
+	}
+	for _, m := range calibrated(u) {
+		if _, unjudged := o.Unjudged[m]; unjudged {
+			continue // a figure no limit may judge sets none
+		}
+		s, ok := o.Values[m]
+		switch {
+		case !ok || math.IsNaN(s.Median) || math.IsInf(s.Median, 0):
+		case o.PastKnee != "" && IsLatency(m):
+			p.kneeQuiet[m] = append(p.kneeQuiet[m], s)
+		default:
+			p.Quiet[m] = append(p.Quiet[m], s)
+		}
+	}
+}
+
+// heldOrNot settles the latency of the runs past the knee: left out where
+// another run held the rung, counted where none did (HeldNowhere).
+func (p *CalibratedPoint) heldOrNot() {
+	if p.HeldNowhere = p.PastKnee > 0 && p.PastKnee == p.runs; p.HeldNowhere {
+		maps.Copy(p.Quiet, p.kneeQuiet)
+	}
 }
 
 // LongestWindows is, per point (Observation.Scenario), the longest window
@@ -342,6 +381,9 @@ func (c *Calibration) catchall() {
 				if !ok {
 					continue // an optional metric this point leaves out
 				}
+				if p.HeldNowhere && IsLatency(m) {
+					continue // a saturated arm's latency, no scenario's limit
+				}
 				cur, _ := rule.Max(m)
 				rule.set(m, max(cur, v))
 			}
@@ -374,6 +416,9 @@ func (c *Calibration) YAML(header string) []byte {
 		if len(p.Shorter) > 0 {
 			fmt.Fprintf(&b, "  # %d of the runs measured %s windows here, not %v: each counts by its medians alone (its interval was the shorter windows' sampling)\n", len(p.Shorter), joinWindows(p.Shorter), p.Window)
 		}
+		if p.PastKnee > 0 {
+			fmt.Fprintf(&b, "  # %s\n", p.kneeLine())
+		}
 		if len(p.Tight) > 0 {
 			fmt.Fprintf(&b, "  # tight for %s: the quiet intervals' high ends leave no room below ×%g of their lowest end, so the limit sits above their low ends: quiet runs may be undecided there, never failed; a regression still fails\n", joinMetrics(p.Tight), Regression)
 		}
@@ -390,6 +435,14 @@ func (c *Calibration) YAML(header string) []byte {
 		writeRule(&b, r)
 	}
 	return b.Bytes()
+}
+
+// kneeLine says how the runs past the rate ladder's knee counted.
+func (p CalibratedPoint) kneeLine() string {
+	if p.HeldNowhere {
+		return "every run was past the rate ladder's knee here (the meshed arm missed its rate or broke the SLO): the latency limits are a saturated arm's, which a run past the knee is not judged on, and the catch-all rules leave them out"
+	}
+	return fmt.Sprintf("%d of the runs were past the rate ladder's knee here: their latency is left out (a saturated arm's, lower than one that holds the rung) and their throughput, CPU and memory count", p.PastKnee)
 }
 
 // quietLine prints each metric's quiet intervals, run by run.

@@ -117,6 +117,60 @@ func TestCalibrateCountsShorterWindowsByTheirMedians(t *testing.T) {
 	assert.Empty(t, c.Points[0].Shorter)
 }
 
+// A run whose rung was past the rate ladder's knee (the meshed arm missed
+// its rate) reads a saturated arm's p99, lower than a run that holds the
+// rung: 2026-12-02's meshed arm missed 4000 req/s and read a p99 increase
+// of 274–290 %, 2026-12-07's held it at 399–641 %. Its latency sets no
+// limit where another run held the rung; its throughput still counts.
+// Where no run held the rung, its latency is all there is: counted, and
+// left out of the catch-all.
+func TestCalibrateLeavesOutTheLatencyPastTheKnee(t *testing.T) {
+	rung := func(qps string, pastKnee string, p99, loss stats.Summary) []Observation {
+		name := "BenchmarkRateLadder/qps=" + qps + "/c=16"
+		return []Observation{{Scenario: name, Labels: labels.Parse(name), Path: OneHop, Concurrency: 16, Window: time.Second, PastKnee: pastKnee,
+			Values: map[Metric]stats.Summary{P99DeltaPct: p99, ThroughputLossPct: loss}}}
+	}
+	missed := "missed its rate"
+	saturated := rung("4000", missed, iv(274, 252, 313), iv(11.8, 11.3, 13.4)) // 3.74 (3.52–4.13)
+	held1 := rung("4000", "", iv(466, 427, 534), iv(0.3, 0.2, 0.3))            // 5.66 (5.27–6.34)
+	held2 := rung("4000", "", iv(399, 392, 404), iv(0.2, 0.2, 0.5))            // 4.99 (4.92–5.04)
+	c, err := Calibrate("local", metric.BaselineUnits, saturated, held1, held2)
+	require.NoError(t, err)
+	p := c.Points[0]
+	assert.Equal(t, 1, p.PastKnee)
+	assert.False(t, p.HeldNowhere)
+	assert.Equal(t, []stats.Summary{iv(466, 427, 534), iv(399, 392, 404)}, p.Quiet[P99DeltaPct])
+	assert.Len(t, p.Quiet[ThroughputLossPct], 3, "the throughput past the knee counts")
+	// √(6.34 × 2·4.92) = 7.899 → 689.9 % → 690
+	assert.Equal(t, 690.0, p.Rule.Allowed[P99DeltaPct])
+	assert.NotContains(t, p.Toothless, P99DeltaPct)
+	assert.NotContains(t, p.Tight, P99DeltaPct)
+	assert.Contains(t, string(c.YAML("x")), "  # 1 of the runs were past the rate ladder's knee here: their latency is left out")
+
+	// Counted, the saturated run's 3.52 is the lowest end: 6.34 and 7.04
+	// leave no room, so the limit is tight, 7.04/√1.3 = 6.17 → 520 %,
+	// below the high end of a run that held the rung.
+	saturated[0].PastKnee = ""
+	c, err = Calibrate("local", metric.BaselineUnits, saturated, held1, held2)
+	require.NoError(t, err)
+	assert.Equal(t, []Metric{P99DeltaPct}, c.Points[0].Tight)
+	assert.Equal(t, 520.0, c.Points[0].Rule.Allowed[P99DeltaPct])
+	saturated[0].PastKnee = missed
+
+	// Every run past the knee (the 8000 req/s rung): their latency is the
+	// point's, and the catch-all takes none of it.
+	c, err = Calibrate("local", metric.BaselineUnits, rung("8000", missed, iv(15861, 13960, 25034), iv(40.7, 33.8, 40.8)),
+		rung("8000", missed, iv(7731, 6686, 18143), iv(28.7, 28.2, 28.7)), held2)
+	require.NoError(t, err)
+	require.Len(t, c.Points, 2)
+	assert.True(t, c.Points[0].HeldNowhere)
+	assert.Len(t, c.Points[0].Quiet[P99DeltaPct], 2)
+	assert.Contains(t, string(c.YAML("x")), "  # every run was past the rate ladder's knee here")
+	require.Len(t, c.Catchall, 1)
+	assert.Equal(t, c.Points[1].Rule.Allowed[P99DeltaPct], c.Catchall[0].Allowed[P99DeltaPct], "the held rung's p99, not the saturated one's")
+	assert.Equal(t, c.Points[0].Rule.Allowed[ThroughputLossPct], c.Catchall[0].Allowed[ThroughputLossPct], "the loosest throughput loss, past the knee or not")
+}
+
 // Where the meshed p99 over the baseline p50 has teeth outright, the p99
 // increase, tight at the same point, is spared: it catches no doubling
 // the other misses, and another machine's quiet run broke it (TwoHop/c=4
