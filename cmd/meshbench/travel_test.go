@@ -331,15 +331,17 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 // TestLocalFixtureOnOtherMachines judges the main jobs recorded beside the
 // calibration (fixtures/thresholds/judged/): two quiet ones of 2026-12-03,
 // a slower day on another processor, one pinned to one core (taskset -c
-// 0), one of 2026-12-07 capped at 1.25 of the 2 cores by a CPU quota, and
+// 0), one of 2026-12-07 capped at 1.25 of the 2 cores by a CPU quota,
 // three quiet ones of 2026-12-07 on an AMD EPYC, a faster machine (whose
-// ladder windows hold 4000 requests; docs/measurements.md). The relative
-// limits breach a few points of them, the absolute limits of the same
-// calibration many times more on the slower ones (the faster AMD breaches
-// neither; it breached a tight p99 increase before calibrate spared it):
-// the breaches per run, in file order.
+// ladder windows hold 4000 requests; docs/measurements.md), and three
+// quiet ones of 2026-12-08 on an AMD EPYC, a slower one (its ladder's
+// meshed arm missed 4000 req/s). The relative limits breach a few points
+// of them, the absolute limits of the same calibration many times more on
+// the slower ones (the faster AMD breaches neither; it breached a tight
+// p99 increase before calibrate spared it): the breaches per run, in file
+// order.
 func TestLocalFixtureOnOtherMachines(t *testing.T) {
-	others, th := judgedRuns(t, "*-local*", 7)
+	others, th := judgedRuns(t, "*-local*", 10)
 	abs := absoluteFixture(t, localRuns(t))
 	// The fourth ran in a cgroup capped at 1.25 cores (cpu.cfs_quota_us),
 	// whose throttling stretches the meshed arm's tail: all its breaches
@@ -348,7 +350,7 @@ func TestLocalFixtureOnOtherMachines(t *testing.T) {
 	// limits 28, 32 and 60 of the first three.) The absolute limits are
 	// calibrated without 2026-12-02's CPU read in too few ticks, and judge
 	// no such CPU of 2026-12-03's runs (cpu-coarse).
-	relative, absolute := []int{0, 0, 12, 36, 0, 0, 0}, []int{25, 19, 58, 44, 0, 0, 0}
+	relative, absolute := []int{0, 0, 12, 36, 0, 0, 0, 0, 0, 0}, []int{25, 19, 58, 44, 0, 0, 0, 48, 31, 45}
 	for i, in := range others {
 		name := filepath.Base(in.File)
 		assert.Len(t, judge(th, in.File, in.Results.Records, io.Discard).verdict.Breaches, relative[i], name)
@@ -357,19 +359,25 @@ func TestLocalFixtureOnOtherMachines(t *testing.T) {
 }
 
 // TestLocalFixtureTeethOnAnotherCPU measures how far the fixture's teeth
-// carry to the AMD EPYC's three quiet main jobs: the points where each
+// carry to the AMD EPYC's six quiet main jobs: the points where each
 // required regression stays within a limit or is undecided (its whole
-// interval not beyond), per run in file order. On this CPU the sidecar
-// costs about ×0.7 of what it does on the calibration machine against
-// the same run's baseline, so a doubling there lands near the limits;
-// the fixture says to calibrate on the machine you gate on.
+// interval not beyond), per run in file order. On 2026-12-07's the
+// sidecar cost ×0.77 of what it does on the calibration machine against
+// the same run's baseline (the geometric mean over the points of its
+// ratio to the limit: 0.53–0.55 against the calibration runs'
+// 0.67–0.75), so a doubling there lands near the limits; on 2026-12-08's,
+// ×0.88 (0.60–0.62), and the teeth carry at all but a few points. The
+// fixture says to calibrate on the machine you gate on.
 func TestLocalFixtureTeethOnAnotherCPU(t *testing.T) {
-	ins, th := judgedRuns(t, "*-local-amd", 3)
+	ins, th := judgedRuns(t, "*-local-amd", 6)
 	want := map[string][]int{
-		"sidecar CPU per request ×2": {13, 15, 17},
-		"meshed p99 ×2":              {12, 13, 8},
-		"meshed throughput ×0.5":     {11, 12, 12},
+		"sidecar CPU per request ×2": {13, 15, 17, 2, 2, 4},
+		"meshed p99 ×2":              {12, 13, 8, 1, 1, 3},
+		"meshed throughput ×0.5":     {11, 12, 12, 3, 0, 3},
 	}
+	// The ladders of 2026-12-08's runs stopped at 4000 req/s, past the
+	// knee (the second's at 2000, where one window's p99 broke the SLO).
+	points := []int{30, 30, 30, 29, 28, 29}
 	for i, in := range ins {
 		for _, r := range regressions {
 			j := judged(t, th, in, speeds[0], r.change)
@@ -380,7 +388,7 @@ func TestLocalFixtureTeethOnAnotherCPU(t *testing.T) {
 					missed++
 				}
 			}
-			assert.Len(t, j.obs, 30)
+			assert.Len(t, j.obs, points[i])
 			assert.Equal(t, want[r.name][i], missed, "%s, %s", filepath.Base(in.File), r.name)
 		}
 	}
