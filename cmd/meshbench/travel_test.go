@@ -158,30 +158,7 @@ func TestLocalFixtureTravels(t *testing.T) {
 			assert.NoError(t, j.verdict.Err(), name)
 			assert.Equal(t, checked[i], j.verdict.Checked, "%s: 6 limits a point", name)
 			assert.Len(t, j.verdict.Undecided, undecided[i], name)
-			for _, u := range j.verdict.Undecided {
-				if strings.Contains(u.Why, "past the rate ladder's knee") {
-					// The rate ladder's meshed arm missed 4000 req/s on
-					// 2026-12-02 and 8000 on 2026-12-07: there its
-					// latency is not judged (verdict.Observation.PastKnee).
-					assert.Contains(t, []string{"BenchmarkRateLadder/qps=4000/c=16", "BenchmarkRateLadder/qps=8000/c=16"}, u.Scenario, name)
-					assert.True(t, verdict.IsLatency(u.Metric), name)
-					continue
-				}
-				if strings.Contains(u.Why, "CPU read in 10 ms ticks") {
-					// 2026-12-02 read CPU in ticks: a run whose process
-					// counted too few is not judged on CPU (cpu-coarse).
-					assert.Contains(t, in.File, "20261202T", name)
-					assert.Contains(t, []verdict.Metric{verdict.SidecarCPUOverBaselineCPU, verdict.SidecarCPUPer1kReqMs, verdict.MeshCores}, u.Metric, name)
-					continue
-				}
-				if short[in.File][u.Scenario] && verdict.IsLatency(u.Metric) {
-					// The ladder's 1000 and 2000 req/s in 1 s windows, as
-					// before MinRequests: the p99 of 1000 or 2000
-					// requests, calibrated by its medians alone.
-					continue
-				}
-				assert.Contains(t, tight[u.Scenario], u.Metric, "%s: undecided only where tight: %v", name, u)
-			}
+			undecidedOnlyWhereTight(t, name, in.File, j.verdict.Undecided, tight, short[in.File])
 			old := breachesOf(judged(t, abs, in, s).verdict)
 			if s.slower > 1 {
 				assert.Equal(t, slowerBreaches[i], old, "%s: the absolute limits fail the slower machine", name)
@@ -189,6 +166,38 @@ func TestLocalFixtureTravels(t *testing.T) {
 				assert.Empty(t, old, name)
 			}
 		}
+	}
+}
+
+// undecidedOnlyWhereTight: a quiet run of the calibration (file) is
+// undecided only where the fixture is tight, past the ladder's knee, on
+// CPU read in too few ticks, or on the p99 of a point it measured in
+// shorter windows than the calibration's longest (short).
+func undecidedOnlyWhereTight(t *testing.T, name, file string, undecided []*verdict.Undecided, tight map[string][]verdict.Metric, short map[string]bool) {
+	t.Helper()
+	for _, u := range undecided {
+		if strings.Contains(u.Why, "past the rate ladder's knee") {
+			// The rate ladder's meshed arm missed 4000 req/s on
+			// 2026-12-02 and 8000 on 2026-12-07: there its
+			// latency is not judged (verdict.Observation.PastKnee).
+			assert.Contains(t, []string{"BenchmarkRateLadder/qps=4000/c=16", "BenchmarkRateLadder/qps=8000/c=16"}, u.Scenario, name)
+			assert.True(t, verdict.IsLatency(u.Metric), name)
+			continue
+		}
+		if strings.Contains(u.Why, "CPU read in 10 ms ticks") {
+			// 2026-12-02 read CPU in ticks: a run whose process
+			// counted too few is not judged on CPU (cpu-coarse).
+			assert.Contains(t, file, "20261202T", name)
+			assert.Contains(t, []verdict.Metric{verdict.SidecarCPUOverBaselineCPU, verdict.SidecarCPUPer1kReqMs, verdict.MeshCores}, u.Metric, name)
+			continue
+		}
+		if short[u.Scenario] && verdict.IsLatency(u.Metric) {
+			// The ladder's 1000 and 2000 req/s in 1 s windows, as
+			// before MinRequests: the p99 of 1000 or 2000
+			// requests, calibrated by its medians alone.
+			continue
+		}
+		assert.Contains(t, tight[u.Scenario], u.Metric, "%s: undecided only where tight: %v", name, u)
 	}
 }
 
@@ -272,41 +281,7 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 			for _, r := range regressions {
 				j := judged(t, th, in, s, r.change)
 				caught := r.caught(j.verdict)
-				var missed []string
-				for _, o := range j.obs {
-					if o.PastKnee != "" && verdict.IsLatency(r.caughtBy[0]) {
-						// A rate ladder's rung past the knee judges no
-						// latency: a queue's.
-						assert.Contains(t, o.Scenario, "BenchmarkRateLadder/")
-						continue
-					}
-					if short[in.File][o.Scenario] && verdict.IsLatency(r.caughtBy[0]) {
-						// Measured in shorter windows than the main job's
-						// now (the ladder's 1000 req/s rung before
-						// MinRequests): calibrated by its medians, judged
-						// on its wider interval.
-						continue
-					}
-					if _, unjudged := o.Unjudged[r.caughtBy[0]]; unjudged {
-						// CPU read in too few ticks (cpu-coarse) is judged
-						// by no limit, doubled or not.
-						assert.Contains(t, in.File, "20261202T")
-						continue
-					}
-					switch acrossDays["../../fixtures/thresholds/local.yaml"][o.Scenario] {
-					case p99Twice:
-						if verdict.IsLatency(r.caughtBy[0]) {
-							continue // no teeth across the two days (acrossDays)
-						}
-					case cpuTwice:
-						if r.caughtBy[0] == verdict.SidecarCPUOverBaselineCPU {
-							continue
-						}
-					}
-					if !caught[o.Scenario] {
-						missed = append(missed, o.Scenario)
-					}
-				}
+				missed := missedPoints(t, in.File, j.obs, r, caught, short[in.File])
 				assert.Empty(t, missed, "%s, %s, %s", s.name, filepath.Base(in.File), r.name)
 				points := 25 // 2026-12-02; 2026-12-07 adds the connection churn's four and the ladder's 8000 req/s
 				if strings.HasPrefix(filepath.Base(in.File), "20261207") {
@@ -326,6 +301,51 @@ func TestLocalFixtureCatchesRegressionsOnEveryMachine(t *testing.T) {
 			}
 		}
 	}
+}
+
+// missedPoints are the points of a quiet run (file) whose observations
+// obs, with regression r applied, no limit caught, but for those the
+// fixture cannot judge on r's metric: a rung past the knee, a p99 of
+// shorter windows than the calibration's (short), CPU read in too few
+// ticks, or a point acrossDays excepts.
+func missedPoints(t *testing.T, file string, obs []verdict.Observation, r regression, caught, short map[string]bool) []string {
+	t.Helper()
+	var missed []string
+	for _, o := range obs {
+		if o.PastKnee != "" && verdict.IsLatency(r.caughtBy[0]) {
+			// A rate ladder's rung past the knee judges no
+			// latency: a queue's.
+			assert.Contains(t, o.Scenario, "BenchmarkRateLadder/")
+			continue
+		}
+		if short[o.Scenario] && verdict.IsLatency(r.caughtBy[0]) {
+			// Measured in shorter windows than the main job's
+			// now (the ladder's 1000 req/s rung before
+			// MinRequests): calibrated by its medians, judged
+			// on its wider interval.
+			continue
+		}
+		if _, unjudged := o.Unjudged[r.caughtBy[0]]; unjudged {
+			// CPU read in too few ticks (cpu-coarse) is judged
+			// by no limit, doubled or not.
+			assert.Contains(t, file, "20261202T")
+			continue
+		}
+		switch acrossDays["../../fixtures/thresholds/local.yaml"][o.Scenario] {
+		case p99Twice:
+			if verdict.IsLatency(r.caughtBy[0]) {
+				continue // no teeth across the two days (acrossDays)
+			}
+		case cpuTwice:
+			if r.caughtBy[0] == verdict.SidecarCPUOverBaselineCPU {
+				continue
+			}
+		}
+		if !caught[o.Scenario] {
+			missed = append(missed, o.Scenario)
+		}
+	}
+	return missed
 }
 
 // TestLocalFixtureOnOtherMachines judges the main jobs recorded beside the
