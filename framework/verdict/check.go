@@ -32,7 +32,8 @@ type Observation struct {
 	// leaves its latency limits unjudged, since its latency is a queue's
 	// and where the knee falls moves with the machine's speed; its
 	// throughput, CPU and memory are judged. Calibrate leaves its latency
-	// out likewise: a meshed arm that misses its rate no longer queues
+	// out likewise where another run held the rung (CalibratedPoint's
+	// PastKnee): a meshed arm that misses its rate no longer queues
 	// what it cannot send, and reads a lower p99 than one that just holds
 	// the rung (2026-12-02's runs read a p99 increase of 274–290 % at
 	// 4000 req/s past the knee, 2026-12-07's 399–641 % holding it), so
