@@ -39,6 +39,11 @@ type Noise struct {
 	Biased bool
 	// Message is the one-line summary.
 	Message string
+	// Unestimated, when set, says why the run's repeats of the metric made
+	// no interval (too few valid ones: a stored reference whose CPU
+	// figures were all diluted); the other fields but Scenario, Metric
+	// and Rule are then unset.
+	Unestimated string
 }
 
 // Calibrate reads an A/A run: for every measurement the fixture gates it
@@ -63,6 +68,12 @@ func (g *Gate) CalibrateAt(aa []Measurement, conf float64, q *Sequential) ([]Noi
 			continue
 		}
 		m = m.usable()
+		if why := tooFewForNoise(m); why != "" {
+			n := Noise{Scenario: m.Scenario, Metric: m.Metric, Rule: r, Unestimated: why}
+			n.Message = fmt.Sprintf("%s:%d: %s: %s: %s", r.File, r.Line, m.Scenario, m.Metric.Label(), why)
+			out = append(out, n)
+			continue
+		}
 		iv, err := calibrationInterval(m, conf, q)
 		if err != nil {
 			return nil, fmt.Errorf("gate: A/A %s: %s: %w", m.Scenario, m.Metric, err)
@@ -79,6 +90,20 @@ func (g *Gate) CalibrateAt(aa []Measurement, conf float64, q *Sequential) ([]Noi
 		return nil, fmt.Errorf("%s: no A/A measurement is gated by any rule", g.File)
 	}
 	return out, nil
+}
+
+// tooFewForNoise says why m's valid repeats make no interval, "" when
+// they make one (stats.MinPairsForInterval in each arm).
+func tooFewForNoise(m Measurement) string {
+	least := stats.MinPairsForInterval
+	switch {
+	case m.Unpaired && (len(m.Reference) < least || len(m.Candidate) < least):
+		return fmt.Sprintf("no estimate: the reference has n=%d valid repeats and this run n=%d, and an interval needs at least %d in each%s",
+			len(m.Reference), len(m.Candidate), least, m.leftOut())
+	case !m.Unpaired && len(m.Reference) < least:
+		return fmt.Sprintf("no estimate: n=%d valid pairs, and an interval needs at least %d%s", len(m.Reference), least, m.leftOut())
+	}
+	return ""
 }
 
 // calibrationInterval is m's interval at conf, or q's repeated interval.

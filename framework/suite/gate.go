@@ -252,6 +252,10 @@ func (s *Suite) decideGate(w io.Writer, header, how string, ms []gate.Measuremen
 	}
 	fmt.Fprintf(w, "%sgate: smallest change this run could detect, from %s, at the decisions' %.2f %%:\n", progressPrefix, what, v.Confidence*100)
 	for _, n := range noise {
+		if n.Unestimated != "" {
+			fmt.Fprintf(w, "%s  %s %s: %s\n", progressPrefix, n.Scenario, n.Metric, n.Unestimated)
+			continue
+		}
 		n.Biased = n.Biased && aa
 		fmt.Fprintf(w, "%s  %s %s: %.1f %% (limit %.0f %%)%s\n", progressPrefix, n.Scenario, n.Metric, n.Detectable*100, n.Rule.LimitPct, cannotPass(n))
 	}
