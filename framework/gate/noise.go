@@ -70,7 +70,7 @@ func (g *Gate) CalibrateAt(aa []Measurement, conf float64, q *Sequential) ([]Noi
 		m = m.usable()
 		if why := tooFewForNoise(m); why != "" {
 			n := Noise{Scenario: m.Scenario, Metric: m.Metric, Rule: r, Unestimated: why}
-			n.Message = fmt.Sprintf("%s:%d: %s: %s: %s", r.File, r.Line, m.Scenario, m.Metric.Label(), why)
+			n.Message = n.message()
 			out = append(out, n)
 			continue
 		}
@@ -155,6 +155,9 @@ func noise(r Rule, m Measurement, iv stats.RatioInterval) Noise {
 
 func (n Noise) message() string {
 	where := fmt.Sprintf("%s:%d: %s: %s: ", n.Rule.File, n.Rule.Line, n.Scenario, n.Metric.Label())
+	if n.Unestimated != "" {
+		return where + n.Unestimated
+	}
 	det := fmt.Sprintf("detectable change %s at n=%d", pct(n.Detectable), n.Interval.N)
 	limit := fmt.Sprintf("limit %s", pct(n.Rule.LimitPct/100))
 	msg := where + det + " (" + limit + ")"

@@ -77,8 +77,7 @@ type CalibratedPoint struct {
 	// where another run held the rung; where none did (HeldNowhere),
 	// their latency is all there is, and the point's latency limits are
 	// theirs, which the catch-all rules leave out.
-	PastKnee    int
-	HeldNowhere bool
+	PastKnee int
 	// runs counts the runs that measured the point; kneeQuiet is the
 	// latency of those past the knee.
 	runs      int
@@ -203,9 +202,14 @@ func (p *CalibratedPoint) add(o Observation, u metric.Units) {
 // heldOrNot settles the latency of the runs past the knee: left out where
 // another run held the rung, counted where none did (HeldNowhere).
 func (p *CalibratedPoint) heldOrNot() {
-	if p.HeldNowhere = p.PastKnee > 0 && p.PastKnee == p.runs; p.HeldNowhere {
+	if p.HeldNowhere() {
 		maps.Copy(p.Quiet, p.kneeQuiet)
 	}
+}
+
+// HeldNowhere says every run that measured the point was past the knee.
+func (p CalibratedPoint) HeldNowhere() bool {
+	return p.PastKnee > 0 && p.PastKnee == p.runs
 }
 
 // LongestWindows is, per point (Observation.Scenario), the longest window
@@ -381,7 +385,7 @@ func (c *Calibration) catchall() {
 				if !ok {
 					continue // an optional metric this point leaves out
 				}
-				if p.HeldNowhere && IsLatency(m) {
+				if p.HeldNowhere() && IsLatency(m) {
 					continue // a saturated arm's latency, no scenario's limit
 				}
 				cur, _ := rule.Max(m)
@@ -439,7 +443,7 @@ func (c *Calibration) YAML(header string) []byte {
 
 // kneeLine says how the runs past the rate ladder's knee counted.
 func (p CalibratedPoint) kneeLine() string {
-	if p.HeldNowhere {
+	if p.HeldNowhere() {
 		return "every run was past the rate ladder's knee here (the meshed arm missed its rate or broke the SLO): the latency limits are a saturated arm's, which a run past the knee is not judged on, and the catch-all rules leave them out"
 	}
 	return fmt.Sprintf("%d of the runs were past the rate ladder's knee here: their latency is left out (a saturated arm's, lower than one that holds the rung) and their throughput, CPU and memory count", p.PastKnee)

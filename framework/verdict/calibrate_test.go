@@ -138,7 +138,7 @@ func TestCalibrateLeavesOutTheLatencyPastTheKnee(t *testing.T) {
 	require.NoError(t, err)
 	p := c.Points[0]
 	assert.Equal(t, 1, p.PastKnee)
-	assert.False(t, p.HeldNowhere)
+	assert.False(t, p.HeldNowhere())
 	assert.Equal(t, []stats.Summary{iv(466, 427, 534), iv(399, 392, 404)}, p.Quiet[P99DeltaPct])
 	assert.Len(t, p.Quiet[ThroughputLossPct], 3, "the throughput past the knee counts")
 	// √(6.34 × 2·4.92) = 7.899 → 689.9 % → 690
@@ -163,7 +163,7 @@ func TestCalibrateLeavesOutTheLatencyPastTheKnee(t *testing.T) {
 		rung("8000", missed, iv(7731, 6686, 18143), iv(28.7, 28.2, 28.7)), held2)
 	require.NoError(t, err)
 	require.Len(t, c.Points, 2)
-	assert.True(t, c.Points[0].HeldNowhere)
+	assert.True(t, c.Points[0].HeldNowhere())
 	assert.Len(t, c.Points[0].Quiet[P99DeltaPct], 2)
 	assert.Contains(t, string(c.YAML("x")), "  # every run was past the rate ladder's knee here")
 	require.Len(t, c.Catchall, 1)
